@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""Leaderboard of stored runs: farel-bench's FaRel table plus format-compliance, token and cost columns.
+
+    python format_result.py [DIR] [--format rich|markdown|csv|json]
+
+Rows are built as data (`LeaderboardRow`) first, then rendered; every format shows the same rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from harness.errors import EvaluatorError
+from harness.storage import StoredRun, load_runs
+from schemas import LeaderboardRow
+
+__all__ = ["build_rows", "class_header", "render_csv", "render_json", "render_markdown", "render_rich"]
+
+
+def build_rows(runs: Sequence[StoredRun]) -> list[LeaderboardRow]:
+    """One row per run, best FaRel first; equal scores (to two decimals) share the smallest rank."""
+    rows = [_row(run) for run in runs]
+    scored = sorted((r for r in rows if r.farel is not None), key=lambda r: (-round(r.farel or 0, 2), r.model, r.mode))
+    ranked: list[LeaderboardRow] = []
+    for position, row in enumerate(scored, 1):
+        tied = ranked and round(ranked[-1].farel or 0, 2) == round(row.farel or 0, 2)
+        ranked.append(row.model_copy(update={"rank": ranked[-1].rank if tied else position}))
+    return ranked + [r for r in rows if r.farel is None]
+
+
+def _row(run: StoredRun) -> LeaderboardRow:
+    s, scores = run.summary, run.summary.scores
+    scored = s.status != "dnf"
+    return LeaderboardRow(
+        rank=None,
+        model=s.model,
+        mode=s.mode,
+        run_id=s.run_id,
+        status=s.status,
+        imported=s.imported,
+        farel=scores.macro_accuracy if scored else None,
+        classes={c.class_name: c.accuracy for c in scores.classes} if scored else {},
+        samples=scores.samples,
+        correct=scores.correct,
+        incorrect=scores.incorrect,
+        missing=scores.missing,
+        errors=scores.errors,
+        ambiguous=scores.ambiguous,
+        valid_first_try=scores.compliance.valid_first_try,
+        corrective_retries=scores.compliance.corrective_retries,
+        invalid_outputs=scores.compliance.invalid_outputs,
+        requests=scores.totals.requests,
+        input_tokens=scores.totals.input_tokens,
+        output_tokens=scores.totals.output_tokens,
+        cost_usd=scores.totals.cost_usd,
+        cost_complete=scores.totals.cost_complete,
+        cost_sources=scores.totals.cost_sources,
+        wall_s=s.wall_s,
+        dataset_md5=s.dataset.md5,
+        reason=s.reason,
+        path=str(run.path),
+    )
+
+
+def class_header(name: str) -> str:
+    """Class names as the public FaRel table writes its headers: "grandchild" -> "grand-child"."""
+    return re.sub(r"grand(?=[a-z])", "grand-", name)
+
+
+def _class_names(rows: Sequence[LeaderboardRow]) -> list[str]:
+    names: dict[str, None] = {}
+    for row in rows:
+        names.update(dict.fromkeys(row.classes))
+    return list(names)
+
+
+def _label(row: LeaderboardRow) -> str:
+    marks = [row.mode] + (["imported"] if row.imported else []) + ([row.status] if row.status == "partial" else [])
+    return f"{row.model} ({', '.join(marks)})"
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}"
+
+
+def _cost(row: LeaderboardRow) -> str:
+    if row.status == "dnf":
+        return "DNF"
+    if row.cost_usd is None:
+        return "unknown"
+    if row.cost_sources == ["local"]:
+        return "$0 (local)"
+    return f"{'' if row.cost_complete else '>='}${row.cost_usd:.6f}"
+
+
+def _cells(row: LeaderboardRow, classes: Sequence[str]) -> list[str]:
+    """The table's cells for one row, as text: Nr, Model, FaRel, classes, then the compliance columns."""
+    dnf = row.status == "dnf"
+    farel = "DNF" if dnf else _num(row.farel)
+    return [
+        "" if row.rank is None else str(row.rank),
+        _label(row),
+        farel,
+        *["" if dnf else _num(row.classes.get(name)) for name in classes],
+        "DNF" if dnf else ("" if row.valid_first_try is None else f"{row.valid_first_try:.1f}%"),
+        str(row.corrective_retries),
+        str(row.invalid_outputs),
+        str(row.missing),
+        str(row.errors),
+        _cost(row),
+        f"{row.requests} / {row.input_tokens} / {row.output_tokens}",
+    ]
+
+
+def _headers(classes: Sequence[str]) -> list[str]:
+    return [
+        "Nr",
+        "Model",
+        "FaRel",
+        *map(class_header, classes),
+        "Valid 1st",
+        "Retries",
+        "Invalid",
+        "Missing",
+        "Errors",
+        "Cost",
+        "Req / In Tok / Out Tok",
+    ]
+
+
+_LEFT_COLUMNS = {1, -1}
+"""Model and the token column are text; every other column is right-aligned as in farel-bench's table."""
+
+
+def render_markdown(rows: Sequence[LeaderboardRow]) -> str:
+    """A pipe table laid out as farel-bench's published table (pandas/tabulate style)."""
+    classes = _class_names(rows)
+    headers = _headers(classes)
+    body = [_cells(row, classes) for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(headers)]
+    left = {i % len(headers) for i in _LEFT_COLUMNS}
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        return "| " + " | ".join(padded) + " |"
+
+    rule = "|" + "|".join(":" + "-" * (w + 1) if i in left else "-" * (w + 1) + ":" for i, w in enumerate(widths)) + "|"
+    return "\n".join([line(headers), rule, *(line(r) for r in body)]) + "\n"
+
+
+def render_rich(rows: Sequence[LeaderboardRow], console: Console) -> None:
+    """Two tables that fit a terminal: FaRel scores per class, then format compliance, cost and tokens."""
+    classes = _class_names(rows)
+    headers = _headers(classes)
+    cells = [_cells(row, classes) for row in rows]
+    split = 3 + len(classes)
+    for title, columns in (
+        ("FaRel", range(split)),
+        ("Format compliance and cost", [0, 1, *range(split, len(headers))]),
+    ):
+        table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        for i in columns:
+            text = i == 1 or i >= len(headers) - 2
+            widest = max([len(c[i]) for c in cells] + [len(word) for word in headers[i].split()])
+            table.add_column(headers[i], justify="left" if text else "right", no_wrap=text, min_width=widest)
+        for row in cells:
+            table.add_row(*(row[i] for i in columns))
+        console.print(table)
+
+
+def render_csv(rows: Sequence[LeaderboardRow]) -> str:
+    classes = _class_names(rows)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(
+        [
+            "rank",
+            "model",
+            "mode",
+            "run_id",
+            "status",
+            "imported",
+            "farel",
+            *classes,
+            "samples",
+            "correct",
+            "incorrect",
+            "missing",
+            "errors",
+            "valid_first_try",
+            "corrective_retries",
+            "invalid_outputs",
+            "requests",
+            "input_tokens",
+            "output_tokens",
+            "cost_usd",
+            "wall_s",
+        ]
+    )
+    for r in rows:
+        writer.writerow(
+            [
+                r.rank,
+                r.model,
+                r.mode,
+                r.run_id,
+                r.status,
+                r.imported,
+                _num(r.farel),
+                *(_num(r.classes.get(c)) for c in classes),
+                r.samples,
+                r.correct,
+                r.incorrect,
+                r.missing,
+                r.errors,
+                _num(r.valid_first_try),
+                r.corrective_retries,
+                r.invalid_outputs,
+                r.requests,
+                r.input_tokens,
+                r.output_tokens,
+                "" if r.cost_usd is None else f"{r.cost_usd:.6f}",
+                r.wall_s,
+            ]
+        )
+    return out.getvalue()
+
+
+def render_json(rows: Sequence[LeaderboardRow]) -> str:
+    return json.dumps([r.model_dump(mode="json") for r in rows], indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="format_result.py", description="Leaderboard of stored runs.")
+    parser.add_argument("dir", nargs="?", type=Path, default=Path("result"), help="results folder (default result)")
+    parser.add_argument(
+        "--format",
+        choices=["rich", "markdown", "csv", "json"],
+        help="output format (default: rich on a terminal, markdown otherwise)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        rows = build_rows(load_runs(args.dir))
+    except EvaluatorError as exc:
+        print(f"format_result.py: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    fmt = args.format or ("rich" if sys.stdout.isatty() else "markdown")
+    if fmt == "rich":
+        render_rich(rows, Console())
+    else:
+        sys.stdout.write({"markdown": render_markdown, "csv": render_csv, "json": render_json}[fmt](rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Internals of the evaluator: answer modes, model resolution, attempt reading, scoring, storage."""

@@ -1,0 +1,29 @@
+"""The evaluator's exceptions: each message is one line that names the bad value and the fix."""
+
+from __future__ import annotations
+
+__all__ = ["EvaluatorError", "InputError", "ModelSetupError", "ResultFileError"]
+
+
+class EvaluatorError(Exception):
+    """Base of every error the CLI turns into one line and a non-zero exit."""
+
+    exit_code = 1
+
+
+class InputError(EvaluatorError):
+    """Bad input from the user: a malformed quiz file, a bad template, conflicting flags."""
+
+    exit_code = 2
+
+
+class ModelSetupError(EvaluatorError):
+    """The model cannot be set up: unknown name, missing API key, missing optional package."""
+
+    exit_code = 2
+
+
+class ResultFileError(EvaluatorError):
+    """A stored result file that cannot be read or does not match its schema."""
+
+    exit_code = 2

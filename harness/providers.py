@@ -1,0 +1,173 @@
+"""Turn a model string from the command line into a pydantic-ai model, and adjust its profile."""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic_ai import UserError
+from pydantic_ai.models import Model, infer_model
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.models.test import TestModel
+from pydantic_ai.profiles import ModelProfile
+from pydantic_ai.providers import Provider, infer_provider, infer_provider_class
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from harness.errors import ModelSetupError
+from schemas import AnswerMode
+
+__all__ = [
+    "ResolvedModel",
+    "forces_tool_choice",
+    "is_loopback",
+    "resolve_model",
+    "safe_url",
+    "without_forced_tool_choice",
+]
+
+PROVIDER_ALIASES = {"google-gla": "google"}
+"""Older prefixes users still type, mapped to pydantic-ai's current provider names."""
+
+_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+_NO_KEY = "not-needed"
+"""Sent as the API key to a loopback OpenAI-compatible server when none is given (they ignore it)."""
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A ready model and the facts about it that a run records."""
+
+    model: Model
+    name: str
+    """The model as the user named it (aliases resolved), e.g. `openai:gpt-4o`."""
+    base_url: str | None
+    """The server's URL with any credentials removed."""
+    local: bool
+    """Runs on this machine (test model, loopback server): its cost is 0."""
+
+
+def safe_url(url: str) -> str:
+    """The URL without user, password, query or fragment, so no secret reaches a result file."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def is_loopback(url: str | None) -> bool:
+    return url is not None and (urlsplit(url).hostname or "") in _LOOPBACK_HOSTS
+
+
+def _split(spec: str) -> tuple[str | None, str]:
+    provider, sep, name = spec.partition(":")
+    if not sep:
+        return None, spec
+    return PROVIDER_ALIASES.get(provider, provider), name
+
+
+def resolve_model(
+    spec: str,
+    *,
+    mode: AnswerMode = "tool",
+    base_url: str | None = None,
+    api_key: str | None = None,
+) -> ResolvedModel:
+    """Build the model for `spec`: `provider:name`, `test`, or any name with `base_url` (OpenAI-compatible).
+
+    Raises `ModelSetupError` with a one-line fix for unknown models, missing keys or missing extras.
+    """
+    spec = spec.strip()
+    if not spec:
+        raise ModelSetupError("empty --model: pass provider:name, e.g. openai:gpt-4o-mini, or 'test'")
+    provider, name = _split(spec)
+    if spec == "test":
+        return ResolvedModel(_test_model(mode), "test", None, local=True)
+    if base_url is not None and provider in (None, "openai", "openai-chat"):
+        if not urlsplit(base_url).scheme.startswith("http"):
+            raise ModelSetupError(f"bad --base-url {safe_url(base_url)!r}: expected http(s)://host:port/v1")
+        key = api_key or os.environ.get("OPENAI_API_KEY") or (_NO_KEY if is_loopback(base_url) else None)
+        if key is None:
+            raise ModelSetupError(f"missing API key for {safe_url(base_url)}: pass --api-key or set OPENAI_API_KEY")
+        model: Model = OpenAIChatModel(name, provider=OpenAIProvider(base_url=base_url, api_key=key))
+        return ResolvedModel(model, spec, safe_url(base_url), local=is_loopback(base_url))
+    if provider is None:
+        raise ModelSetupError(
+            f"unknown model {spec!r}: name it as provider:model (e.g. openai:{spec}), "
+            "or give --base-url for an OpenAI-compatible server"
+        )
+    full = f"{provider}:{name}"
+    try:
+        model = infer_model(full, provider_factory=lambda p: _provider(p, base_url=base_url, api_key=api_key))
+    except UserError as exc:
+        raise ModelSetupError(_setup_message(full, str(exc))) from None
+    except ValueError:
+        raise ModelSetupError(
+            f"unknown model provider {provider!r} in {spec!r}: use one of pydantic-ai's providers "
+            "(openai, openrouter, anthropic, google, ollama, groq, mistral, ...) or --base-url"
+        ) from None
+    except ImportError as exc:
+        raise ModelSetupError(
+            f"model {full!r} needs an optional package ({exc.name}): pip install 'pydantic-ai-slim[{provider}]'"
+        ) from None
+    url = base_url or _provider_url(model)
+    return ResolvedModel(model, full, safe_url(url) if url else None, local=is_loopback(url))
+
+
+def _provider(name: str, *, base_url: str | None, api_key: str | None) -> Provider[Any]:
+    if base_url is None and api_key is None:
+        return infer_provider(name)
+    options = {k: v for k, v in (("base_url", base_url), ("api_key", api_key)) if v is not None}
+    try:
+        return infer_provider_class(name)(**options)
+    except TypeError:
+        flags = " or ".join("--" + k.replace("_", "-") for k in options)
+        raise ModelSetupError(f"provider {name!r} does not take {flags}") from None
+
+
+def _provider_url(model: Model) -> str | None:
+    provider = model.provider
+    return getattr(provider, "base_url", None) if provider is not None else None
+
+
+def _setup_message(spec: str, text: str) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    env = re.search(r"`([A-Z][A-Z0-9_]*)`", first)
+    if env and "environment variable" in first:
+        variable = env.group(1)
+        if variable.endswith("_BASE_URL"):
+            return f"no server URL for {spec}: set {variable} or pass --base-url"
+        return f"missing API key for {spec}: set {variable} or pass --api-key"
+    if first.startswith("Unknown model"):
+        return f"unknown model {spec!r}: check the provider prefix and name ({first})"
+    return f"cannot use model {spec!r}: {first}"
+
+
+def _test_model(mode: AnswerMode) -> Model:
+    """pydantic-ai's TestModel, set to always pick option 1, so every mode runs end to end offline."""
+    if mode == "tag":
+        return TestModel(custom_output_text="<ANSWER>1</ANSWER>")
+    if mode == "tool":
+        return TestModel(custom_output_args={"answer": 1})
+    return TestModel(custom_output_text='{"answer": 1}', profile=ModelProfile(supports_json_schema_output=True))
+
+
+def forces_tool_choice(model: Model) -> bool:
+    """Whether output tool calls go out with `tool_choice: required` for this model."""
+    return bool(model.profile.get("supports_forced_tool_choice", True))
+
+
+def without_forced_tool_choice(model: Model) -> Model:
+    """A copy of `model` that sends `tool_choice: auto`, for servers that refuse a forced tool choice.
+
+    The profile is a cached property of every pydantic-ai model, so the copy gets its own resolved
+    profile with forcing off; the original model is left as it was.
+    """
+    clone = copy.copy(model)
+    vars(clone)["profile"] = {**model.profile, **ModelProfile(supports_forced_tool_choice=False)}
+    return clone

@@ -1,0 +1,125 @@
+"""Stored runs: `result/<model-slug>/<run-id>/` holds `samples.jsonl` (one record a line) and `summary.json`."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from pydantic import ValidationError
+
+from harness.errors import ResultFileError
+from schemas import SCHEMA_VERSION, RunSummary, SampleRecord
+
+__all__ = [
+    "RECORDS_FILE",
+    "SUMMARY_FILE",
+    "RunWriter",
+    "StoredRun",
+    "load_runs",
+    "model_slug",
+    "new_run_id",
+    "read_records",
+]
+
+RECORDS_FILE = "samples.jsonl"
+SUMMARY_FILE = "summary.json"
+
+
+def model_slug(model: str) -> str:
+    """A folder name for a model: `openai:gpt-4o` -> `openai_gpt-4o`."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_.") or "model"
+
+
+def new_run_id(mode: str, now: datetime) -> str:
+    """Sortable by time, unique even for runs started in the same second."""
+    return f"{now:%Y%m%dT%H%M%SZ}-{mode}-{secrets.token_hex(2)}"
+
+
+class RunWriter:
+    """Appends each record as one flushed JSON line, so a stopped run keeps every finished sample."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        try:
+            run_dir.mkdir(parents=True, exist_ok=False)
+            self._records: IO[str] = (run_dir / RECORDS_FILE).open("a", encoding="utf-8")
+        except OSError as exc:
+            raise ResultFileError(f"cannot create the run folder {run_dir}: {exc.strerror or exc}") from None
+
+    def append(self, record: SampleRecord) -> None:
+        self._records.write(record.model_dump_json() + "\n")
+        self._records.flush()
+
+    def write_summary(self, summary: RunSummary) -> Path:
+        path = self.run_dir / SUMMARY_FILE
+        partial = path.with_suffix(".json.tmp")
+        partial.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        partial.replace(path)
+        return path
+
+    def close(self) -> None:
+        self._records.close()
+
+    def __enter__(self) -> RunWriter:
+        return self
+
+    def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.close()
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    path: Path
+    summary: RunSummary
+
+
+def _load_summary(path: Path) -> RunSummary:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ResultFileError(f"corrupt result file {path}: {exc}") from None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if not isinstance(version, int):
+        raise ResultFileError(f"corrupt result file {path}: no schema_version")
+    if version > SCHEMA_VERSION:
+        raise ResultFileError(
+            f"{path} has schema version {version}, newer than this program's {SCHEMA_VERSION}: upgrade"
+        )
+    try:
+        return RunSummary.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"]))
+        raise ResultFileError(f"corrupt result file {path}: {where}: {first['msg']}") from None
+
+
+def load_runs(directory: Path) -> list[StoredRun]:
+    """Every run summary below `directory`, oldest first; a corrupt file raises `ResultFileError`."""
+    if not directory.exists():
+        raise ResultFileError(f"no results folder {directory}: run `python main.py run` first or name another folder")
+    paths = [directory] if directory.is_file() else sorted(directory.rglob(SUMMARY_FILE))
+    runs = [StoredRun(p.parent, _load_summary(p)) for p in paths]
+    return sorted(runs, key=lambda r: (r.summary.started_at, r.summary.run_id))
+
+
+def read_records(run_dir: Path) -> Iterator[SampleRecord]:
+    """The records of a run in the order written; a torn or corrupt line raises `ResultFileError`."""
+    path = run_dir / RECORDS_FILE
+    try:
+        with path.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                try:
+                    yield SampleRecord.model_validate_json(line)
+                except ValidationError as exc:
+                    raise ResultFileError(f"corrupt record at {path}:{number}: {exc.errors()[0]['msg']}") from None
+    except OSError as exc:
+        raise ResultFileError(f"cannot read {path}: {exc.strerror or exc}") from None

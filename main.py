@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""Command line: `python main.py run --model M ...` evaluates a model on FaRel quizzes and stores the run.
+
+Every expected failure (bad input, unknown model, missing key, unreachable server, corrupt file) ends
+as one line on stderr and a non-zero exit; records already written stay on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from pydantic_ai.settings import ModelSettings
+
+import evaluator
+from harness.answers import DEFAULT_SYSTEM_PROMPT, mode_instructions
+from harness.attempts import UserPrices
+from harness.datasets import Dataset, generated_dataset, limit_per_class, read_dataset
+from harness.errors import EvaluatorError, InputError
+from harness.progress import Progress
+from harness.providers import resolve_model
+from harness.storage import RunWriter, model_slug, new_run_id
+from schemas import RunSettings, RunSummary, SampleRecord
+
+EXIT_DNF = 3
+EXIT_INTERRUPTED = 130
+
+
+def program_version() -> str:
+    try:
+        return version("farel-eval")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _price(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="main.py", description="Evaluate models on FaRel quizzes with typed answers.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="pose quizzes to a model, score the answers and store the run")
+    model = run.add_argument_group("model")
+    model.add_argument(
+        "--model",
+        required=True,
+        help="pydantic-ai model string (openai:gpt-4o-mini, openrouter:..., anthropic:..., google:..., "
+        "ollama:..., test), or any model name with --base-url",
+    )
+    model.add_argument(
+        "--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (llama.cpp, vLLM)"
+    )
+    model.add_argument(
+        "--api-key", help="API key (never written to results); default: the provider's environment variable"
+    )
+    model.add_argument(
+        "--mode",
+        choices=["tool", "tag", "native", "prompted"],
+        default="tool",
+        help="answer through a tool call (default), farel-bench's <ANSWER> tag, JSON schema output, "
+        "or a schema stated in the prompt",
+    )
+    model.add_argument(
+        "--retries",
+        type=_non_negative,
+        help="corrective retries after an invalid output (default: 3; 0 in tag mode, as farel-bench)",
+    )
+    model.add_argument(
+        "--system-prompt",
+        nargs="?",
+        const=DEFAULT_SYSTEM_PROMPT,
+        default=None,
+        help="a system prompt; the bare flag uses farel-bench's default one",
+    )
+    model.add_argument(
+        "--temperature", type=float, default=0.01, help="sampling temperature (default 0.01, as farel-bench)"
+    )
+    model.add_argument(
+        "--model-seed", type=int, default=42, help="sampling seed where the provider takes one (default 42)"
+    )
+    model.add_argument(
+        "--max-tokens", type=_positive, help="maximum output tokens per request (default: the provider's)"
+    )
+    model.add_argument(
+        "--tool-choice",
+        choices=["required", "auto"],
+        help="force the answer tool call or leave it to the model (default: force, and fall back to "
+        "auto if the server refuses)",
+    )
+    model.add_argument("--price-in", type=_price, help="USD per million input tokens, for models with no known price")
+    model.add_argument("--price-out", type=_price, help="USD per million output tokens, for models with no known price")
+    data = run.add_argument_group("quizzes")
+    data.add_argument("--quizzes", metavar="FILE", help="a FaRel CSV file, or - for standard input (default: generate)")
+    data.add_argument("--length", type=_positive, default=3, help="generate degrees 1..LENGTH (default 3)")
+    data.add_argument("--number", type=_positive, default=50, help="quizzes per class (default 50)")
+    data.add_argument("--seed", type=int, default=42, help="generator seed (default 42)")
+    data.add_argument("--no-shuffle", action="store_true", help="keep statement and option order (default: shuffled)")
+    data.add_argument(
+        "--unambiguous",
+        action="store_true",
+        help="name the two 'cousin Nx removed' classes of degree >= 5 apart (not farel-bench parity)",
+    )
+    data.add_argument("--limit", type=_positive, help="pose only N quizzes, spread evenly over the classes")
+    out = run.add_argument_group("run")
+    out.add_argument("--concurrency", type=_positive, default=8, help="requests in flight (default 8)")
+    out.add_argument("--results-dir", type=Path, default=Path("result"), help="where runs are stored (default result)")
+    out.add_argument("--quiet", action="store_true", help="no progress display")
+    return parser
+
+
+def _dataset(args: argparse.Namespace) -> Dataset:
+    if args.quizzes is not None:
+        dataset = read_dataset(args.quizzes)
+    else:
+        dataset = generated_dataset(
+            args.length, args.number, args.seed, shuffle=not args.no_shuffle, unambiguous=args.unambiguous
+        )
+    if args.limit is not None:
+        quizzes = limit_per_class(dataset.quizzes, args.limit)
+        dataset = Dataset(quizzes, dataset.info.model_copy(update={"limit": args.limit}))
+    return dataset
+
+
+def _report(summary: RunSummary, run_dir: Path) -> None:
+    """farel-bench's per-class lines, then the macro score, format compliance and totals."""
+    scores = summary.scores
+    for c in scores.classes:
+        accuracy = f"{c.accuracy:.2f}" if c.accuracy is not None else "n/a"
+        extra = "".join(f", {label}: {n}" for label, n in (("E", c.errors), ("ambiguous", c.ambiguous)) if n)
+        print(
+            f"{c.class_name}: {accuracy} (C: {c.correct}, I: {c.incorrect}, M: {c.missing} "
+            f"A: {c.correct + c.incorrect + c.missing}{extra})"
+        )
+    farel = f"{scores.macro_accuracy:.2f}" if scores.macro_accuracy is not None else "n/a"
+    length = summary.dataset.length
+    print(f"FaRel{'-' + str(length) if length else ''}: {farel}  ({summary.model}, {summary.mode} mode)")
+    comp, totals = scores.compliance, scores.totals
+    first = f"{comp.valid_first_try:.1f}%" if comp.valid_first_try is not None else "n/a"
+    after = f"{comp.valid_after_retries:.1f}%" if comp.valid_after_retries is not None else "n/a"
+    kinds = ", ".join(f"{k} {n}" for k, n in comp.invalid_by_kind.items()) or "none"
+    print(
+        f"format: valid first try {first}, after retries {after}, corrective retries {comp.corrective_retries}, "
+        f"invalid outputs {comp.invalid_outputs} ({kinds}), missing {scores.missing}, errors {scores.errors}"
+    )
+    if summary.mode == "tag" and comp.relaxed_recoverable:
+        print(
+            f"relaxed reading: {comp.relaxed_recoverable} missing replies state an answer without the tag "
+            f"({comp.relaxed_recoverable_correct} of them correct); not counted"
+        )
+    if scores.ambiguous:
+        print(
+            f"ambiguous: {scores.ambiguous} quizzes repeat the correct option's name; recorded but not scored "
+            "(use --unambiguous to name the classes apart)"
+        )
+    cost = (
+        "unknown"
+        if totals.cost_usd is None
+        else f"${totals.cost_usd:.6f}{'' if totals.cost_complete else ' (lower bound)'}"
+    )
+    print(
+        f"totals: {totals.requests} requests, {totals.input_tokens} input / {totals.output_tokens} output tokens, "
+        f"cost {cost}, {summary.wall_s:.1f} s"
+    )
+    print(f"stored in {run_dir}")
+
+
+def command_run(args: argparse.Namespace) -> int:
+    dataset = _dataset(args)
+    resolved = resolve_model(args.model, mode=args.mode, base_url=args.base_url, api_key=args.api_key)
+    if (args.price_in is None) != (args.price_out is None):
+        raise InputError("give both --price-in and --price-out (USD per million tokens), or neither")
+    prices = UserPrices(args.price_in, args.price_out) if args.price_in is not None else None
+    retries = evaluator.default_retries(args.mode) if args.retries is None else args.retries
+    settings = ModelSettings(temperature=args.temperature, seed=args.model_seed)
+    if args.max_tokens is not None:
+        settings["max_tokens"] = args.max_tokens
+    started_at = datetime.now(UTC)
+    run_id = new_run_id(args.mode, started_at)
+    run_dir = args.results_dir / model_slug(resolved.name) / run_id
+    progress = Progress(len(dataset.quizzes), quiet=args.quiet)
+    records: list[SampleRecord] = []
+    run_settings = RunSettings(
+        model=resolved.name,
+        base_url=resolved.base_url,
+        mode=args.mode,
+        retries=retries,
+        temperature=args.temperature,
+        seed=args.model_seed,
+        max_tokens=args.max_tokens,
+        system_prompt=args.system_prompt,
+        instructions=mode_instructions(args.mode),
+        tool_choice=args.tool_choice,
+        concurrency=args.concurrency,
+        price_in=args.price_in,
+        price_out=args.price_out,
+        local=resolved.local,
+    )
+
+    def summary(result: evaluator.EvaluationResult | None, status: str, reason: str | None) -> RunSummary:
+        done = result.records if result is not None else sorted(records, key=lambda r: r.quiz_id)
+        finished_at = datetime.now(UTC)
+        return RunSummary(
+            program_version=program_version(),
+            run_id=run_id,
+            model=resolved.name,
+            mode=args.mode,
+            status=status,
+            reason=reason,
+            started_at=started_at,
+            finished_at=finished_at,
+            wall_s=result.wall_s if result is not None else round((finished_at - started_at).total_seconds(), 3),
+            settings=run_settings.model_copy(
+                update={
+                    "tool_choice": result.tool_choice if result is not None else run_settings.tool_choice,
+                    "tool_choice_reason": result.tool_choice_reason if result is not None else None,
+                }
+            ),
+            dataset=dataset.info,
+            scores=evaluator.score_records(done),
+            ambiguous_quiz_ids=[r.quiz_id for r in done if r.ambiguous],
+        )
+
+    with RunWriter(run_dir) as writer:
+
+        def on_record(record: SampleRecord) -> None:
+            writer.append(record)
+            records.append(record)
+            progress.advance(record)
+
+        try:
+            with progress:
+                result = asyncio.run(
+                    evaluator.evaluate(
+                        dataset.quizzes,
+                        resolved.model,
+                        mode=args.mode,
+                        retries=retries,
+                        system_prompt=args.system_prompt,
+                        model_settings=settings,
+                        concurrency=args.concurrency,
+                        local=resolved.local,
+                        prices=prices,
+                        tool_choice=args.tool_choice,
+                        on_record=on_record,
+                    )
+                )
+        except KeyboardInterrupt:
+            writer.write_summary(summary(None, "partial", "interrupted by the user"))
+            print(f"main.py: interrupted; {len(records)} finished samples kept in {run_dir}", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except EvaluatorError:
+            if records:
+                writer.write_summary(summary(None, "partial", "stopped by an error"))
+            else:
+                writer.close()
+                shutil.rmtree(run_dir, ignore_errors=True)
+            raise
+        final = summary(result, result.status, result.reason)
+        writer.write_summary(final)
+    if result.status == "dnf":
+        where = f" at {resolved.base_url}" if resolved.base_url else ""
+        print(
+            f"main.py: error: model {resolved.name}{where} could not be reached: {result.reason} "
+            f"(run stored as DNF in {run_dir})",
+            file=sys.stderr,
+        )
+        return EXIT_DNF
+    _report(final, run_dir)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return command_run(args)
+    except EvaluatorError as exc:
+        print(f"main.py: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

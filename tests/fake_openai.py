@@ -1,0 +1,115 @@
+"""A real OpenAI-compatible chat server on loopback, scripted per test: `reply(request) -> response`.
+
+It speaks HTTP like any server the evaluator meets (status codes, JSON bodies, usage fields), so the
+tests exercise the real openai client and pydantic-ai's OpenAI model, not a mock of them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from schemas import Quiz
+
+Reply = Callable[[dict[str, Any]], "dict[str, Any] | tuple[int, dict[str, Any]]"]
+
+
+def completion(
+    message: dict[str, Any],
+    *,
+    prompt_tokens: int = 100,
+    completion_tokens: int = 10,
+    cost: float | None = None,
+    model: str = "fake-model",
+) -> dict[str, Any]:
+    """A chat.completion body with `message` and exact usage counts (and OpenRouter's `usage.cost`)."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if cost is not None:
+        usage["cost"] = cost
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}
+        ],
+        "usage": usage,
+    }
+
+
+def tool_call(arguments: dict[str, Any] | str, name: str = "select_answer") -> dict[str, Any]:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}],
+    }
+
+
+def text(content: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": content}
+
+
+def prompt_of(request: dict[str, Any]) -> str:
+    """The text of the first user message (the quiz)."""
+    for message in request["messages"]:
+        if message["role"] == "user":
+            content = message["content"]
+            return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
+    raise AssertionError("no user message in request")
+
+
+def answer_key(quizzes: Sequence[Quiz]) -> Callable[[dict[str, Any]], Quiz]:
+    """Find the quiz a request asks about (by the text before its answer options, the same in every mode)."""
+    by_question = {q.prompt.split("Select the correct answer:")[0]: q for q in quizzes}
+    return lambda request: by_question[prompt_of(request).split("Select the correct answer:")[0]]
+
+
+class FakeOpenAI:
+    """Serves `/v1/chat/completions` with `reply`; every request body is kept in `requests`."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                with fake._lock:
+                    fake.requests.append(body)
+                result = fake.reply(body)
+                status, payload = result if isinstance(result, tuple) else (200, result)
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
