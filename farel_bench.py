@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+from harness.errors import OneLineArgumentParser
 from schemas import Quiz
 
 __all__ = [
@@ -281,7 +282,7 @@ def decode_template(template: str) -> str:
 
 
 def _argument_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description="Generate FaRel family relationship quizzes as CSV on stdout.")
+    parser = OneLineArgumentParser(description="Generate FaRel family relationship quizzes as CSV on stdout.")
     parser.add_argument("-l", "--length", type=int, required=True, help="Maximum length of family relationship paths.")
     parser.add_argument(
         "-p",

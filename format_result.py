@@ -8,7 +8,6 @@ Rows are built as data (`LeaderboardRow`) first, then rendered; every format sho
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -21,7 +20,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from harness.errors import EvaluatorError
+from harness.errors import EvaluatorError, OneLineArgumentParser
 from harness.storage import StoredRun, load_runs
 from schemas import LeaderboardRow
 
@@ -242,7 +241,7 @@ def render_json(rows: Sequence[LeaderboardRow]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="format_result.py", description="Leaderboard of stored runs.")
+    parser = OneLineArgumentParser(prog="format_result.py", description="Leaderboard of stored runs.")
     parser.add_argument("dir", nargs="?", type=Path, default=Path("result"), help="results folder (default result)")
     parser.add_argument(
         "--format",

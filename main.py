@@ -22,7 +22,7 @@ import evaluator
 from harness.answers import DEFAULT_SYSTEM_PROMPT, mode_instructions
 from harness.attempts import UserPrices
 from harness.datasets import Dataset, generated_dataset, limit_per_class, read_dataset
-from harness.errors import EvaluatorError, InputError
+from harness.errors import EvaluatorError, InputError, OneLineArgumentParser
 from harness.progress import Progress
 from harness.providers import resolve_model
 from harness.storage import RunWriter, model_slug, new_run_id
@@ -61,7 +61,7 @@ def _price(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="main.py", description="Evaluate models on FaRel quizzes with typed answers.")
+    parser = OneLineArgumentParser(prog="main.py", description="Evaluate models on FaRel quizzes with typed answers.")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="pose quizzes to a model, score the answers and store the run")
     model = run.add_argument_group("model")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["EvaluatorError", "InputError", "ModelSetupError", "ResultFileError"]
+import argparse
+import sys
+from typing import NoReturn
+
+__all__ = ["EvaluatorError", "InputError", "ModelSetupError", "OneLineArgumentParser", "ResultFileError"]
 
 
 class EvaluatorError(Exception):
@@ -27,3 +31,11 @@ class ResultFileError(EvaluatorError):
     """A stored result file that cannot be read or does not match its schema."""
 
     exit_code = 2
+
+
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """argparse that reports a bad command line in one line (`prog: error: ...`), exit 2, like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(2)

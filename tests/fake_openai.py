@@ -22,6 +22,7 @@ def completion(
     *,
     prompt_tokens: int = 100,
     completion_tokens: int = 10,
+    reasoning_tokens: int = 0,
     cost: float | None = None,
     model: str = "fake-model",
 ) -> dict[str, Any]:
@@ -30,6 +31,7 @@ def completion(
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
+        "completion_tokens_details": {"reasoning_tokens": reasoning_tokens},
     }
     if cost is not None:
         usage["cost"] = cost
@@ -87,7 +89,10 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 with fake._lock:
                     fake.requests.append(body)
-                result = fake.reply(body)
+                try:
+                    result = fake.reply(body)
+                except Exception as exc:  # a broken test script shows up as a server error, not a hang
+                    result = (599, {"error": {"message": f"fake server: {type(exc).__name__}: {exc}"}})
                 status, payload = result if isinstance(result, tuple) else (200, result)
                 data = json.dumps(payload).encode()
                 self.send_response(status)

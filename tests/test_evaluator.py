@@ -1,0 +1,304 @@
+"""The evaluator driven through pydantic-ai's FunctionModel: attempts, retries, statuses, usage and cost."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from pydantic_ai import (
+    ModelConnectionError,
+    ModelHTTPError,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RequestUsage,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.profiles import ModelProfile
+
+import evaluator
+from evaluator import EvaluationResult, UserPrices
+from harness.answers import TAG_INSTRUCTION
+from harness.errors import EvaluatorError
+from schemas import AnswerMode, Attempt, Quiz
+
+
+def quiz(n: int, *, correct: int = 2, class_name: str = "kin", options: Sequence[str] = ("a", "b", "c", "d")) -> Quiz:
+    lines = "\n".join(f"{k}. {text}" for k, text in enumerate(options, 1))
+    return Quiz(
+        id=f"q{n}", class_name=class_name, prompt=f"Question {n}?\n{lines}", options=tuple(options), correct=correct
+    )
+
+
+def call(args: dict[str, Any] | str, name: str = "select_answer") -> ModelResponse:
+    return ModelResponse(parts=[ToolCallPart(name, args)], usage=RequestUsage(input_tokens=50, output_tokens=7))
+
+
+def say(text: str, **details: Any) -> ModelResponse:
+    return ModelResponse(
+        parts=[TextPart(text)], usage=RequestUsage(input_tokens=50, output_tokens=7), provider_details=details or None
+    )
+
+
+def prompt_of(messages: list[ModelMessage]) -> str:
+    first = messages[0]
+    assert isinstance(first, ModelRequest)
+    return next(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
+
+
+def scripted(replies: dict[str, list[ModelResponse | Exception]], **model: Any) -> FunctionModel:
+    """A model that answers quiz `qN` (by its prompt) with `replies['qN'][turn]`, or raises it."""
+
+    def respond(messages: list[ModelMessage], _: AgentInfo) -> ModelResponse:
+        quiz_id = "q" + prompt_of(messages).split("?")[0].removeprefix("Question ")
+        turn = sum(isinstance(m, ModelResponse) for m in messages)
+        reply = replies[quiz_id][turn]
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    return FunctionModel(respond, **model)
+
+
+def run(quizzes: Sequence[Quiz], model: FunctionModel, **options: Any) -> EvaluationResult:
+    return asyncio.run(evaluator.evaluate(quizzes, model, **options))
+
+
+def kinds(attempts: list[Attempt]) -> list[str | None]:
+    return [a.invalid_kind for a in attempts]
+
+
+def test_valid_answer_on_the_first_try() -> None:
+    result = run([quiz(1)], scripted({"q1": [call({"answer": 2, "reasoning": "b fits"})]}))
+    record = result.records[0]
+    assert (record.status, record.answer, record.reasoning, record.corrective_retries) == ("correct", "2", "b fits", 0)
+    assert record.attempts == [Attempt(valid=True, raw='{"answer": 2, "reasoning": "b fits"}', answer="2")]
+    assert (record.usage.requests, record.usage.input_tokens, record.usage.output_tokens) == (1, 50, 7)
+    assert (record.cost.usd, record.cost.source) == (None, "unknown")
+    assert result.status == "finished"
+    assert result.tool_choice == "required"
+
+
+def test_invalid_then_fixed_counts_one_corrective_retry() -> None:
+    result = run([quiz(1)], scripted({"q1": [call({"answer": 9}), call({"answer": 2})]}))
+    record = result.records[0]
+    assert record.status == "correct"
+    assert record.corrective_retries == 1
+    assert record.attempts == [
+        Attempt(
+            valid=False,
+            invalid_kind="out_of_range",
+            raw='{"answer": 9}',
+            feedback="answer: 9 is not an option number: choose a number from 1 to 4",
+        ),
+        Attempt(valid=True, raw='{"answer": 2}', answer="2"),
+    ]
+    assert (record.usage.requests, record.usage.input_tokens, record.usage.output_tokens) == (2, 100, 14)
+    compliance = result.scores.compliance
+    assert (compliance.valid_first_try, compliance.valid_after_retries) == (0.0, 100.0)
+    assert (compliance.corrective_retries, compliance.invalid_outputs) == (1, 1)
+    assert compliance.invalid_by_kind == {"out_of_range": 1}
+
+
+def test_always_invalid_exhausts_retries_and_is_missing() -> None:
+    result = run([quiz(1)], scripted({"q1": [call({"answer": 0})] * 3}), retries=2)
+    record = result.records[0]
+    assert (record.status, record.answer, record.corrective_retries) == ("missing", None, 2)
+    assert kinds(record.attempts) == ["out_of_range"] * 3
+    assert record.attempts[-1].feedback == "answer: 0 is not an option number: choose a number from 1 to 4"
+    assert result.scores.missing == 1
+    assert result.scores.compliance.valid_after_retries == 0.0
+    assert result.scores.classes[0].accuracy == 0.0
+
+
+def test_every_kind_of_invalid_output_is_named() -> None:
+    replies: list[ModelResponse | Exception] = [
+        say("I pick 2"),
+        call('{"answer": '),
+        call({"answer": "two"}),
+        call({"answer": 2, "confidence": 0.9}),
+        call({"reasoning": "no answer"}),
+        call({"answer": 2}, name="pick"),
+        ModelResponse(parts=[], usage=RequestUsage(input_tokens=50, output_tokens=0)),
+        call({"answer": 3}),
+    ]
+    result = run([quiz(1)], scripted({"q1": replies}), retries=7)
+    record = result.records[0]
+    assert kinds(record.attempts) == [
+        "no_tool_call",
+        "malformed_json",
+        "wrong_type",
+        "extra_fields",
+        "missing_field",
+        "unknown_tool",
+        "empty",
+        None,
+    ]
+    assert record.attempts[0].feedback == "Please include your response in a tool call."
+    assert (record.status, record.answer, record.corrective_retries) == ("incorrect", "3", 7)
+    assert result.scores.compliance.invalid_by_kind == {
+        "empty": 1,
+        "extra_fields": 1,
+        "malformed_json": 1,
+        "missing_field": 1,
+        "no_tool_call": 1,
+        "unknown_tool": 1,
+        "wrong_type": 1,
+    }
+
+
+def test_provider_error_is_recorded_and_the_run_goes_on() -> None:
+    replies: dict[str, list[ModelResponse | Exception]] = {
+        "q1": [call({"answer": 2})],
+        "q2": [ModelHTTPError(503, "fake-model", body="overloaded")],
+        "q3": [call({"answer": 1})],
+    }
+    result = run([quiz(1), quiz(2), quiz(3)], scripted(replies))
+    assert [r.status for r in result.records] == ["correct", "error", "incorrect"]
+    assert result.records[1].error == "HTTP 503 from fake-model: overloaded"
+    assert result.records[1].attempts == []
+    assert result.status == "finished"
+    assert (result.scores.errors, result.scores.correct, result.scores.incorrect) == (1, 1, 1)
+    assert result.scores.classes[0].accuracy == 50.0  # errors are left out of accuracy
+
+
+def test_unreachable_model_stops_after_the_first_quiz_as_dnf() -> None:
+    refused = ModelConnectionError("fake-model", "Connection refused")
+    result = run([quiz(1), quiz(2)], scripted({"q1": [refused], "q2": [refused]}))
+    assert result.status == "dnf"
+    assert result.reason == "ModelConnectionError: Connection refused"
+    assert [r.quiz_id for r in result.records] == ["q1"]
+
+
+def test_native_mode_unsupported_by_the_model_is_one_clear_error() -> None:
+    with pytest.raises(EvaluatorError, match="cannot ask this model in native mode: Native structured output"):
+        model = scripted({"q1": [say('{"answer": 2}')]}, profile=ModelProfile(supports_json_schema_output=False))
+        run([quiz(1)], model, mode="native")
+
+
+@pytest.mark.parametrize("mode", ["native", "prompted"])
+def test_structured_text_modes_validate_and_retry(mode: AnswerMode) -> None:
+    model = scripted(
+        {"q1": [say("two"), say('{"answer": 5}'), say('{"answer": 2}')]},
+        profile=ModelProfile(supports_json_schema_output=True),
+    )
+    record = run([quiz(1)], model, mode=mode).records[0]
+    assert kinds(record.attempts) == ["malformed_json", "out_of_range", None]
+    assert (record.status, record.answer) == ("correct", "2")
+
+
+def test_tag_mode_scores_exactly_as_farel_bench() -> None:
+    replies: dict[str, list[ModelResponse | Exception]] = {
+        "q1": [say("So <ANSWER>2</ANSWER>.")],
+        "q2": [say("<ANSWER> 3 </ANSWER>")],
+        "q3": [say("<ANSWER>1</ANSWER> or maybe <ANSWER>2</ANSWER>")],
+        "q4": [say("<ANSWER>\n2\n</ANSWER>")],
+        "q5": [say("ANSWER: 2")],
+        "q6": [say("<ANSWER>2.</ANSWER>")],
+    }
+    result = run([quiz(n) for n in range(1, 7)], scripted(replies), mode="tag")
+    records = result.records
+    assert [r.status for r in records] == ["correct", "incorrect", "incorrect", "missing", "missing", "incorrect"]
+    assert [r.answer for r in records] == ["2", "3", "1", None, None, "2."]
+    assert [r.relaxed_answer for r in records] == [None, None, None, "2", "2", None]
+    assert all(r.corrective_retries == 0 for r in records)
+    assert kinds(records[3].attempts) == ["no_tag"]
+    compliance = result.scores.compliance
+    assert (compliance.relaxed_recoverable, compliance.relaxed_recoverable_correct) == (2, 2)
+
+
+def test_tag_mode_with_retries_asks_again_for_the_tag() -> None:
+    model = scripted({"q1": [say("It is 2"), say("<ANSWER>2</ANSWER>")]})
+    record = run([quiz(1)], model, mode="tag", retries=1).records[0]
+    assert kinds(record.attempts) == ["no_tag", None]
+    assert record.attempts[0].feedback == f"No <ANSWER> tag found. {TAG_INSTRUCTION}"
+    assert (record.status, record.corrective_retries) == ("correct", 1)
+
+
+def test_cost_comes_from_the_most_trusted_source() -> None:
+    reported = say("<ANSWER>2</ANSWER>", cost=0.0012)
+    priced = say("<ANSWER>2</ANSWER>")
+    priced.usage.cost = Decimal("0.0003")
+    replies: dict[str, list[ModelResponse | Exception]] = {"q1": [reported], "q2": [priced], "q3": [say("x")]}
+    quizzes = [quiz(1), quiz(2), quiz(3)]
+    records = run(quizzes, scripted(replies), mode="tag", prices=UserPrices(1.0, 2.0)).records
+    assert [(r.cost.usd, r.cost.source) for r in records] == [
+        (0.0012, "provider"),
+        (0.0003, "genai-prices"),
+        (pytest.approx(6.4e-05), "user"),
+    ]
+    local = run([quiz(3)], scripted(replies), mode="tag", local=True).records[0]
+    assert (local.cost.usd, local.cost.source) == (0.0, "local")
+
+
+def test_scores_macro_average_leaves_ambiguous_quizzes_out() -> None:
+    quizzes = [
+        quiz(1, class_name="x"),
+        quiz(2, class_name="x"),
+        quiz(3, class_name="y"),
+        quiz(4, class_name="y", correct=1, options=("same", "same", "other")),
+    ]
+    replies: dict[str, list[ModelResponse | Exception]] = {
+        "q1": [call({"answer": 2})],
+        "q2": [call({"answer": 1})],
+        "q3": [call({"answer": 2})],
+        "q4": [call({"answer": 2})],
+    }
+    result = run(quizzes, scripted(replies), concurrency=3)
+    scores = result.scores
+    assert [(c.class_name, c.correct, c.incorrect, c.ambiguous, c.accuracy) for c in scores.classes] == [
+        ("x", 1, 1, 0, 50.0),
+        ("y", 1, 0, 1, 100.0),
+    ]
+    assert scores.macro_accuracy == 75.0
+    assert (scores.samples, scores.ambiguous) == (4, 1)
+    assert result.records[3].ambiguous is True
+
+
+def test_records_come_back_in_quiz_order_and_each_is_reported_once() -> None:
+    quizzes = [quiz(n) for n in range(1, 21)]
+    seen: list[str] = []
+    result = run(
+        quizzes,
+        scripted({q.id: [call({"answer": 2})] for q in quizzes}),
+        concurrency=5,
+        on_record=lambda r: seen.append(r.quiz_id),
+    )
+    assert [r.quiz_id for r in result.records] == [q.id for q in quizzes]
+    assert sorted(seen) == sorted(q.id for q in quizzes)
+    assert result.scores.totals.requests == 20
+
+
+def test_system_prompt_and_mode_instructions_reach_the_model() -> None:
+    seen: dict[str, Any] = {}
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        request = messages[0]
+        assert isinstance(request, ModelRequest)
+        seen["system"] = [p.content for p in request.parts if isinstance(p, SystemPromptPart)]
+        seen["instructions"] = info.instructions
+        seen["prompt"] = prompt_of(messages)
+        return call({"answer": 2})
+
+    tagged = quiz(1).model_copy(update={"prompt": quiz(1).prompt + "\n" + TAG_INSTRUCTION})
+    run([tagged], FunctionModel(respond), system_prompt=evaluator.DEFAULT_SYSTEM_PROMPT)
+    assert seen["system"] == [evaluator.DEFAULT_SYSTEM_PROMPT]
+    assert (
+        seen["instructions"]
+        == "Answer by calling the select_answer tool with the number of the selected answer option."
+    )
+    assert seen["prompt"] == quiz(1).prompt  # the <ANSWER> instruction is dropped outside tag mode
+
+
+def test_bad_arguments_are_caller_errors() -> None:
+    with pytest.raises(EvaluatorError, match="no quizzes"):
+        run([], scripted({}))
+    with pytest.raises(EvaluatorError, match="concurrency must be at least 1, got 0"):
+        run([quiz(1)], scripted({}), concurrency=0)
