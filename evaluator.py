@@ -100,6 +100,7 @@ class _Poser:
         prices: UserPrices | None,
     ) -> None:
         self.mode = mode
+        self.retries = retries
         self.local = local
         self.prices = prices
         self.agent: Agent[int, object] = Agent(
@@ -120,8 +121,8 @@ class _Poser:
         with capture_run_messages() as messages:
             try:
                 output = (await self.agent.run(question_text(quiz, self.mode), deps=len(quiz.options))).output
-            except UnexpectedModelBehavior:
-                pass  # retries ran out: every attempt is recorded as invalid and the sample as missing
+            except UnexpectedModelBehavior as exc:
+                exception = exc  # kept only if it is not the retries running out (see below)
             except UserError as exc:
                 raise EvaluatorError(f"cannot ask this model in {self.mode} mode: {str(exc).splitlines()[0]}") from None
             except (AgentRunError, OSError) as exc:
@@ -129,6 +130,8 @@ class _Poser:
         latency = time.perf_counter() - started
         structured = output if isinstance(output, OptionAnswer) else None
         attempts = read_attempts(messages, self.mode, len(quiz.options), output=structured)
+        if isinstance(exception, UnexpectedModelBehavior) and len(attempts) > self.retries:
+            exception = None  # the retries ran out: every attempt is invalid and the sample is missing
         usage = sample_usage(messages)
         if self.mode == "tag":
             reply = output if isinstance(output, str) else (attempts[-1].raw if attempts else "")

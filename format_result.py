@@ -170,9 +170,9 @@ def render_rich(rows: Sequence[LeaderboardRow], console: Console) -> None:
     ):
         table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
         for i in columns:
-            text = i == 1 or i >= len(headers) - 2
             widest = max([len(c[i]) for c in cells] + [len(word) for word in headers[i].split()])
-            table.add_column(headers[i], justify="left" if text else "right", no_wrap=text, min_width=widest)
+            text = i == 1 or i == len(headers) - 1
+            table.add_column(headers[i], justify="left" if text else "right", no_wrap=i == 1, min_width=widest)
         for row in cells:
             table.add_row(*(row[i] for i in columns))
         console.print(table)

@@ -25,8 +25,9 @@ def completion(
     reasoning_tokens: int = 0,
     cost: float | None = None,
     model: str = "fake-model",
+    **extra: Any,
 ) -> dict[str, Any]:
-    """A chat.completion body with `message` and exact usage counts (and OpenRouter's `usage.cost`)."""
+    """A chat.completion body with `message`, exact usage counts, OpenRouter's `usage.cost`, and `extra` fields."""
     usage: dict[str, Any] = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
@@ -44,6 +45,7 @@ def completion(
             {"index": 0, "message": message, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}
         ],
         "usage": usage,
+        **extra,
     }
 
 

@@ -18,6 +18,7 @@ from pydantic_ai import (
     SystemPromptPart,
     TextPart,
     ToolCallPart,
+    UnexpectedModelBehavior,
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -167,6 +168,18 @@ def test_provider_error_is_recorded_and_the_run_goes_on() -> None:
     assert result.status == "finished"
     assert (result.scores.errors, result.scores.correct, result.scores.incorrect) == (1, 1, 1)
     assert result.scores.classes[0].accuracy == 50.0  # errors are left out of accuracy
+
+
+def test_unparseable_response_is_an_error_not_a_missing_answer() -> None:
+    def broken(messages: list[ModelMessage], _: AgentInfo) -> ModelResponse:
+        raise UnexpectedModelBehavior("Invalid response from openai chat completions endpoint: 1 validation error")
+
+    record = run([quiz(1), quiz(2)], FunctionModel(broken)).records[1]
+    assert (record.status, record.attempts) == ("error", [])
+    assert (
+        record.error
+        == "UnexpectedModelBehavior: Invalid response from openai chat completions endpoint: 1 validation error"
+    )
 
 
 def test_unreachable_model_stops_after_the_first_quiz_as_dnf() -> None:

@@ -1,0 +1,64 @@
+"""Model strings to models, safe URLs, and provider-reported cost through pydantic-ai's OpenRouter model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from openai import AsyncOpenAI
+from pydantic_ai.models.openrouter import OpenRouterModel
+from pydantic_ai.providers.openrouter import OpenRouterProvider
+
+import evaluator
+import farel_bench
+from harness.errors import ModelSetupError
+from harness.providers import forces_tool_choice, is_loopback, resolve_model, safe_url, without_forced_tool_choice
+from tests.fake_openai import FakeOpenAI, answer_key, completion, tool_call
+
+
+def test_openrouter_reported_cost_is_the_most_trusted() -> None:
+    quizzes = list(farel_bench.generate(1, 2, 7, shuffle=True))
+    key = answer_key(quizzes)
+    with FakeOpenAI(
+        lambda r: completion(tool_call({"answer": key(r).correct}), cost=0.00125, provider="DeepSeek")
+    ) as server:
+        client = AsyncOpenAI(base_url=server.url, api_key="k")
+        model = OpenRouterModel("deepseek/deepseek-chat", provider=OpenRouterProvider(openai_client=client))
+        result = asyncio.run(evaluator.evaluate(quizzes, model, concurrency=2))
+    assert [(r.cost.usd, r.cost.source) for r in result.records] == [(0.00125, "provider")] * 4
+    assert result.scores.totals.cost_usd == pytest.approx(0.005)
+    assert (result.scores.totals.cost_complete, result.scores.totals.cost_sources) == (True, ["provider"])
+
+
+def test_model_strings_resolve_with_aliases_keys_and_base_urls(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", "g-key")
+    google = resolve_model("google-gla:gemini-2.0-flash")
+    assert (google.name, google.local) == ("google:gemini-2.0-flash", False)
+    local = resolve_model("qwen", base_url="http://user:pw@127.0.0.1:8080/v1?token=x")
+    assert (local.name, local.base_url, local.local) == ("qwen", "http://127.0.0.1:8080/v1", True)
+    remote = resolve_model("openai:m", base_url="https://api.example.com/v1", api_key="sk-x")
+    assert (remote.base_url, remote.local) == ("https://api.example.com/v1", False)
+    assert resolve_model("test").local is True
+
+
+def test_remote_base_url_without_a_key_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ModelSetupError, match=r"missing API key for https://api\.example\.com/v1: pass --api-key"):
+        resolve_model("m", base_url="https://api.example.com/v1")
+
+
+def test_urls_lose_their_secrets() -> None:
+    assert safe_url("https://u:p@host.example:8443/v1?key=s#f") == "https://host.example:8443/v1"
+    assert safe_url("http://[::1]:9/v1") == "http://[::1]:9/v1"
+    assert (is_loopback("http://localhost:1/v1"), is_loopback("https://example.com"), is_loopback(None)) == (
+        True,
+        False,
+        False,
+    )
+
+
+def test_turning_forced_tool_choice_off_leaves_the_original_alone() -> None:
+    model = resolve_model("m", base_url="http://127.0.0.1:1/v1").model
+    relaxed = without_forced_tool_choice(model)
+    assert (forces_tool_choice(model), forces_tool_choice(relaxed)) == (True, False)
+    assert relaxed.model_name == model.model_name
