@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import ast
 import codecs
-import csv
 import io
 import random
 import re
@@ -227,27 +226,33 @@ def _options_from_prompt(prompt: str) -> tuple[str, ...]:
     return tuple(runs[-1])
 
 
+_CSV_LINE = re.compile(r"^(?P<degree>\d+),(?P<relation>.*?),(?P<correct>\d+),(?P<quiz>['\"].*)$")
+"""`degree,relation,answer,repr(quiz)`. The relation may be quoted and hold commas (farel-bench's Polish
+dataset writes `3,'siostrzenicą, bratanicą, ...',2,'...'`), so lines are split by shape, not by the csv
+module; on the English files both readings agree."""
+
+
 def read_csv(lines: Iterable[str], *, source: str = "quizzes") -> list[Quiz]:
     """Parse farel-bench CSV (degree, relation, correct number, repr of the quiz) into quizzes."""
     quizzes: list[Quiz] = []
-    for line_no, row in enumerate(csv.reader(lines, quotechar='"'), 1):
-        if not row:
+    for line_no, line in enumerate(lines, 1):
+        if not line.strip():
             continue
         where = f"{source} line {line_no}"
-        if len(row) != 4:
-            raise FarelFormatError(f"{where}: expected 4 fields (degree, relation, answer, quiz), got {len(row)}")
-        degree, class_name, correct, quoted = row
-        if not (degree.isdigit() and correct.isdigit()):
-            raise FarelFormatError(f"{where}: degree and answer must be whole numbers, got {degree!r}, {correct!r}")
+        match = _CSV_LINE.match(line.rstrip("\r\n"))
+        if match is None:
+            raise FarelFormatError(f"{where}: expected degree,relation,answer,quiz with the quiz as a quoted string")
         try:
-            prompt = _decode_quiz_field(quoted)
+            prompt = _literal(match["quiz"], "the quiz")
+            relation = match["relation"]
+            class_name = _literal(relation, "the relation") if relation[:1] in "'\"" and len(relation) > 1 else relation
             quiz = Quiz(
                 id=f"q{len(quizzes) + 1:05d}",
                 class_name=class_name,
                 prompt=prompt,
                 options=_options_from_prompt(prompt),
-                correct=int(correct),
-                degree=int(degree),
+                correct=int(match["correct"]),
+                degree=int(match["degree"]),
             )
         except ValidationError as exc:
             raise FarelFormatError(f"{where}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
@@ -259,16 +264,14 @@ def read_csv(lines: Iterable[str], *, source: str = "quizzes") -> list[Quiz]:
     return quizzes
 
 
-def _decode_quiz_field(field: str) -> str:
-    """Undo the original's repr(): after csv unquoting the field is the repr's inner text."""
-    quoted = field if len(field) >= 2 and field[0] == field[-1] and field[0] in "'\"" else None
+def _literal(field: str, what: str) -> str:
+    """Undo the original's repr() of a field."""
     try:
-        # a repr that used single quotes survives csv quoting intact; otherwise csv took the double quotes
-        decoded = ast.literal_eval(quoted or '"' + field.replace('"', '\\"') + '"')
+        decoded = ast.literal_eval(field)
     except (ValueError, SyntaxError) as exc:
-        raise FarelFormatError(f"the quiz text is not a Python string literal ({getattr(exc, 'msg', exc)})") from None
+        raise FarelFormatError(f"{what} is not a Python string literal ({getattr(exc, 'msg', exc)})") from None
     if not isinstance(decoded, str):
-        raise FarelFormatError("the quiz text is not a string")
+        raise FarelFormatError(f"{what} is not a string")
     return decoded
 
 

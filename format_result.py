@@ -118,7 +118,7 @@ def _cells(row: LeaderboardRow, classes: Sequence[str]) -> list[str]:
         str(row.missing),
         str(row.errors),
         _cost(row),
-        f"{row.requests} / {row.input_tokens} / {row.output_tokens}",
+        " / ".join("unknown" if n is None else str(n) for n in (row.requests, row.input_tokens, row.output_tokens)),
     ]
 
 
@@ -138,17 +138,17 @@ def _headers(classes: Sequence[str]) -> list[str]:
     ]
 
 
-_LEFT_COLUMNS = {1, -1}
-"""Model and the token column are text; every other column is right-aligned as in farel-bench's table."""
+def render_markdown(rows: Sequence[LeaderboardRow], *, farel_only: bool = False) -> str:
+    """A pipe table laid out as farel-bench's published one (tabulate's: each column at least its header + 2).
 
-
-def render_markdown(rows: Sequence[LeaderboardRow]) -> str:
-    """A pipe table laid out as farel-bench's published table (pandas/tabulate style)."""
+    `farel_only` keeps just the public table's columns (Nr, Model, FaRel, classes), to sit beside it.
+    """
     classes = _class_names(rows)
-    headers = _headers(classes)
-    body = [_cells(row, classes) for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(headers)]
-    left = {i % len(headers) for i in _LEFT_COLUMNS}
+    count = 3 + len(classes) if farel_only else None
+    headers = _headers(classes)[:count]
+    body = [_cells(row, classes)[:count] for row in rows]
+    widths = [max(len(h) + 2, *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
+    left = {1, len(_headers(classes)) - 1}
 
     def line(cells: Sequence[str]) -> str:
         padded = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
@@ -248,6 +248,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=["rich", "markdown", "csv", "json"],
         help="output format (default: rich on a terminal, markdown otherwise)",
     )
+    parser.add_argument(
+        "--farel-only",
+        action="store_true",
+        help="markdown with only the public FaRel table's columns (Nr, Model, FaRel, classes)",
+    )
     args = parser.parse_args(argv)
     try:
         rows = build_rows(load_runs(args.dir))
@@ -258,7 +263,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if fmt == "rich":
         render_rich(rows, Console())
     else:
-        sys.stdout.write({"markdown": render_markdown, "csv": render_csv, "json": render_json}[fmt](rows))
+        text = {
+            "markdown": lambda: render_markdown(rows, farel_only=args.farel_only),
+            "csv": lambda: render_csv(rows),
+            "json": lambda: render_json(rows),
+        }[fmt]()
+        sys.stdout.write(text)
     return 0
 
 

@@ -23,9 +23,11 @@ from harness.answers import DEFAULT_SYSTEM_PROMPT, mode_instructions
 from harness.attempts import UserPrices
 from harness.datasets import Dataset, generated_dataset, limit_per_class, read_dataset
 from harness.errors import EvaluatorError, InputError, OneLineArgumentParser
+from harness.farel_logs import log_files, parse_log, resolve_replay
+from harness.importer import import_log, imported_run_id
 from harness.progress import Progress
 from harness.providers import resolve_model
-from harness.storage import RunWriter, model_slug, new_run_id
+from harness.storage import SUMMARY_FILE, RunWriter, model_slug, new_run_id
 from schemas import RunSettings, RunSummary, SampleRecord
 
 EXIT_DNF = 3
@@ -129,20 +131,23 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--concurrency", type=_positive, default=8, help="requests in flight (default 8)")
     out.add_argument("--results-dir", type=Path, default=Path("result"), help="where runs are stored (default result)")
     out.add_argument("--quiet", action="store_true", help="no progress display")
+    imports = commands.add_parser("import-farel", help="store farel-bench log files as runs, re-scored and checked")
+    imports.add_argument("paths", nargs="+", metavar="PATH", help="log files, or folders searched for *.log")
+    imports.add_argument(
+        "--quizzes", metavar="FILE", help="the FaRel CSV the logs were run on (default: the published FaRel-3 dataset)"
+    )
+    imports.add_argument(
+        "--results-dir", type=Path, default=Path("result"), help="where runs are stored (default result)"
+    )
     return parser
 
 
 def _dataset(args: argparse.Namespace) -> Dataset:
     if args.quizzes is not None:
-        dataset = read_dataset(args.quizzes)
-    else:
-        dataset = generated_dataset(
-            args.length, args.number, args.seed, shuffle=not args.no_shuffle, unambiguous=args.unambiguous
-        )
-    if args.limit is not None:
-        quizzes = limit_per_class(dataset.quizzes, args.limit)
-        dataset = Dataset(quizzes, dataset.info.model_copy(update={"limit": args.limit}))
-    return dataset
+        return read_dataset(args.quizzes)
+    return generated_dataset(
+        args.length, args.number, args.seed, shuffle=not args.no_shuffle, unambiguous=args.unambiguous
+    )
 
 
 def _report(summary: RunSummary, run_dir: Path) -> None:
@@ -190,7 +195,14 @@ def _report(summary: RunSummary, run_dir: Path) -> None:
 
 def command_run(args: argparse.Namespace) -> int:
     dataset = _dataset(args)
-    resolved = resolve_model(args.model, mode=args.mode, base_url=args.base_url, api_key=args.api_key)
+    if args.model.startswith("replay:"):
+        resolved = resolve_replay(args.model.removeprefix("replay:"), dataset.quizzes)
+    else:
+        resolved = resolve_model(args.model, mode=args.mode, base_url=args.base_url, api_key=args.api_key)
+    if args.limit is not None:
+        dataset = Dataset(
+            limit_per_class(dataset.quizzes, args.limit), dataset.info.model_copy(update={"limit": args.limit})
+        )
     if (args.price_in is None) != (args.price_out is None):
         raise InputError("give both --price-in and --price-out (USD per million tokens), or neither")
     prices = UserPrices(args.price_in, args.price_out) if args.price_in is not None else None
@@ -293,11 +305,84 @@ def command_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_import(args: argparse.Namespace) -> int:
+    """Import each log as a run; a log that cannot be imported, or whose counts differ, makes the exit 1."""
+    dataset = read_dataset(args.quizzes) if args.quizzes else generated_dataset(3, 50, 42, shuffle=True)
+    failed = 0
+    for path in log_files(args.paths):
+        try:
+            failed += not _import_one(path, dataset, args.results_dir)
+        except EvaluatorError as exc:
+            print(f"main.py: error: {exc}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
+def _import_one(path: Path, dataset: Dataset, results_dir: Path) -> bool:
+    log = parse_log(path)
+    model = path.stem
+    run_dir = results_dir / model_slug(model) / imported_run_id(log)
+    if (run_dir / SUMMARY_FILE).exists():
+        print(f"{path}: already imported in {run_dir}")
+        return True
+    started_at = datetime.now(UTC)
+    imported = asyncio.run(import_log(log, dataset.quizzes))
+    complete = len(imported.records) == len(dataset.quizzes)
+    summary = RunSummary(
+        program_version=program_version(),
+        run_id=run_dir.name,
+        model=model,
+        mode="tag",
+        status="finished" if complete else "partial",
+        reason=None
+        if complete
+        else f"the log has {len(imported.records)} of the dataset's {len(dataset.quizzes)} quizzes",
+        imported=True,
+        source_log=imported.source,
+        started_at=started_at,
+        finished_at=datetime.now(UTC),
+        wall_s=0.0,
+        settings=RunSettings(
+            model=model,
+            mode="tag",
+            retries=0,
+            temperature=None,
+            seed=None,
+            max_tokens=None,
+            system_prompt=imported.system_prompt,
+            instructions=None,
+            concurrency=1,
+        ),
+        dataset=dataset.info,
+        scores=imported.scores,
+        ambiguous_quiz_ids=[r.quiz_id for r in imported.records if r.ambiguous],
+    )
+    with RunWriter(run_dir) as writer:
+        for record in imported.records:
+            writer.append(record)
+        writer.write_summary(summary)
+    farel = summary.scores.macro_accuracy
+    head = f"{path}: {imported.source.replies} replies, FaRel {farel:.2f}" if farel is not None else f"{path}:"
+    source = imported.source
+    if source.matches_log_summary is None:
+        print(f"{head}; no summary lines in the log to check against ({'; '.join(source.notes)}); stored in {run_dir}")
+        return True
+    if source.matches_log_summary:
+        print(f"{head}; re-scored counts match the log's summary lines; stored in {run_dir}")
+        return True
+    print(f"{head}; re-scored counts DIFFER from the log's summary lines (stored in {run_dir}):")
+    for line in source.mismatches:
+        print(f"  {line}")
+    return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "run":
             return command_run(args)
+        if args.command == "import-farel":
+            return command_import(args)
     except EvaluatorError as exc:
         print(f"main.py: error: {exc}", file=sys.stderr)
         return exc.exit_code

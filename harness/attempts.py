@@ -152,8 +152,13 @@ def _feedback_text(feedback: Any) -> str | None:
 
 
 def sample_usage(messages: Sequence[ModelMessage]) -> TokenUsage:
-    """Tokens summed over every response; reasoning and cache counts only where reported (non-zero)."""
+    """Tokens summed over every response; reasoning and cache counts only where reported (non-zero).
+
+    Token counts are None when no response reported usage (a server that omits it, a replayed log).
+    """
     responses = [m for m in messages if isinstance(m, ModelResponse)]
+    if responses and all(r.usage.unmeasured_requests and not r.usage.has_values() for r in responses):
+        return TokenUsage(requests=len(responses), input_tokens=None, output_tokens=None)
     reasoning = sum(r.usage.output_reasoning_tokens for r in responses)
     cache_read = sum(r.usage.cache_read_tokens for r in responses)
     cache_write = sum(r.usage.cache_write_tokens for r in responses)
@@ -178,7 +183,8 @@ def sample_cost(messages: Sequence[ModelMessage], usage: TokenUsage, *, local: b
         if all(c is not None for c in estimated):
             return Cost(usd=float(sum(c for c in estimated if c is not None)), source="genai-prices")
     if prices is not None:
-        usd = (usage.input_tokens * prices.input_per_million + usage.output_tokens * prices.output_per_million) / 1e6
+        tokens_in, tokens_out = usage.input_tokens or 0, usage.output_tokens or 0
+        usd = (tokens_in * prices.input_per_million + tokens_out * prices.output_per_million) / 1e6
         return Cost(usd=usd, source="user")
     if local:
         return Cost(usd=0.0, source="local")

@@ -69,9 +69,9 @@ def _compliance(records: Sequence[SampleRecord]) -> Compliance:
 
 
 def _totals(records: Sequence[SampleRecord]) -> Totals:
-    usage = sum((r.usage for r in records), TokenUsage())
+    usage = sum((r.usage for r in records), TokenUsage(input_tokens=None, output_tokens=None))
     known = [r.cost.usd for r in records if r.cost.usd is not None]
-    latencies = [r.latency_s for r in records]
+    latencies = [r.latency_s for r in records if r.latency_s is not None]
     return Totals(
         requests=usage.requests,
         input_tokens=usage.input_tokens,

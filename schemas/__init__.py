@@ -12,6 +12,7 @@ from schemas.run import (
     RunStatus,
     RunSummary,
     Scores,
+    SourceLog,
     Totals,
 )
 
@@ -33,6 +34,7 @@ __all__ = [
     "SampleRecord",
     "SampleStatus",
     "Scores",
+    "SourceLog",
     "TokenUsage",
     "Totals",
 ]

@@ -37,8 +37,8 @@ class LeaderboardRow(BaseModel):
     corrective_retries: int
     invalid_outputs: int
     requests: int
-    input_tokens: int
-    output_tokens: int
+    input_tokens: int | None
+    output_tokens: int | None
     cost_usd: float | None
     """None when unknown; a lower bound when `cost_complete` is False."""
     cost_complete: bool

@@ -61,11 +61,11 @@ class Attempt(_Record):
 
 
 class TokenUsage(_Record):
-    """Tokens and requests, summed over all attempts; None means the provider did not report it."""
+    """Tokens and requests, summed over all attempts; None means not reported (or not known, for imported logs)."""
 
     requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
     reasoning_tokens: int | None = None
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
@@ -76,8 +76,8 @@ class TokenUsage(_Record):
 
         return TokenUsage(
             requests=self.requests + other.requests,
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
+            input_tokens=opt(self.input_tokens, other.input_tokens),
+            output_tokens=opt(self.output_tokens, other.output_tokens),
             reasoning_tokens=opt(self.reasoning_tokens, other.reasoning_tokens),
             cache_read_tokens=opt(self.cache_read_tokens, other.cache_read_tokens),
             cache_write_tokens=opt(self.cache_write_tokens, other.cache_write_tokens),
@@ -114,6 +114,7 @@ class SampleRecord(_Record):
     """Requests made to correct an invalid output (attempts after the first)."""
     usage: TokenUsage
     cost: Cost
-    latency_s: float
+    latency_s: float | None
+    """Seconds from the first request to the final answer; None when not known (imported logs)."""
     error: str | None = None
     """Why the call failed, for status `error`."""

@@ -18,6 +18,7 @@ __all__ = [
     "RunStatus",
     "RunSummary",
     "Scores",
+    "SourceLog",
     "Totals",
 ]
 
@@ -67,8 +68,9 @@ class Totals(_Model):
     """Run-wide sums."""
 
     requests: int
-    input_tokens: int
-    output_tokens: int
+    input_tokens: int | None
+    """None when no sample's count is known (imported logs)."""
+    output_tokens: int | None
     reasoning_tokens: int | None
     cache_read_tokens: int | None
     cost_usd: float | None
@@ -98,7 +100,7 @@ class Scores(_Model):
 class DatasetInfo(_Model):
     """Which quizzes were posed: enough to regenerate or recognise them."""
 
-    source: Literal["generated", "file", "stdin", "log"]
+    source: Literal["generated", "file", "stdin"]
     path: str | None = None
     md5: str
     """MD5 of the dataset as farel-bench CSV bytes (the published FaRel-3 is 0b08876d...)."""
@@ -108,6 +110,19 @@ class DatasetInfo(_Model):
     seed: int | None = None
     shuffle: bool | None = None
     limit: int | None = None
+
+
+class SourceLog(_Model):
+    """Where an imported run came from, and whether re-scoring it gave the log's own counts."""
+
+    path: str
+    format: Literal["api", "llama.cpp"]
+    replies: int
+    matches_log_summary: bool | None
+    """None when the log has no summary lines to check against."""
+    mismatches: list[str] = Field(default_factory=list)
+    """One line per class whose re-scored counts differ from the log's summary line."""
+    notes: list[str] = Field(default_factory=list)
 
 
 class RunSettings(_Model):
@@ -145,6 +160,7 @@ class RunSummary(_Model):
     """Why the run is `dnf` or `partial`."""
     imported: bool = False
     """Made from a published log rather than run here."""
+    source_log: SourceLog | None = None
     started_at: datetime
     finished_at: datetime
     wall_s: float

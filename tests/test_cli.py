@@ -280,7 +280,7 @@ def test_malformed_csv_names_the_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "main.py: error: malformed CSV: standard input line 3: "
-        "expected 4 fields (degree, relation, answer, quiz), got 3"
+        "expected degree,relation,answer,quiz with the quiz as a quoted string"
     )
 
 

@@ -131,8 +131,8 @@ def test_reader_parses_the_published_csv_back_into_the_same_lines() -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("1,child,1", "line 1: expected 4 fields"),
-        ('x,child,1,"a"', "line 1: degree and answer must be whole numbers"),
+        ("1,child,1", "line 1: expected degree,relation,answer,quiz with the quiz as a quoted string"),
+        ('x,child,1,"a"', "line 1: expected degree,relation,answer,quiz"),
         ('1,child,1,"no options here"', "line 1: no numbered answer options"),
         ('1,child,3,"Q\\n1. a\\n2. b"', "line 1: correct answer 3 is not an option number 1..2"),
         ('1,child,1,"unterminated \\', "line 1:"),
@@ -141,6 +141,17 @@ def test_reader_parses_the_published_csv_back_into_the_same_lines() -> None:
 def test_reader_rejects_malformed_lines_with_the_line_number(line: str, message: str) -> None:
     with pytest.raises(FarelFormatError, match=message):
         read_csv([line], source="quizzes")
+
+
+def test_reader_takes_quoted_relations_with_commas_as_in_the_polish_dataset() -> None:
+    line = (
+        "3,'siostrzenicą, bratanicą',1,"
+        "'Relacje:\\nKim jest Ola dla Ewy?\\n1. Ola jest siostrzenicą Ewy.\\n2. Ola jest ciotką Ewy.'"
+    )
+    (quiz,) = read_csv([line])
+    assert (quiz.class_name, quiz.degree, quiz.correct) == ("siostrzenicą, bratanicą", 3, 1)
+    assert quiz.options == ("Ola jest siostrzenicą Ewy.", "Ola jest ciotką Ewy.")
+    assert quiz.prompt.splitlines()[1] == "Kim jest Ola dla Ewy?"
 
 
 def test_bad_template_is_a_one_line_error() -> None:
