@@ -85,19 +85,22 @@ def test_rows_rank_by_farel_with_ties_sharing_the_smallest_rank() -> None:
 
 def test_markdown_is_the_farel_bench_table_with_compliance_columns() -> None:
     assert format_result.render_markdown(format_result.build_rows(RUNS)).splitlines() == [
-        "| Nr | Model         | FaRel |  child | grand-parent | Valid 1st | Retries | Invalid | Missing | Errors |"
-        "      Cost | Req / In Tok / Out Tok |",
-        "|---:|:--------------|------:|-------:|-------------:|----------:|--------:|--------:|--------:|-------:|"
-        "----------:|:-----------------------|",
-        "|  1 | best (tool)   | 75.00 | 100.00 |        50.00 |           |       0 |       0 |       0 |      0 |"
-        "   unknown | 4 / 400 / 40           |",
-        "|  2 | half-a (tool) | 50.00 |  50.00 |        50.00 |           |       0 |       0 |       0 |      0 |"
-        " $0.004000 | 4 / 400 / 40           |",
-        "|  2 | half-b (tool) | 50.00 | 100.00 |         0.00 |           |       0 |       0 |       0 |      0 |"
-        " $0.004000 | 4 / 400 / 40           |",
-        "|    | gone (tool)   |   DNF |        |              |       DNF |       0 |       0 |       0 |      1 |"
-        "       DNF | 1 / 100 / 10           |",
+        "|   Nr | Model         |   FaRel |   child |   grand-parent |   Valid 1st |   Retries |   Invalid |   Missing "
+        "|   Errors |      Cost | Req / In Tok / Out Tok   |",
+        "|-----:|:--------------|--------:|--------:|---------------:|------------:|----------:|----------:|----------:"
+        "|---------:|----------:|:-------------------------|",
+        "|    1 | best (tool)   |   75.00 |  100.00 |          50.00 |             |         0 |         0 |         0 "
+        "|        0 |   unknown | 4 / 400 / 40             |",
+        "|    2 | half-a (tool) |   50.00 |   50.00 |          50.00 |             |         0 |         0 |         0 "
+        "|        0 | $0.004000 | 4 / 400 / 40             |",
+        "|    2 | half-b (tool) |   50.00 |  100.00 |           0.00 |             |         0 |         0 |         0 "
+        "|        0 | $0.004000 | 4 / 400 / 40             |",
+        "|      | gone (tool)   |     DNF |         |                |         DNF |         0 |         0 |         0 "
+        "|        1 |       DNF | 1 / 100 / 10             |",
     ]
+    farel_only = format_result.render_markdown(format_result.build_rows(RUNS), farel_only=True).splitlines()
+    assert farel_only[0] == "|   Nr | Model         |   FaRel |   child |   grand-parent |"
+    assert farel_only[-1] == "|      | gone (tool)   |     DNF |         |                |"
 
 
 def test_rich_tables_at_a_fixed_width() -> None:
