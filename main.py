@@ -12,24 +12,32 @@ import asyncio
 import shutil
 import sys
 from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from pydantic_ai.settings import ModelSettings
+from rich.console import Console
 
 import evaluator
+from evaluator import ToolChoice
 from harness.answers import DEFAULT_SYSTEM_PROMPT, mode_instructions
 from harness.attempts import UserPrices
 from harness.datasets import Dataset, generated_dataset, limit_per_class, read_dataset
 from harness.errors import EvaluatorError, InputError, OneLineArgumentParser
 from harness.farel_logs import log_files, parse_log, resolve_replay
 from harness.importer import import_log, imported_run_id
+from harness.local_server import DEFAULT_LOCAL_MODEL, LlamaServer, check_mode, locate_local_model
+from harness.ollama_models import ensure_ollama_model, list_ollama_models, ollama_host
 from harness.progress import Progress
-from harness.providers import resolve_model
+from harness.providers import ResolvedModel, resolve_model
 from harness.storage import SUMMARY_FILE, RunWriter, model_slug, new_run_id
-from schemas import RunSettings, RunSummary, SampleRecord
+from schemas import RunSettings, RunStatus, RunSummary, SampleRecord
 
+SHORT_RUN_QUIZZES = 45
+"""A local model's default run: 5 quizzes per FaRel-3 class (--full for all 450)."""
 EXIT_DNF = 3
 EXIT_INTERRUPTED = 130
 
@@ -69,9 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     model = run.add_argument_group("model")
     model.add_argument(
         "--model",
-        required=True,
-        help="pydantic-ai model string (openai:gpt-4o-mini, openrouter:..., anthropic:..., google:..., "
-        "ollama:..., test), or any model name with --base-url",
+        help="pydantic-ai model string (openai:gpt-4o-mini, openrouter:..., anthropic:..., google:..., ollama:NAME, "
+        "test), any model name with --base-url, local:smollm2-135m | local:gemma3-270m | local:/path/x.gguf "
+        "(served here by llama-cpp-python), or replay:LOGFILE (default: local:smollm2-135m)",
     )
     model.add_argument(
         "--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (llama.cpp, vLLM)"
@@ -128,7 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     data.add_argument("--limit", type=_positive, help="pose only N quizzes, spread evenly over the classes")
     out = run.add_argument_group("run")
-    out.add_argument("--concurrency", type=_positive, default=8, help="requests in flight (default 8)")
+    model.add_argument(
+        "--chat-format", help="local models: llama-cpp-python chat handler (default chatml-function-calling)"
+    )
+    model.add_argument("--pull", action="store_true", help="ollama: pull the model first if Ollama does not have it")
+    data.add_argument("--full", action="store_true", help="local models: all quizzes (default there: 45, 5 per class)")
+    out.add_argument("--concurrency", type=_positive, help="requests in flight (default 8; 1 for local models)")
     out.add_argument("--results-dir", type=Path, default=Path("result"), help="where runs are stored (default result)")
     out.add_argument("--quiet", action="store_true", help="no progress display")
     imports = commands.add_parser("import-farel", help="store farel-bench log files as runs, re-scored and checked")
@@ -139,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     imports.add_argument(
         "--results-dir", type=Path, default=Path("result"), help="where runs are stored (default result)"
     )
+    models = commands.add_parser("models", help="list the models a provider has on this machine")
+    models.add_argument("--provider", choices=["ollama", "local"], default="ollama")
+    models.add_argument("--base-url", help="the Ollama server (default: OLLAMA_BASE_URL or http://localhost:11434)")
     return parser
 
 
@@ -193,23 +209,73 @@ def _report(summary: RunSummary, run_dir: Path) -> None:
     print(f"stored in {run_dir}")
 
 
+@dataclass(frozen=True)
+class PreparedModel:
+    """A model ready to be asked, with the defaults that suit where it runs."""
+
+    resolved: ResolvedModel
+    tool_choice: ToolChoice | None
+    tool_choice_reason: str | None = None
+    concurrency: int = 8
+    max_tokens: int | None = None
+    short_run: bool = False
+    """Local models: 5 quizzes per class unless --full or --limit."""
+    model_file: str | None = None
+    chat_format: str | None = None
+
+
+def _prepare_model(args: argparse.Namespace, dataset: Dataset, stack: ExitStack) -> PreparedModel:
+    """Resolve `--model` (default: the embedded local model), starting or checking its server first."""
+    spec = args.model or DEFAULT_LOCAL_MODEL
+    if spec.startswith("replay:"):
+        return PreparedModel(resolve_replay(spec.removeprefix("replay:"), dataset.quizzes), args.tool_choice)
+    if spec.startswith("local:"):
+        local = locate_local_model(spec, chat_format=args.chat_format)
+        check_mode(local, args.mode)
+        if not args.quiet:
+            print(f"starting llama-cpp-python's server for {spec} ({local.path.name})", file=sys.stderr)
+        server = stack.enter_context(LlamaServer(local))
+        resolved = replace(resolve_model(local.path.stem, base_url=server.url), name=spec)
+        return PreparedModel(
+            resolved, args.tool_choice or "auto",
+            None if args.tool_choice else "llama-cpp-python's server accepts only tool_choice auto",
+            concurrency=1, max_tokens=512, short_run=True, model_file=str(local.path), chat_format=local.chat_format,
+        )  # fmt: skip
+    if spec.startswith("ollama:"):
+        host = ollama_host(args.base_url)
+        ensure_ollama_model(
+            host, spec.removeprefix("ollama:"), mode=args.mode, pull=args.pull, console=Console(stderr=True)
+        )
+        return PreparedModel(
+            resolve_model(spec, mode=args.mode, base_url=f"{host}/v1", api_key=args.api_key), args.tool_choice
+        )
+    return PreparedModel(
+        resolve_model(spec, mode=args.mode, base_url=args.base_url, api_key=args.api_key), args.tool_choice
+    )
+
+
 def command_run(args: argparse.Namespace) -> int:
     dataset = _dataset(args)
-    if args.model.startswith("replay:"):
-        resolved = resolve_replay(args.model.removeprefix("replay:"), dataset.quizzes)
-    else:
-        resolved = resolve_model(args.model, mode=args.mode, base_url=args.base_url, api_key=args.api_key)
-    if args.limit is not None:
-        dataset = Dataset(
-            limit_per_class(dataset.quizzes, args.limit), dataset.info.model_copy(update={"limit": args.limit})
-        )
     if (args.price_in is None) != (args.price_out is None):
         raise InputError("give both --price-in and --price-out (USD per million tokens), or neither")
+    with ExitStack() as stack:
+        prepared = _prepare_model(args, dataset, stack)
+        limit = args.limit if args.limit is not None or args.full or not prepared.short_run else SHORT_RUN_QUIZZES
+        if limit is not None:
+            quizzes = limit_per_class(dataset.quizzes, limit)
+            dataset = Dataset(quizzes, dataset.info.model_copy(update={"limit": limit}))
+        return _run_and_store(args, dataset, prepared)
+
+
+def _run_and_store(args: argparse.Namespace, dataset: Dataset, prepared: PreparedModel) -> int:
+    resolved = prepared.resolved
     prices = UserPrices(args.price_in, args.price_out) if args.price_in is not None else None
     retries = evaluator.default_retries(args.mode) if args.retries is None else args.retries
+    concurrency = args.concurrency or prepared.concurrency
+    max_tokens = args.max_tokens or prepared.max_tokens
     settings = ModelSettings(temperature=args.temperature, seed=args.model_seed)
-    if args.max_tokens is not None:
-        settings["max_tokens"] = args.max_tokens
+    if max_tokens is not None:
+        settings["max_tokens"] = max_tokens
     started_at = datetime.now(UTC)
     run_id = new_run_id(args.mode, started_at)
     run_dir = args.results_dir / model_slug(resolved.name) / run_id
@@ -222,19 +288,26 @@ def command_run(args: argparse.Namespace) -> int:
         retries=retries,
         temperature=args.temperature,
         seed=args.model_seed,
-        max_tokens=args.max_tokens,
+        max_tokens=max_tokens,
         system_prompt=args.system_prompt,
         instructions=mode_instructions(args.mode),
-        tool_choice=args.tool_choice,
-        concurrency=args.concurrency,
+        tool_choice=prepared.tool_choice,
+        tool_choice_reason=prepared.tool_choice_reason,
+        concurrency=concurrency,
         price_in=args.price_in,
         price_out=args.price_out,
         local=resolved.local,
+        model_file=prepared.model_file,
+        chat_format=prepared.chat_format,
     )
 
-    def summary(result: evaluator.EvaluationResult | None, status: str, reason: str | None) -> RunSummary:
+    def summary(result: evaluator.EvaluationResult | None, status: RunStatus, reason: str | None) -> RunSummary:
         done = result.records if result is not None else sorted(records, key=lambda r: r.quiz_id)
         finished_at = datetime.now(UTC)
+        used = {
+            "tool_choice": result.tool_choice if result is not None else prepared.tool_choice,
+            "tool_choice_reason": prepared.tool_choice_reason or (result.tool_choice_reason if result else None),
+        }
         return RunSummary(
             program_version=program_version(),
             run_id=run_id,
@@ -245,12 +318,7 @@ def command_run(args: argparse.Namespace) -> int:
             started_at=started_at,
             finished_at=finished_at,
             wall_s=result.wall_s if result is not None else round((finished_at - started_at).total_seconds(), 3),
-            settings=run_settings.model_copy(
-                update={
-                    "tool_choice": result.tool_choice if result is not None else run_settings.tool_choice,
-                    "tool_choice_reason": result.tool_choice_reason if result is not None else None,
-                }
-            ),
+            settings=run_settings.model_copy(update=used),
             dataset=dataset.info,
             scores=evaluator.score_records(done),
             ambiguous_quiz_ids=[r.quiz_id for r in done if r.ambiguous],
@@ -273,10 +341,10 @@ def command_run(args: argparse.Namespace) -> int:
                         retries=retries,
                         system_prompt=args.system_prompt,
                         model_settings=settings,
-                        concurrency=args.concurrency,
+                        concurrency=concurrency,
                         local=resolved.local,
                         prices=prices,
-                        tool_choice=args.tool_choice,
+                        tool_choice=prepared.tool_choice,
                         on_record=on_record,
                     )
                 )
@@ -302,6 +370,34 @@ def command_run(args: argparse.Namespace) -> int:
         )
         return EXIT_DNF
     _report(final, run_dir)
+    return 0
+
+
+def command_models(args: argparse.Namespace) -> int:
+    """List the models a provider has here: Ollama's pulled models, or the local GGUF models installed."""
+    if args.provider == "ollama":
+        host = ollama_host(args.base_url)
+        models = list_ollama_models(host)
+        for m in models:
+            size = f"{m.size_bytes / 1e9:.1f} GB" if m.size_bytes else "?"
+            tools = "tools" if m.capabilities and "tools" in m.capabilities else "no tools"
+            if m.capabilities is None:
+                tools = "capabilities unknown"
+            print(f"ollama:{m.name}\t{size}\t{m.parameters or '?'}\t{m.quantization or '?'}\t{tools}")
+        if not models:
+            print(
+                f"no models in Ollama at {host}: pull one with `ollama pull NAME` or `main.py run --pull`",
+                file=sys.stderr,
+            )
+        return 0
+    for name in ("local:smollm2-135m", "local:gemma3-270m"):
+        try:
+            model = locate_local_model(name)
+        except EvaluatorError as exc:
+            print(f"{name}\tnot installed: {exc}")
+            continue
+        tools = "tools" if model.tool_calls else "no tools"
+        print(f"{name}\t{model.path}\t{model.path.stat().st_size / 1e6:.0f} MB\t{model.chat_format}\t{tools}")
     return 0
 
 
@@ -383,6 +479,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return command_run(args)
         if args.command == "import-farel":
             return command_import(args)
+        if args.command == "models":
+            return command_models(args)
     except EvaluatorError as exc:
         print(f"main.py: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -145,6 +145,10 @@ class RunSettings(_Model):
     price_in: float | None = None
     price_out: float | None = None
     local: bool = False
+    model_file: str | None = None
+    """A local model's GGUF file."""
+    chat_format: str | None = None
+    """A local model's llama-cpp-python chat handler."""
 
 
 class RunSummary(_Model):

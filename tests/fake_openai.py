@@ -77,28 +77,53 @@ def answer_key(quizzes: Sequence[Quiz]) -> Callable[[dict[str, Any]], Quiz]:
     return lambda request: by_question[prompt_of(request).split("Select the correct answer:")[0]]
 
 
-class FakeOpenAI:
-    """Serves `/v1/chat/completions` with `reply`; every request body is kept in `requests`."""
+Route = Callable[[dict[str, Any]], "tuple[int, dict[str, Any] | list[dict[str, Any]]]"]
+"""Another endpoint: request JSON in, status and a JSON body out (a list is streamed as NDJSON, as Ollama does)."""
 
-    def __init__(self, reply: Reply) -> None:
+
+class FakeOpenAI:
+    """Serves `/v1/chat/completions` with `reply`, and `routes` ("GET /api/tags": ...) for other endpoints.
+
+    Every chat request body is kept in `requests`.
+    """
+
+    def __init__(self, reply: Reply, routes: dict[str, Route] | None = None) -> None:
         self.reply = reply
+        self.routes = routes or {}
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self._answer("GET")
+
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                with fake._lock:
-                    fake.requests.append(body)
+                self._answer("POST")
+
+            def _answer(self, method: str) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                body = json.loads(raw) if raw else {}
+                route = fake.routes.get(f"{method} {self.path}")
                 try:
-                    result = fake.reply(body)
+                    if route is not None:
+                        result: Any = route(body)
+                    elif method == "POST" and self.path.endswith("/chat/completions"):
+                        with fake._lock:
+                            fake.requests.append(body)
+                        result = fake.reply(body)
+                    else:
+                        result = (404, {"error": f"fake server: no route {method} {self.path}"})
                 except Exception as exc:  # a broken test script shows up as a server error, not a hang
                     result = (599, {"error": {"message": f"fake server: {type(exc).__name__}: {exc}"}})
                 status, payload = result if isinstance(result, tuple) else (200, result)
-                data = json.dumps(payload).encode()
+                if isinstance(payload, list):
+                    data = b"".join(json.dumps(item).encode() + b"\n" for item in payload)
+                    kind = "application/x-ndjson"
+                else:
+                    data, kind = json.dumps(payload).encode(), "application/json"
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
