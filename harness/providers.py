@@ -14,6 +14,7 @@ from pydantic_ai.models import Model, infer_model
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.profiles import ModelProfile
+from pydantic_ai.profiles.openai import OpenAIModelProfile
 from pydantic_ai.providers import Provider, infer_provider, infer_provider_class
 from pydantic_ai.providers.openai import OpenAIProvider
 
@@ -94,7 +95,10 @@ def resolve_model(
         key = api_key or os.environ.get("OPENAI_API_KEY") or (_NO_KEY if is_loopback(base_url) else None)
         if key is None:
             raise ModelSetupError(f"missing API key for {safe_url(base_url)}: pass --api-key or set OPENAI_API_KEY")
-        model: Model = OpenAIChatModel(name, provider=OpenAIProvider(base_url=base_url, api_key=key))
+        # OpenAI-compatible servers (llama.cpp, vLLM, LM Studio) take `max_tokens`; llama-cpp-python ignores
+        # `max_completion_tokens`, which pydantic-ai sends by default, and generates until the context is full.
+        profile = OpenAIModelProfile(openai_chat_supports_max_completion_tokens=False)
+        model: Model = OpenAIChatModel(name, provider=OpenAIProvider(base_url=base_url, api_key=key), profile=profile)
         return ResolvedModel(model, spec, safe_url(base_url), local=is_loopback(base_url))
     if provider is None:
         raise ModelSetupError(

@@ -181,6 +181,29 @@ def test_server_refusing_forced_tool_choice_falls_back_to_auto(tmp_path: Path) -
     assert (summary.scores.correct, summary.scores.errors) == (9, 0)
 
 
+def test_compatible_servers_get_max_tokens_not_max_completion_tokens(tmp_path: Path) -> None:
+    with FakeOpenAI(lambda r: completion(tool_call({"answer": KEY(r).correct}))) as server:
+        result = cli(
+            "main.py",
+            "run",
+            "--model",
+            "m",
+            "--base-url",
+            server.url,
+            "--limit",
+            "1",
+            "--max-tokens",
+            "64",
+            "--results-dir",
+            str(tmp_path),
+            "--quiet",
+        )
+        request = server.requests[0]
+    assert result.returncode == 0, result.stderr
+    assert (request["max_tokens"], "max_completion_tokens" in request) == (64, False)
+    assert summary_of(tmp_path).settings.max_tokens == 64
+
+
 def test_tool_choice_auto_by_flag_never_forces(tmp_path: Path) -> None:
     with FakeOpenAI(lambda r: completion(tool_call({"answer": KEY(r).correct}))) as server:
         result = cli(

