@@ -92,7 +92,17 @@ def test_any_gguf_file_and_gemma_are_selectable(tmp_path: Path) -> None:
     assert refused.returncode == 2
     assert refused.stderr.startswith("main.py: error: local:gemma3-270m has no tool calls through llama-cpp-python's")
     gemma = run_main(
-        "--model", "local:gemma3-270m", "--mode", "tag", "--limit", "2", "--results-dir", str(tmp_path / "g"), "--quiet"
+        "--model",
+        "local:gemma3-270m",
+        "--mode",
+        "tag",
+        "--limit",
+        "2",
+        "--max-tokens",
+        "64",
+        "--results-dir",
+        str(tmp_path / "g"),
+        "--quiet",
     )
     assert gemma.returncode == 0, gemma.stderr
     summary, records = stored(tmp_path / "g")
