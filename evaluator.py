@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from pydantic_ai import (
     Agent,
@@ -43,13 +43,15 @@ from harness.answers import (
 from harness.attempts import UserPrices, read_attempts, sample_cost, sample_usage
 from harness.errors import EvaluatorError
 from harness.providers import forces_tool_choice, resolve_model, without_forced_tool_choice
-from harness.scoring import score_records
+from harness.scoring import ScoreBook, score_records
+from harness.transport import TRAFFIC, SampleTraffic, current_traffic
 from schemas import AnswerMode, Quiz, RunStatus, SampleRecord, SampleStatus, Scores
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
     "EvaluationResult",
     "EvaluatorError",
+    "RunControl",
     "UserPrices",
     "default_retries",
     "evaluate",
@@ -118,6 +120,8 @@ class _Poser:
         started = time.perf_counter()
         output: object = None
         exception: BaseException | None = None
+        traffic = SampleTraffic()
+        counting = current_traffic.set(traffic)
         with capture_run_messages() as messages:
             try:
                 output = (await self.agent.run(question_text(quiz, self.mode), deps=len(quiz.options))).output
@@ -127,6 +131,9 @@ class _Poser:
                 raise EvaluatorError(f"cannot ask this model in {self.mode} mode: {str(exc).splitlines()[0]}") from None
             except (AgentRunError, OSError) as exc:
                 exception = exc
+            finally:
+                current_traffic.reset(counting)
+                TRAFFIC.finished(traffic)
         latency = time.perf_counter() - started
         structured = output if isinstance(output, OptionAnswer) else None
         attempts = read_attempts(messages, self.mode, len(quiz.options), output=structured)
@@ -165,6 +172,8 @@ class _Poser:
             cost=sample_cost(messages, usage, local=self.local, prices=self.prices),
             latency_s=round(latency, 4),
             error=_describe(exception) if exception is not None else None,
+            transport_retries=traffic.transport_retries,
+            cache_hits=traffic.cache_hits,
         )
         return _Outcome(record, exception)
 
@@ -190,6 +199,66 @@ def _refused_forced_choice(exc: BaseException | None) -> bool:
     return isinstance(exc, ModelHTTPError) and exc.status_code in (400, 422, 500)
 
 
+@dataclass
+class RunControl:
+    """Stops a run cleanly, from outside (Ctrl-C) or by a budget: no new sample starts, those in flight get
+    `grace_s` seconds to finish and are then cancelled (unrecorded, so a resume poses them again)."""
+
+    max_cost: float | None = None
+    """Stop starting samples once the known cost reaches this many USD."""
+    max_requests: int | None = None
+    """Stop starting samples once this many model requests were made."""
+    grace_s: float = 10.0
+    reason: str | None = None
+    """Why the run was stopped; None while it runs."""
+    _event: asyncio.Event | None = field(default=None, repr=False)
+
+    def stop(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+            if self._event is not None:
+                self._event.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self.reason is not None
+
+    async def stopped(self) -> None:
+        self._event = self._event or asyncio.Event()
+        if self.reason is None:
+            await self._event.wait()
+
+
+class _Collector:
+    """Takes each finished sample: scores it, keeps it if asked, reports it, and applies the budgets."""
+
+    def __init__(
+        self,
+        quizzes: Sequence[Quiz],
+        *,
+        keep: bool,
+        on_record: Callable[[SampleRecord], None] | None,
+        control: RunControl,
+    ) -> None:
+        self.book = ScoreBook(class_order=(q.class_name for q in quizzes))
+        self.records: list[SampleRecord | None] | None = [None] * len(quizzes) if keep else None
+        self._on_record = on_record
+        self._control = control
+
+    def add(self, index: int, record: SampleRecord) -> None:
+        self.book.add(record)
+        if self.records is not None:
+            self.records[index] = record
+        if self._on_record is not None:
+            self._on_record(record)
+        control = self._control
+        if control.max_requests is not None and self.book.requests >= control.max_requests:
+            control.stop(f"--max-requests {control.max_requests} reached")
+        spent = self.book.cost_usd
+        if control.max_cost is not None and spent is not None and spent >= control.max_cost:
+            control.stop(f"--max-cost ${control.max_cost:g} reached (${spent:.6f} spent)")
+
+
 async def evaluate(
     quizzes: Sequence[Quiz],
     model: Model | str,
@@ -203,6 +272,8 @@ async def evaluate(
     prices: UserPrices | None = None,
     tool_choice: ToolChoice | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
+    control: RunControl | None = None,
+    keep_records: bool = True,
 ) -> EvaluationResult:
     """Pose every quiz to `model` in `mode` and score the answers.
 
@@ -211,6 +282,8 @@ async def evaluate(
     model whose cost is 0 (default: a test model or loopback server). `tool_choice` forces or frees the
     answer tool call; None tries forcing and falls back to `auto` if the server refuses it on the first
     quiz. The first quiz is posed alone: if the model cannot be reached, the run stops there as `dnf`.
+    `control` stops the run early (Ctrl-C, budgets); `keep_records=False` keeps memory flat on huge runs
+    (records then reach only `on_record`).
     """
     if not quizzes:
         raise EvaluatorError("no quizzes to evaluate")
@@ -221,6 +294,7 @@ async def evaluate(
         model, local = resolved.model, resolved.local if local is None else local
     if tool_choice == "auto":
         model = without_forced_tool_choice(model)
+    control = control or RunControl()
     retries = default_retries(mode) if retries is None else retries
     chosen: ToolChoice | None = None
     if mode == "tool":
@@ -247,24 +321,30 @@ async def evaluate(
         if retried.exception is None:
             reason = f"the server refused a forced tool choice ({first.record.error})"
             current, first, chosen = fallback, retried, "auto"
-    records: list[SampleRecord | None] = [None] * len(quizzes)
-    records[0] = first.record
-    if on_record is not None:
-        on_record(first.record)
+    if control.max_cost is not None and first.record.cost.usd is None and first.exception is None:
+        raise EvaluatorError(
+            f"--max-cost needs a known price, and {first.record.cost.source} is all that is known of this "
+            "model's cost: give --price-in and --price-out"
+        )
+    collected = _Collector(quizzes, keep=keep_records, on_record=on_record, control=control)
+    collected.add(0, first.record)
     status: RunStatus = "finished"
-    dnf_reason: str | None = None
+    why: str | None = None
     if _unreachable(first.exception):
-        status, dnf_reason = "dnf", first.record.error
+        status, why = "dnf", first.record.error
     else:
-        await _pose_rest(current, quizzes, records, concurrency, on_record)
-    done = [r for r in records if r is not None]
-    if status == "finished" and all(r.status == "error" and not r.attempts for r in done):
-        status, dnf_reason = "dnf", done[0].error
+        await _pose_rest(current, quizzes, collected, concurrency, control)
+    book = collected.book
+    if status == "finished" and book.answered == 0 and book.errors == book.samples:
+        status, why = "dnf", first.record.error
+    elif status == "finished" and control.stopping:
+        status, why = "partial", control.reason
+    records = [r for r in collected.records if r is not None] if collected.records is not None else []
     return EvaluationResult(
-        records=done,
-        scores=score_records(done),
+        records=records,
+        scores=book.scores(),
         status=status,
-        reason=dnf_reason,
+        reason=why,
         tool_choice=chosen,
         tool_choice_reason=reason if mode == "tool" else None,
         wall_s=round(time.perf_counter() - started, 3),
@@ -272,20 +352,32 @@ async def evaluate(
 
 
 async def _pose_rest(
-    poser: _Poser,
-    quizzes: Sequence[Quiz],
-    records: list[SampleRecord | None],
-    concurrency: int,
-    on_record: Callable[[SampleRecord], None] | None,
+    poser: _Poser, quizzes: Sequence[Quiz], collected: _Collector, concurrency: int, control: RunControl
 ) -> None:
-    """Pose quizzes 1.. with `concurrency` workers pulling from one queue (memory stays flat)."""
+    """Pose quizzes 1.. with `concurrency` workers pulling from one queue (memory stays flat).
+
+    On a stop, no worker takes another quiz; samples in flight get `control.grace_s`, then are cancelled.
+    """
     pending = iter(range(1, len(quizzes)))
 
     async def worker() -> None:
         for index in pending:
+            if control.stopping:
+                return
             outcome = await poser.pose(quizzes[index])
-            records[index] = outcome.record
-            if on_record is not None:
-                on_record(outcome.record)
+            collected.add(index, outcome.record)
 
-    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(quizzes) - 1))))
+    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(quizzes) - 1))]
+    if not workers:
+        return
+    everything: asyncio.Future[Any] = asyncio.gather(*workers)
+    stop: asyncio.Future[Any] = asyncio.create_task(control.stopped())
+    await asyncio.wait([everything, stop], return_when=asyncio.FIRST_COMPLETED)
+    stop.cancel()
+    if not everything.done():
+        await asyncio.wait(workers, timeout=control.grace_s)
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+    elif everything.exception() is not None:
+        raise everything.exception()  # type: ignore[misc]

@@ -10,13 +10,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shutil
+import signal
 import sys
+import time
 from collections.abc import Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 from pydantic_ai.settings import ModelSettings
 from rich.console import Console
@@ -33,9 +36,25 @@ from harness.local_server import DEFAULT_LOCAL_MODEL, LlamaServer, check_mode, l
 from harness.ollama_models import ensure_ollama_model, list_ollama_models, ollama_host
 from harness.progress import Progress
 from harness.providers import ResolvedModel, resolve_model
-from harness.storage import SUMMARY_FILE, RunWriter, model_slug, new_run_id
+from harness.storage import (
+    RECORDS_FILE,
+    SUMMARY_FILE,
+    RunWriter,
+    StoredRun,
+    drop_torn_line,
+    load_runs,
+    model_slug,
+    new_run_id,
+    read_records,
+    rewrite_records,
+)
+from harness.transport import ResponseCache, http_client
 from schemas import RunSettings, RunStatus, RunSummary, SampleRecord
 
+CACHE_FILE = Path(".cache") / "responses.sqlite"
+LATEST = "latest"
+RUNNING = "running: not finished (continue it with --resume)"
+INTERRUPTED = "interrupted by the user"
 SHORT_RUN_QUIZZES = 45
 """A local model's default run: 5 quizzes per FaRel-3 class (--full for all 450)."""
 EXIT_DNF = 3
@@ -144,6 +163,41 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--concurrency", type=_positive, help="requests in flight (default 8; 1 for local models)")
     out.add_argument("--results-dir", type=Path, default=Path("result"), help="where runs are stored (default result)")
     out.add_argument("--quiet", action="store_true", help="no progress display")
+    faults = run.add_argument_group("faults, budgets and cache")
+    faults.add_argument(
+        "--max-transport-retries",
+        type=_non_negative,
+        default=4,
+        help="resend a request after HTTP 429/5xx, a timeout or a dropped connection, with "
+        "exponential backoff and jitter, honouring Retry-After (default 4)",
+    )
+    faults.add_argument(
+        "--request-timeout",
+        type=float,
+        default=600.0,
+        help="seconds one request may take before it counts as failed (default 600)",
+    )
+    faults.add_argument("--max-cost", type=_price, help="stop starting samples once this many USD are spent")
+    faults.add_argument("--max-requests", type=_positive, help="stop starting samples after this many requests")
+    faults.add_argument(
+        "--cache",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="reuse responses to identical requests, kept in RESULTS_DIR/.cache (default: no cache)",
+    )
+    faults.add_argument(
+        "--resume",
+        nargs="?",
+        const=LATEST,
+        metavar="RUN_DIR",
+        help="continue the latest unfinished run with the same model, mode, settings and dataset "
+        "(or the run in RUN_DIR): finished samples are kept, the rest are posed",
+    )
+    faults.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="pose again only the samples recorded as error (failed calls) of that run, keeping one record each",
+    )
     imports = commands.add_parser("import-farel", help="store farel-bench log files as runs, re-scored and checked")
     imports.add_argument("paths", nargs="+", metavar="PATH", help="log files, or folders searched for *.log")
     imports.add_argument(
@@ -227,6 +281,8 @@ class PreparedModel:
 def _prepare_model(args: argparse.Namespace, dataset: Dataset, stack: ExitStack) -> PreparedModel:
     """Resolve `--model` (default: the embedded local model), starting or checking its server first."""
     spec = args.model or DEFAULT_LOCAL_MODEL
+    cache = stack.enter_context(closing(ResponseCache(args.results_dir / CACHE_FILE))) if args.cache else None
+    http = http_client(cache=cache, timeout=args.request_timeout)
     if spec.startswith("replay:"):
         return PreparedModel(resolve_replay(spec.removeprefix("replay:"), dataset.quizzes), args.tool_choice)
     if spec.startswith("local:"):
@@ -235,7 +291,7 @@ def _prepare_model(args: argparse.Namespace, dataset: Dataset, stack: ExitStack)
         if not args.quiet:
             print(f"starting llama-cpp-python's server for {spec} ({local.path.name})", file=sys.stderr)
         server = stack.enter_context(LlamaServer(local))
-        resolved = replace(resolve_model(local.path.stem, base_url=server.url), name=spec)
+        resolved = replace(resolve_model(local.path.stem, base_url=server.url, http_client=http), name=spec)
         return PreparedModel(
             resolved, args.tool_choice or "auto",
             None if args.tool_choice else "llama-cpp-python's server accepts only tool_choice auto",
@@ -247,10 +303,12 @@ def _prepare_model(args: argparse.Namespace, dataset: Dataset, stack: ExitStack)
             host, spec.removeprefix("ollama:"), mode=args.mode, pull=args.pull, console=Console(stderr=True)
         )
         return PreparedModel(
-            resolve_model(spec, mode=args.mode, base_url=f"{host}/v1", api_key=args.api_key), args.tool_choice
+            resolve_model(spec, mode=args.mode, base_url=f"{host}/v1", api_key=args.api_key, http_client=http),
+            args.tool_choice,
         )
     return PreparedModel(
-        resolve_model(spec, mode=args.mode, base_url=args.base_url, api_key=args.api_key), args.tool_choice
+        resolve_model(spec, mode=args.mode, base_url=args.base_url, api_key=args.api_key, http_client=http),
+        args.tool_choice,
     )
 
 
@@ -267,109 +325,158 @@ def command_run(args: argparse.Namespace) -> int:
         return _run_and_store(args, dataset, prepared)
 
 
+_SAME_RUN_SETTINGS = ("model", "mode", "retries", "temperature", "seed", "max_tokens", "system_prompt")
+"""Settings that must match for `--resume` to continue a run (the dataset's MD5 and limit too)."""
+
+
+def _differences(summary: RunSummary, settings: RunSettings, dataset: Dataset) -> list[str]:
+    mine = settings.model_dump()
+    theirs = summary.settings.model_dump()
+    changed = [f"{k} {theirs[k]!r} != {mine[k]!r}" for k in _SAME_RUN_SETTINGS if theirs[k] != mine[k]]
+    if (summary.dataset.md5, summary.dataset.limit) != (dataset.info.md5, dataset.info.limit):
+        changed.append("the dataset (MD5 or --limit) differs")
+    return changed
+
+
+def _run_to_continue(args: argparse.Namespace, settings: RunSettings, dataset: Dataset) -> StoredRun | None:
+    """`--resume [RUN_DIR]` or `--retry-errors`: the stored run to continue, checked against this command."""
+    if args.resume is None and not args.retry_errors:
+        return None
+    if args.resume not in (None, LATEST):
+        (run,) = load_runs(Path(args.resume) / SUMMARY_FILE)
+        if changed := _differences(run.summary, settings, dataset):
+            raise InputError(f"cannot resume {args.resume} with other settings: {'; '.join(changed)}")
+        return run
+    folder = args.results_dir / model_slug(settings.model)
+    runs = load_runs(folder) if folder.exists() else []
+    wanted = {"finished", "partial", "dnf"} if args.retry_errors else {"partial", "dnf"}
+    matching = [r for r in runs if r.summary.status in wanted and not _differences(r.summary, settings, dataset)]
+    if not matching:
+        raise InputError(
+            f"no {'stored' if args.retry_errors else 'unfinished'} run of {settings.model} in {settings.mode} mode "
+            f"with these settings and dataset under {folder}"
+        )
+    return matching[-1]
+
+
+async def _evaluate_interruptibly(control: evaluator.RunControl, **options: Any) -> evaluator.EvaluationResult:
+    """The first Ctrl-C stops sending and lets requests in flight finish; a second one interrupts at once."""
+    loop = asyncio.get_running_loop()
+
+    def first_interrupt() -> None:
+        control.stop(INTERRUPTED)
+        loop.remove_signal_handler(signal.SIGINT)
+
+    loop.add_signal_handler(signal.SIGINT, first_interrupt)
+    try:
+        return await evaluator.evaluate(control=control, **options)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
 def _run_and_store(args: argparse.Namespace, dataset: Dataset, prepared: PreparedModel) -> int:
     resolved = prepared.resolved
     prices = UserPrices(args.price_in, args.price_out) if args.price_in is not None else None
     retries = evaluator.default_retries(args.mode) if args.retries is None else args.retries
     concurrency = args.concurrency or prepared.concurrency
     max_tokens = args.max_tokens or prepared.max_tokens
-    settings = ModelSettings(temperature=args.temperature, seed=args.model_seed)
-    if max_tokens is not None:
-        settings["max_tokens"] = max_tokens
-    started_at = datetime.now(UTC)
-    run_id = new_run_id(args.mode, started_at)
-    run_dir = args.results_dir / model_slug(resolved.name) / run_id
-    progress = Progress(len(dataset.quizzes), quiet=args.quiet)
-    records: list[SampleRecord] = []
-    run_settings = RunSettings(
-        model=resolved.name,
-        base_url=resolved.base_url,
-        mode=args.mode,
-        retries=retries,
+    settings = ModelSettings(
         temperature=args.temperature,
         seed=args.model_seed,
-        max_tokens=max_tokens,
-        system_prompt=args.system_prompt,
-        instructions=mode_instructions(args.mode),
-        tool_choice=prepared.tool_choice,
-        tool_choice_reason=prepared.tool_choice_reason,
-        concurrency=concurrency,
-        price_in=args.price_in,
-        price_out=args.price_out,
-        local=resolved.local,
-        model_file=prepared.model_file,
-        chat_format=prepared.chat_format,
+        max_retries=args.max_transport_retries,
+        timeout=args.request_timeout,
     )
+    if max_tokens is not None:
+        settings["max_tokens"] = max_tokens
+    run_settings = RunSettings(
+        model=resolved.name, base_url=resolved.base_url, mode=args.mode, retries=retries,
+        temperature=args.temperature, seed=args.model_seed, max_tokens=max_tokens, system_prompt=args.system_prompt,
+        instructions=mode_instructions(args.mode), tool_choice=prepared.tool_choice,
+        tool_choice_reason=prepared.tool_choice_reason, concurrency=concurrency, price_in=args.price_in,
+        price_out=args.price_out, local=resolved.local, model_file=prepared.model_file,
+        chat_format=prepared.chat_format,
+    )  # fmt: skip
+    continued = _run_to_continue(args, run_settings, dataset)
+    quizzes = list(dataset.quizzes)
+    earlier_s = 0.0
+    if continued is None:
+        started_at = datetime.now(UTC)
+        run_dir = args.results_dir / model_slug(resolved.name) / new_run_id(args.mode, started_at)
+    else:
+        run_dir, started_at, earlier_s = continued.path, continued.summary.started_at, continued.summary.wall_s
+        if drop_torn_line(run_dir) and not args.quiet:
+            print("main.py: dropped a half-written last record; that quiz is posed again", file=sys.stderr)
+        if continued.summary.settings.tool_choice == "auto" and prepared.tool_choice is None:
+            run_settings = continued.summary.settings.model_copy(update={"concurrency": concurrency})
+        kept = {r.quiz_id: r.status for r in read_records(run_dir)}
+        redo = {q for q, status in kept.items() if status == "error"} if args.retry_errors else set()
+        quizzes = [q for q in quizzes if q.id in redo or (q.id not in kept and not args.retry_errors)]
+    class_order = [q.class_name for q in dataset.quizzes]
+    progress = Progress(len(quizzes), quiet=args.quiet)
+    control = evaluator.RunControl(max_cost=args.max_cost, max_requests=args.max_requests)
+    segment_started = time.perf_counter()
 
     def summary(result: evaluator.EvaluationResult | None, status: RunStatus, reason: str | None) -> RunSummary:
-        done = result.records if result is not None else sorted(records, key=lambda r: r.quiz_id)
-        finished_at = datetime.now(UTC)
-        used = {
-            "tool_choice": result.tool_choice if result is not None else prepared.tool_choice,
-            "tool_choice_reason": prepared.tool_choice_reason or (result.tool_choice_reason if result else None),
-        }
+        used: dict[str, Any] = {"tool_choice": result.tool_choice if result is not None else run_settings.tool_choice}
+        if result is not None and result.tool_choice_reason and not run_settings.tool_choice_reason:
+            used["tool_choice_reason"] = result.tool_choice_reason
+        records = read_records(run_dir)
         return RunSummary(
-            program_version=program_version(),
-            run_id=run_id,
-            model=resolved.name,
-            mode=args.mode,
-            status=status,
-            reason=reason,
-            started_at=started_at,
-            finished_at=finished_at,
-            wall_s=result.wall_s if result is not None else round((finished_at - started_at).total_seconds(), 3),
-            settings=run_settings.model_copy(update=used),
-            dataset=dataset.info,
-            scores=evaluator.score_records(done),
-            ambiguous_quiz_ids=[r.quiz_id for r in done if r.ambiguous],
-        )
+            program_version=program_version(), run_id=run_dir.name, model=resolved.name, mode=args.mode,
+            status=status, reason=reason, started_at=started_at, finished_at=datetime.now(UTC),
+            wall_s=round(earlier_s + time.perf_counter() - segment_started, 3),
+            settings=run_settings.model_copy(update=used), dataset=dataset.info,
+            scores=evaluator.score_records(records, class_order),
+            ambiguous_quiz_ids=sorted({q.id for q in dataset.quizzes if q.ambiguous}),
+        )  # fmt: skip
 
-    with RunWriter(run_dir) as writer:
+    with RunWriter(run_dir, resume=continued is not None) as writer:
+        writer.write_summary(summary(None, "partial", RUNNING))
 
         def on_record(record: SampleRecord) -> None:
             writer.append(record)
-            records.append(record)
             progress.advance(record)
 
         try:
-            with progress:
-                result = asyncio.run(
-                    evaluator.evaluate(
-                        dataset.quizzes,
-                        resolved.model,
-                        mode=args.mode,
-                        retries=retries,
-                        system_prompt=args.system_prompt,
-                        model_settings=settings,
-                        concurrency=concurrency,
-                        local=resolved.local,
-                        prices=prices,
-                        tool_choice=prepared.tool_choice,
-                        on_record=on_record,
-                    )
-                )
+            if not quizzes:
+                result = None
+            else:
+                with progress:
+                    result = asyncio.run(_evaluate_interruptibly(
+                        control, quizzes=quizzes, model=resolved.model, mode=args.mode, retries=retries,
+                        system_prompt=args.system_prompt, model_settings=settings, concurrency=concurrency,
+                        local=resolved.local, prices=prices, tool_choice=run_settings.tool_choice,
+                        on_record=on_record, keep_records=False,
+                    ))  # fmt: skip
         except KeyboardInterrupt:
-            writer.write_summary(summary(None, "partial", "interrupted by the user"))
-            print(f"main.py: interrupted; {len(records)} finished samples kept in {run_dir}", file=sys.stderr)
+            writer.write_summary(summary(None, "partial", INTERRUPTED))
+            print(f"main.py: interrupted; finished samples are kept in {run_dir} (--resume continues)", file=sys.stderr)
             return EXIT_INTERRUPTED
         except EvaluatorError:
-            if records:
-                writer.write_summary(summary(None, "partial", "stopped by an error"))
-            else:
+            if continued is None and not (run_dir / RECORDS_FILE).stat().st_size:
                 writer.close()
                 shutil.rmtree(run_dir, ignore_errors=True)
+            else:
+                writer.write_summary(summary(None, "partial", "stopped by an error"))
             raise
-        final = summary(result, result.status, result.reason)
+        if args.retry_errors:
+            latest = {r.quiz_id: r for r in read_records(run_dir)}
+            rewrite_records(run_dir, (latest[q.id] for q in dataset.quizzes if q.id in latest))
+        status: RunStatus = "finished" if result is None else result.status
+        reason = None if result is None else result.reason
+        if status == "finished" and sum(1 for _ in read_records(run_dir)) < len(dataset.quizzes):
+            status, reason = "partial", "some quizzes have no record yet"
+        final = summary(result, status, reason)
         writer.write_summary(final)
-    if result.status == "dnf":
+    if final.status == "dnf":
         where = f" at {resolved.base_url}" if resolved.base_url else ""
-        print(
-            f"main.py: error: model {resolved.name}{where} could not be reached: {result.reason} "
-            f"(run stored as DNF in {run_dir})",
-            file=sys.stderr,
-        )
+        print(f"main.py: error: model {resolved.name}{where} could not be reached: {final.reason} "
+              f"(run stored as DNF in {run_dir})", file=sys.stderr)  # fmt: skip
         return EXIT_DNF
     _report(final, run_dir)
+    if final.reason == INTERRUPTED:
+        print(f"main.py: interrupted; finished samples are kept in {run_dir} (--resume continues)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import os
 import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx2
 from pydantic_ai import UserError
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.models.openai import OpenAIChatModel
@@ -78,10 +80,12 @@ def resolve_model(
     mode: AnswerMode = "tool",
     base_url: str | None = None,
     api_key: str | None = None,
+    http_client: httpx2.AsyncClient | None = None,
 ) -> ResolvedModel:
     """Build the model for `spec`: `provider:name`, `test`, or any name with `base_url` (OpenAI-compatible).
 
-    Raises `ModelSetupError` with a one-line fix for unknown models, missing keys or missing extras.
+    `http_client` (see `harness.transport`) is given to every provider that takes one, to meter and cache
+    its requests. Raises `ModelSetupError` with a one-line fix for unknown models, missing keys or extras.
     """
     spec = spec.strip()
     if not spec:
@@ -98,7 +102,8 @@ def resolve_model(
         # OpenAI-compatible servers (llama.cpp, vLLM, LM Studio) take `max_tokens`; llama-cpp-python ignores
         # `max_completion_tokens`, which pydantic-ai sends by default, and generates until the context is full.
         profile = OpenAIModelProfile(openai_chat_supports_max_completion_tokens=False)
-        model: Model = OpenAIChatModel(name, provider=OpenAIProvider(base_url=base_url, api_key=key), profile=profile)
+        compatible = OpenAIProvider(base_url=base_url, api_key=key, http_client=http_client)
+        model: Model = OpenAIChatModel(name, provider=compatible, profile=profile)
         return ResolvedModel(model, spec, safe_url(base_url), local=is_loopback(base_url))
     if provider is None:
         raise ModelSetupError(
@@ -107,7 +112,9 @@ def resolve_model(
         )
     full = f"{provider}:{name}"
     try:
-        model = infer_model(full, provider_factory=lambda p: _provider(p, base_url=base_url, api_key=api_key))
+        model = infer_model(
+            full, provider_factory=lambda p: _provider(p, base_url=base_url, api_key=api_key, http_client=http_client)
+        )
     except UserError as exc:
         raise ModelSetupError(_setup_message(full, str(exc))) from None
     except ValueError:
@@ -123,12 +130,17 @@ def resolve_model(
     return ResolvedModel(model, full, safe_url(url) if url else None, local=is_loopback(url))
 
 
-def _provider(name: str, *, base_url: str | None, api_key: str | None) -> Provider[Any]:
-    if base_url is None and api_key is None:
+def _provider(
+    name: str, *, base_url: str | None, api_key: str | None, http_client: httpx2.AsyncClient | None
+) -> Provider[Any]:
+    cls = infer_provider_class(name)
+    options: dict[str, Any] = {k: v for k, v in (("base_url", base_url), ("api_key", api_key)) if v is not None}
+    if http_client is not None and "http_client" in inspect.signature(cls.__init__).parameters:
+        options["http_client"] = http_client
+    if not options:
         return infer_provider(name)
-    options = {k: v for k, v in (("base_url", base_url), ("api_key", api_key)) if v is not None}
     try:
-        return infer_provider_class(name)(**options)
+        return cls(**options)
     except TypeError:
         flags = " or ".join("--" + k.replace("_", "-") for k in options)
         raise ModelSetupError(f"provider {name!r} does not take {flags}") from None

@@ -1,85 +1,136 @@
-"""Sample records in, scores out: per-class accuracy, the macro average, format compliance, totals."""
+"""Sample records in, scores out: per-class accuracy, the macro average, format compliance, totals.
+
+`ScoreBook` takes one record at a time, so a run of any size is scored in constant memory.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from schemas import ClassScore, Compliance, InvalidKind, SampleRecord, Scores, TokenUsage, Totals
 
-__all__ = ["score_records"]
-
-
-def score_records(records: Sequence[SampleRecord]) -> Scores:
-    """Score records in dataset order; errors and ambiguous quizzes are counted but left out of accuracy."""
-    classes: dict[str, ClassScore] = {}
-    for record in records:
-        entry = classes.setdefault(record.class_name, ClassScore(class_name=record.class_name))
-        if record.status == "error":
-            entry.errors += 1
-        elif record.ambiguous:
-            entry.ambiguous += 1
-        elif record.status == "correct":
-            entry.correct += 1
-        elif record.status == "incorrect":
-            entry.incorrect += 1
-        else:
-            entry.missing += 1
-    for entry in classes.values():
-        scored = entry.correct + entry.incorrect + entry.missing
-        entry.accuracy = 100 * entry.correct / scored if scored else None
-    accuracies = [c.accuracy for c in classes.values() if c.accuracy is not None]
-    scored_records = [r for r in records if r.status != "error" and not r.ambiguous]
-    statuses = Counter(r.status for r in scored_records)
-    return Scores(
-        classes=list(classes.values()),
-        macro_accuracy=sum(accuracies) / len(accuracies) if accuracies else None,
-        samples=len(records),
-        correct=statuses["correct"],
-        incorrect=statuses["incorrect"],
-        missing=statuses["missing"],
-        errors=sum(r.status == "error" for r in records),
-        ambiguous=sum(r.ambiguous and r.status != "error" for r in records),
-        compliance=_compliance(records),
-        totals=_totals(records),
-    )
+__all__ = ["ScoreBook", "score_records"]
 
 
 def _percent(part: int, whole: int) -> float | None:
     return 100 * part / whole if whole else None
 
 
-def _compliance(records: Sequence[SampleRecord]) -> Compliance:
-    answered = [r for r in records if r.attempts]
-    invalid: Counter[InvalidKind] = Counter(
-        a.invalid_kind for r in records for a in r.attempts if not a.valid and a.invalid_kind is not None
-    )
-    retries = sum(r.corrective_retries for r in records)
-    recoverable = [r for r in records if r.status == "missing" and r.relaxed_answer is not None]
-    return Compliance(
-        valid_first_try=_percent(sum(r.attempts[0].valid for r in answered), len(answered)),
-        valid_after_retries=_percent(sum(r.attempts[-1].valid for r in answered), len(answered)),
-        mean_corrective_retries=retries / len(answered) if answered else None,
-        corrective_retries=retries,
-        invalid_outputs=sum(invalid.values()),
-        invalid_by_kind=dict(sorted(invalid.items())),
-        relaxed_recoverable=len(recoverable),
-        relaxed_recoverable_correct=sum(r.relaxed_answer == str(r.correct) for r in recoverable),
-    )
+class ScoreBook:
+    """Running counts; errors and ambiguous quizzes are counted but left out of accuracy."""
+
+    def __init__(self, class_order: Iterable[str] = ()) -> None:
+        self._classes: dict[str, ClassScore] = {name: ClassScore(class_name=name) for name in class_order}
+        self._statuses: Counter[str] = Counter()
+        self._invalid: Counter[InvalidKind] = Counter()
+        self.samples = self.errors = self.ambiguous = 0
+        self._answered = self._first_valid = self._last_valid = self._retries = 0
+        self._recoverable = self._recoverable_correct = 0
+        self._usage = TokenUsage(input_tokens=None, output_tokens=None)
+        self._cost = 0.0
+        self._costed = 0
+        self._sources: set[str] = set()
+        self._latency = 0.0
+        self._timed = 0
+        self._transport_retries = self._cache_hits = 0
+
+    def add(self, record: SampleRecord) -> None:
+        self.samples += 1
+        entry = self._classes.setdefault(record.class_name, ClassScore(class_name=record.class_name))
+        if record.status == "error":
+            entry.errors += 1
+            self.errors += 1
+        elif record.ambiguous:
+            entry.ambiguous += 1
+            self.ambiguous += 1
+        else:
+            self._statuses[record.status] += 1
+            if record.status == "correct":
+                entry.correct += 1
+            elif record.status == "incorrect":
+                entry.incorrect += 1
+            else:
+                entry.missing += 1
+        if record.attempts:
+            self._answered += 1
+            self._first_valid += record.attempts[0].valid
+            self._last_valid += record.attempts[-1].valid
+        self._invalid.update(a.invalid_kind for a in record.attempts if not a.valid and a.invalid_kind is not None)
+        self._retries += record.corrective_retries
+        if record.status == "missing" and record.relaxed_answer is not None:
+            self._recoverable += 1
+            self._recoverable_correct += record.relaxed_answer == str(record.correct)
+        self._usage += record.usage
+        if record.cost.usd is not None:
+            self._cost += record.cost.usd
+            self._costed += 1
+        self._sources.add(record.cost.source)
+        if record.latency_s is not None:
+            self._latency += record.latency_s
+            self._timed += 1
+        self._transport_retries += record.transport_retries
+        self._cache_hits += record.cache_hits
+
+    @property
+    def requests(self) -> int:
+        return self._usage.requests
+
+    @property
+    def cost_usd(self) -> float | None:
+        return self._cost if self._costed else None
+
+    @property
+    def answered(self) -> int:
+        """Samples that got at least one model response."""
+        return self._answered
+
+    def scores(self) -> Scores:
+        seen = (c for c in self._classes.values() if c.correct + c.incorrect + c.missing + c.errors + c.ambiguous)
+        classes = [c.model_copy() for c in seen]
+        for entry in classes:
+            scored = entry.correct + entry.incorrect + entry.missing
+            entry.accuracy = 100 * entry.correct / scored if scored else None
+        accuracies = [c.accuracy for c in classes if c.accuracy is not None]
+        usage = self._usage
+        return Scores(
+            classes=classes,
+            macro_accuracy=sum(accuracies) / len(accuracies) if accuracies else None,
+            samples=self.samples,
+            correct=self._statuses["correct"],
+            incorrect=self._statuses["incorrect"],
+            missing=self._statuses["missing"],
+            errors=self.errors,
+            ambiguous=self.ambiguous,
+            compliance=Compliance(
+                valid_first_try=_percent(self._first_valid, self._answered),
+                valid_after_retries=_percent(self._last_valid, self._answered),
+                mean_corrective_retries=self._retries / self._answered if self._answered else None,
+                corrective_retries=self._retries,
+                invalid_outputs=sum(self._invalid.values()),
+                invalid_by_kind=dict(sorted(self._invalid.items())),
+                relaxed_recoverable=self._recoverable,
+                relaxed_recoverable_correct=self._recoverable_correct,
+            ),
+            totals=Totals(
+                requests=usage.requests,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                reasoning_tokens=usage.reasoning_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cost_usd=self.cost_usd,
+                cost_complete=self._costed == self.samples,
+                cost_sources=sorted(self._sources),
+                mean_latency_s=self._latency / self._timed if self._timed else None,
+                transport_retries=self._transport_retries,
+                cache_hits=self._cache_hits,
+            ),
+        )
 
 
-def _totals(records: Sequence[SampleRecord]) -> Totals:
-    usage = sum((r.usage for r in records), TokenUsage(input_tokens=None, output_tokens=None))
-    known = [r.cost.usd for r in records if r.cost.usd is not None]
-    latencies = [r.latency_s for r in records if r.latency_s is not None]
-    return Totals(
-        requests=usage.requests,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        reasoning_tokens=usage.reasoning_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cost_usd=sum(known) if known else None,
-        cost_complete=len(known) == len(records),
-        cost_sources=sorted({r.cost.source for r in records}),
-        mean_latency_s=sum(latencies) / len(latencies) if latencies else None,
-    )
+def score_records(records: Iterable[SampleRecord], class_order: Iterable[str] = ()) -> Scores:
+    """Score records; classes come in `class_order`, then in the order they first appear."""
+    book = ScoreBook(class_order)
+    for record in records:
+        book.add(record)
+    return book.scores()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -45,10 +45,10 @@ def new_run_id(mode: str, now: datetime) -> str:
 class RunWriter:
     """Appends each record as one flushed JSON line, so a stopped run keeps every finished sample."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, *, resume: bool = False) -> None:
         self.run_dir = run_dir
         try:
-            run_dir.mkdir(parents=True, exist_ok=False)
+            run_dir.mkdir(parents=True, exist_ok=resume)
             self._records: IO[str] = (run_dir / RECORDS_FILE).open("a", encoding="utf-8")
         except OSError as exc:
             raise ResultFileError(f"cannot create the run folder {run_dir}: {exc.strerror or exc}") from None
@@ -107,6 +107,34 @@ def load_runs(directory: Path) -> list[StoredRun]:
     paths = [directory] if directory.is_file() else sorted(directory.rglob(SUMMARY_FILE))
     runs = [StoredRun(p.parent, _load_summary(p)) for p in paths]
     return sorted(runs, key=lambda r: (r.summary.started_at, r.summary.run_id))
+
+
+def drop_torn_line(run_dir: Path) -> bool:
+    """Cut a last line that a killed run left half-written (no newline), so it is posed again; True if cut."""
+    path = run_dir / RECORDS_FILE
+    try:
+        with path.open("rb+") as data:
+            size = data.seek(0, 2)
+            if size == 0:
+                return False
+            data.seek(max(size - 1, 0))
+            if data.read(1) == b"\n":
+                return False
+            data.seek(0)
+            keep = data.read().rfind(b"\n") + 1
+            data.truncate(keep)
+            return True
+    except OSError as exc:
+        raise ResultFileError(f"cannot repair {path}: {exc.strerror or exc}") from None
+
+
+def rewrite_records(run_dir: Path, records: Iterable[SampleRecord]) -> None:
+    """Replace the records file in one step (a rename), e.g. to keep one record per sample."""
+    path = run_dir / RECORDS_FILE
+    partial = path.with_suffix(".jsonl.tmp")
+    with partial.open("w", encoding="utf-8") as out:
+        out.writelines(record.model_dump_json() + "\n" for record in records)
+    partial.replace(path)
 
 
 def read_records(run_dir: Path) -> Iterator[SampleRecord]:

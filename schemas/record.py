@@ -116,5 +116,10 @@ class SampleRecord(_Record):
     cost: Cost
     latency_s: float | None
     """Seconds from the first request to the final answer; None when not known (imported logs)."""
+    transport_retries: int = 0
+    """Requests the SDK sent again after a transport failure (429, 5xx, timeout, dropped connection):
+    counted apart from corrective retries, never as invalid output."""
+    cache_hits: int = 0
+    """Responses served from the request cache (`--cache`) instead of the network."""
     error: str | None = None
     """Why the call failed, for status `error`."""

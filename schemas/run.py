@@ -79,6 +79,8 @@ class Totals(_Model):
     """False when some samples' cost is unknown, so `cost_usd` is a lower bound."""
     cost_sources: list[str]
     mean_latency_s: float | None
+    transport_retries: int = 0
+    cache_hits: int = 0
 
 
 class Scores(_Model):

@@ -1,0 +1,148 @@
+"""The HTTP layer under the provider SDKs: count transport retries per sample, and cache responses on request.
+
+Retrying itself is the SDK's (openai, anthropic: exponential backoff with jitter, honouring `Retry-After`,
+`max_retries` times). It marks each retried request with `x-stainless-retry-count`, which is how we tell a
+transport retry from a new request, apart from corrective retries, which are new requests of the agent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx2
+
+__all__ = ["TRAFFIC", "ResponseCache", "SampleTraffic", "TrafficMeter", "current_traffic", "http_client"]
+
+_RETRYABLE = frozenset({408, 409, 429})
+
+
+@dataclass
+class SampleTraffic:
+    """What one sample's requests met on the wire."""
+
+    transport_retries: int = 0
+    cache_hits: int = 0
+    waiting: bool = False
+    """A retryable failure was answered and the SDK is backing off before the next attempt."""
+
+
+current_traffic: ContextVar[SampleTraffic | None] = ContextVar("current_traffic", default=None)
+"""Set by the evaluator around each sample, so requests made in its task are counted for it."""
+
+
+@dataclass
+class TrafficMeter:
+    """Run-wide gauges for the progress display: retries so far and samples backing off right now."""
+
+    transport_retries: int = 0
+    waiting_now: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _set_waiting(self, traffic: SampleTraffic, waiting: bool) -> None:
+        if traffic.waiting != waiting:
+            traffic.waiting = waiting
+            with self._lock:
+                self.waiting_now += 1 if waiting else -1
+
+    def sent(self, request: httpx2.Request) -> None:
+        traffic = current_traffic.get()
+        if traffic is None:
+            return
+        self._set_waiting(traffic, False)
+        if int(request.headers.get("x-stainless-retry-count", "0") or 0) > 0:
+            traffic.transport_retries += 1
+            with self._lock:
+                self.transport_retries += 1
+
+    def failed(self, status: int | None) -> None:
+        """A response the SDK will retry (or no response at all): the sample now waits for its backoff."""
+        traffic = current_traffic.get()
+        if traffic is not None and (status is None or status in _RETRYABLE or status >= 500):
+            self._set_waiting(traffic, True)
+
+    def finished(self, traffic: SampleTraffic) -> None:
+        self._set_waiting(traffic, False)
+
+
+TRAFFIC = TrafficMeter()
+"""This process's wire traffic: what every metered client reports, and what the progress display shows."""
+
+
+class ResponseCache:
+    """Successful responses keyed by the full request (URL and body: model, settings, messages, tools)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, status INTEGER, "
+                         "headers TEXT, body BLOB)")  # fmt: skip
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(request: httpx2.Request, body: bytes) -> str:
+        return hashlib.sha256(request.method.encode() + b" " + str(request.url).encode() + b"\n" + body).hexdigest()
+
+    def get(self, key: str) -> tuple[int, list[tuple[str, str]], bytes] | None:
+        with self._lock:
+            row = self._db.execute("SELECT status, headers, body FROM responses WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        headers = [tuple(line.split(": ", 1)) for line in row[1].split("\n") if ": " in line]
+        return int(row[0]), [(name, value) for name, value in headers], bytes(row[2])
+
+    def put(self, key: str, status: int, headers: httpx2.Headers, body: bytes) -> None:
+        kept = "\n".join(f"{k}: {v}" for k, v in headers.items() if k.lower() in ("content-type",))
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", (key, status, kept, body))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class _MeteredTransport(httpx2.AsyncBaseTransport):
+    def __init__(self, inner: httpx2.AsyncBaseTransport, meter: TrafficMeter, cache: ResponseCache | None) -> None:
+        self._inner = inner
+        self._meter = meter
+        self._cache = cache
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        key = None
+        if self._cache is not None:
+            body = await request.aread()
+            key = self._cache.key(request, body)
+            hit = self._cache.get(key)
+            if hit is not None:
+                traffic = current_traffic.get()
+                if traffic is not None:
+                    traffic.cache_hits += 1
+                status, headers, content = hit
+                return httpx2.Response(status, headers=headers, content=content, request=request)
+        self._meter.sent(request)
+        try:
+            response = await self._inner.handle_async_request(request)
+        except httpx2.TransportError:
+            self._meter.failed(None)
+            raise
+        if response.status_code != 200:
+            self._meter.failed(response.status_code)
+        elif self._cache is not None and key is not None:
+            content = await response.aread()
+            self._cache.put(key, response.status_code, response.headers, content)
+            return httpx2.Response(200, headers=response.headers, content=content, request=request)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def http_client(*, cache: ResponseCache | None = None, timeout: float | None = None) -> httpx2.AsyncClient:
+    """An async HTTP client for a provider SDK that meters (and optionally caches) every request."""
+    transport = _MeteredTransport(httpx2.AsyncHTTPTransport(), TRAFFIC, cache)
+    return httpx2.AsyncClient(transport=transport, timeout=timeout if timeout is not None else 600.0)
