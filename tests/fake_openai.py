@@ -7,14 +7,17 @@ tests exercise the real openai client and pydantic-ai's OpenAI model, not a mock
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from schemas import Quiz
 
-Reply = Callable[[dict[str, Any]], "dict[str, Any] | tuple[int, dict[str, Any]]"]
+Reply = Callable[[dict[str, Any]], "dict[str, Any] | tuple[int, dict[str, Any]] | Fault"]
 
 
 def completion(
@@ -77,6 +80,25 @@ def answer_key(quizzes: Sequence[Quiz]) -> Callable[[dict[str, Any]], Quiz]:
     return lambda request: by_question[prompt_of(request).split("Select the correct answer:")[0]]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that was killed mid-request (as some tests do) is not a server failure."""
+
+
+@dataclass
+class Fault:
+    """A reply that goes wrong on the wire: a status with headers (Retry-After...), a delay, a raw or
+    malformed body, or a connection dropped in the middle of the response."""
+
+    status: int = 200
+    body: bytes | dict[str, Any] = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    drop: bool = False
+
+
 Route = Callable[[dict[str, Any]], "tuple[int, dict[str, Any] | list[dict[str, Any]]]"]
 """Another endpoint: request JSON in, status and a JSON body out (a list is streamed as NDJSON, as Ollama does)."""
 
@@ -116,6 +138,9 @@ class FakeOpenAI:
                         result = (404, {"error": f"fake server: no route {method} {self.path}"})
                 except Exception as exc:  # a broken test script shows up as a server error, not a hang
                     result = (599, {"error": {"message": f"fake server: {type(exc).__name__}: {exc}"}})
+                if isinstance(result, Fault):
+                    self._fault(result)
+                    return
                 status, payload = result if isinstance(result, tuple) else (200, result)
                 if isinstance(payload, list):
                     data = b"".join(json.dumps(item).encode() + b"\n" for item in payload)
@@ -128,10 +153,27 @@ class FakeOpenAI:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _fault(self, fault: Fault) -> None:
+                time.sleep(fault.delay_s)
+                if fault.drop:  # promise a body, send a piece of it, hang up
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                     b"Content-Length: 500\r\n\r\n{\"id\": \"chat")  # fmt: skip
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                data = fault.body if isinstance(fault.body, bytes) else json.dumps(fault.body).encode()
+                self.send_response(fault.status)
+                for name, value in {"Content-Type": "application/json", **fault.headers}.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def log_message(self, *_: object) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property

@@ -25,7 +25,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.profiles import ModelProfile
 
 import evaluator
-from evaluator import EvaluationResult, UserPrices
+from evaluator import EvaluationResult, RunControl, UserPrices
 from harness.answers import TAG_INSTRUCTION
 from harness.errors import EvaluatorError
 from schemas import AnswerMode, Attempt, Quiz
@@ -308,6 +308,22 @@ def test_system_prompt_and_mode_instructions_reach_the_model() -> None:
         == "Answer by calling the select_answer tool with the number of the selected answer option."
     )
     assert seen["prompt"] == quiz(1).prompt  # the <ANSWER> instruction is dropped outside tag mode
+
+
+def test_cost_budget_needs_a_known_price() -> None:
+    with pytest.raises(EvaluatorError, match="--max-cost needs a known price, and unknown is all that is known"):
+        run([quiz(1), quiz(2)], scripted({"q1": [call({"answer": 2})]}), control=RunControl(max_cost=1.0))
+
+
+def test_request_budget_stops_new_samples() -> None:
+    quizzes = [quiz(n) for n in range(1, 11)]
+    result = run(
+        quizzes,
+        scripted({q.id: [call({"answer": 2})] for q in quizzes}),
+        concurrency=1,
+        control=RunControl(max_requests=3),
+    )
+    assert (result.status, result.reason, len(result.records)) == ("partial", "--max-requests 3 reached", 3)
 
 
 def test_bad_arguments_are_caller_errors() -> None:
