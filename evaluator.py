@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -232,23 +232,16 @@ class RunControl:
 class _Collector:
     """Takes each finished sample: scores it, keeps it if asked, reports it, and applies the budgets."""
 
-    def __init__(
-        self,
-        quizzes: Sequence[Quiz],
-        *,
-        keep: bool,
-        on_record: Callable[[SampleRecord], None] | None,
-        control: RunControl,
-    ) -> None:
-        self.book = ScoreBook(class_order=(q.class_name for q in quizzes))
-        self.records: list[SampleRecord | None] | None = [None] * len(quizzes) if keep else None
+    def __init__(self, *, keep: bool, on_record: Callable[[SampleRecord], None] | None, control: RunControl) -> None:
+        self.book = ScoreBook()
+        self.records: list[tuple[int, SampleRecord]] | None = [] if keep else None
         self._on_record = on_record
         self._control = control
 
     def add(self, index: int, record: SampleRecord) -> None:
-        self.book.add(record)
+        self.book.add(record, index)
         if self.records is not None:
-            self.records[index] = record
+            self.records.append((index, record))
         if self._on_record is not None:
             self._on_record(record)
         control = self._control
@@ -260,7 +253,7 @@ class _Collector:
 
 
 async def evaluate(
-    quizzes: Sequence[Quiz],
+    quizzes: Iterable[Quiz],
     model: Model | str,
     *,
     mode: AnswerMode = "tool",
@@ -285,7 +278,9 @@ async def evaluate(
     `control` stops the run early (Ctrl-C, budgets); `keep_records=False` keeps memory flat on huge runs
     (records then reach only `on_record`).
     """
-    if not quizzes:
+    pending = enumerate(quizzes)
+    head = next(pending, None)
+    if head is None:
         raise EvaluatorError("no quizzes to evaluate")
     if concurrency < 1:
         raise EvaluatorError(f"concurrency must be at least 1, got {concurrency}")
@@ -314,10 +309,10 @@ async def evaluate(
 
     started = time.perf_counter()
     current = poser(model)
-    first = await current.pose(quizzes[0])
+    first = await current.pose(head[1])
     if chosen == "required" and tool_choice is None and _refused_forced_choice(first.exception):
         fallback = poser(without_forced_tool_choice(model))
-        retried = await fallback.pose(quizzes[0])
+        retried = await fallback.pose(head[1])
         if retried.exception is None:
             reason = f"the server refused a forced tool choice ({first.record.error})"
             current, first, chosen = fallback, retried, "auto"
@@ -326,20 +321,20 @@ async def evaluate(
             f"--max-cost needs a known price, and {first.record.cost.source} is all that is known of this "
             "model's cost: give --price-in and --price-out"
         )
-    collected = _Collector(quizzes, keep=keep_records, on_record=on_record, control=control)
+    collected = _Collector(keep=keep_records, on_record=on_record, control=control)
     collected.add(0, first.record)
     status: RunStatus = "finished"
     why: str | None = None
     if _unreachable(first.exception):
         status, why = "dnf", first.record.error
     else:
-        await _pose_rest(current, quizzes, collected, concurrency, control)
+        await _pose_rest(current, pending, collected, concurrency, control)
     book = collected.book
     if status == "finished" and book.answered == 0 and book.errors == book.samples:
         status, why = "dnf", first.record.error
     elif status == "finished" and control.stopping:
         status, why = "partial", control.reason
-    records = [r for r in collected.records if r is not None] if collected.records is not None else []
+    records = [record for _, record in sorted(collected.records or [], key=lambda pair: pair[0])]
     return EvaluationResult(
         records=records,
         scores=book.scores(),
@@ -352,24 +347,21 @@ async def evaluate(
 
 
 async def _pose_rest(
-    poser: _Poser, quizzes: Sequence[Quiz], collected: _Collector, concurrency: int, control: RunControl
+    poser: _Poser, pending: Iterator[tuple[int, Quiz]], collected: _Collector, concurrency: int, control: RunControl
 ) -> None:
-    """Pose quizzes 1.. with `concurrency` workers pulling from one queue (memory stays flat).
+    """Pose the remaining quizzes with `concurrency` workers pulling from one iterator (memory stays flat).
 
     On a stop, no worker takes another quiz; samples in flight get `control.grace_s`, then are cancelled.
     """
-    pending = iter(range(1, len(quizzes)))
 
     async def worker() -> None:
-        for index in pending:
+        for index, quiz in pending:
             if control.stopping:
                 return
-            outcome = await poser.pose(quizzes[index])
+            outcome = await poser.pose(quiz)
             collected.add(index, outcome.record)
 
-    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(quizzes) - 1))]
-    if not workers:
-        return
+    workers = [asyncio.create_task(worker()) for _ in range(concurrency)]
     everything: asyncio.Future[Any] = asyncio.gather(*workers)
     stop: asyncio.Future[Any] = asyncio.create_task(control.stopped())
     await asyncio.wait([everything, stop], return_when=asyncio.FIRST_COMPLETED)

@@ -29,6 +29,7 @@ __all__ = [
     "csv_line",
     "family_tree",
     "generate",
+    "iter_csv",
     "read_csv",
     "relation_name",
 ]
@@ -234,7 +235,15 @@ module; on the English files both readings agree."""
 
 def read_csv(lines: Iterable[str], *, source: str = "quizzes") -> list[Quiz]:
     """Parse farel-bench CSV (degree, relation, correct number, repr of the quiz) into quizzes."""
-    quizzes: list[Quiz] = []
+    quizzes = list(iter_csv(lines, source=source))
+    if not quizzes:
+        raise FarelFormatError(f"{source}: no quizzes found")
+    return quizzes
+
+
+def iter_csv(lines: Iterable[str], *, source: str = "quizzes") -> Iterator[Quiz]:
+    """`read_csv`, one quiz at a time; raises `FarelFormatError` naming the line on bad input."""
+    count = 0
     for line_no, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -247,7 +256,7 @@ def read_csv(lines: Iterable[str], *, source: str = "quizzes") -> list[Quiz]:
             relation = match["relation"]
             class_name = _literal(relation, "the relation") if relation[:1] in "'\"" and len(relation) > 1 else relation
             quiz = Quiz(
-                id=f"q{len(quizzes) + 1:05d}",
+                id=f"q{count + 1:05d}",
                 class_name=class_name,
                 prompt=prompt,
                 options=_options_from_prompt(prompt),
@@ -258,10 +267,8 @@ def read_csv(lines: Iterable[str], *, source: str = "quizzes") -> list[Quiz]:
             raise FarelFormatError(f"{where}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
         except FarelFormatError as exc:
             raise FarelFormatError(f"{where}: {exc}") from None
-        quizzes.append(quiz)
-    if not quizzes:
-        raise FarelFormatError(f"{source}: no quizzes found")
-    return quizzes
+        count += 1
+        yield quiz
 
 
 def _literal(field: str, what: str) -> str:

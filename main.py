@@ -28,7 +28,7 @@ import evaluator
 from evaluator import ToolChoice
 from harness.answers import DEFAULT_SYSTEM_PROMPT, mode_instructions
 from harness.attempts import UserPrices
-from harness.datasets import Dataset, generated_dataset, limit_per_class, read_dataset
+from harness.datasets import Dataset, generated_dataset, read_dataset
 from harness.errors import EvaluatorError, InputError, OneLineArgumentParser
 from harness.farel_logs import log_files, parse_log, resolve_replay
 from harness.importer import import_log, imported_run_id
@@ -36,6 +36,7 @@ from harness.local_server import DEFAULT_LOCAL_MODEL, LlamaServer, check_mode, l
 from harness.ollama_models import ensure_ollama_model, list_ollama_models, ollama_host
 from harness.progress import Progress
 from harness.providers import ResolvedModel, resolve_model
+from harness.scoring import ScoreBook
 from harness.storage import (
     RECORDS_FILE,
     SUMMARY_FILE,
@@ -284,7 +285,7 @@ def _prepare_model(args: argparse.Namespace, dataset: Dataset, stack: ExitStack)
     cache = stack.enter_context(closing(ResponseCache(args.results_dir / CACHE_FILE))) if args.cache else None
     http = http_client(cache=cache, timeout=args.request_timeout)
     if spec.startswith("replay:"):
-        return PreparedModel(resolve_replay(spec.removeprefix("replay:"), dataset.quizzes), args.tool_choice)
+        return PreparedModel(resolve_replay(spec.removeprefix("replay:"), dataset.load()), args.tool_choice)
     if spec.startswith("local:"):
         local = locate_local_model(spec, chat_format=args.chat_format)
         check_mode(local, args.mode)
@@ -320,8 +321,7 @@ def command_run(args: argparse.Namespace) -> int:
         prepared = _prepare_model(args, dataset, stack)
         limit = args.limit if args.limit is not None or args.full or not prepared.short_run else SHORT_RUN_QUIZZES
         if limit is not None:
-            quizzes = limit_per_class(dataset.quizzes, limit)
-            dataset = Dataset(quizzes, dataset.info.model_copy(update={"limit": limit}))
+            dataset = dataset.limited(limit)
         return _run_and_store(args, dataset, prepared)
 
 
@@ -397,7 +397,7 @@ def _run_and_store(args: argparse.Namespace, dataset: Dataset, prepared: Prepare
         chat_format=prepared.chat_format,
     )  # fmt: skip
     continued = _run_to_continue(args, run_settings, dataset)
-    quizzes = list(dataset.quizzes)
+    posed, to_pose = dataset, dataset.size
     earlier_s = 0.0
     if continued is None:
         started_at = datetime.now(UTC)
@@ -409,10 +409,12 @@ def _run_and_store(args: argparse.Namespace, dataset: Dataset, prepared: Prepare
         if continued.summary.settings.tool_choice == "auto" and prepared.tool_choice is None:
             run_settings = continued.summary.settings.model_copy(update={"concurrency": concurrency})
         kept = {r.quiz_id: r.status for r in read_records(run_dir)}
-        redo = {q for q, status in kept.items() if status == "error"} if args.retry_errors else set()
-        quizzes = [q for q in quizzes if q.id in redo or (q.id not in kept and not args.retry_errors)]
-    class_order = [q.class_name for q in dataset.quizzes]
-    progress = Progress(len(quizzes), quiet=args.quiet)
+        if args.retry_errors:
+            redo = [quiz_id for quiz_id, status in kept.items() if status == "error"]
+            posed, to_pose = dataset.only(redo), len(redo)
+        else:
+            posed, to_pose = dataset.without(kept), dataset.size - len(kept)
+    progress = Progress(to_pose, quiet=args.quiet)
     control = evaluator.RunControl(max_cost=args.max_cost, max_requests=args.max_requests)
     segment_started = time.perf_counter()
 
@@ -420,14 +422,17 @@ def _run_and_store(args: argparse.Namespace, dataset: Dataset, prepared: Prepare
         used: dict[str, Any] = {"tool_choice": result.tool_choice if result is not None else run_settings.tool_choice}
         if result is not None and result.tool_choice_reason and not run_settings.tool_choice_reason:
             used["tool_choice_reason"] = result.tool_choice_reason
-        records = read_records(run_dir)
+        book, ambiguous = ScoreBook(dataset.class_sizes), []
+        for record in read_records(run_dir):
+            book.add(record)
+            if record.ambiguous:
+                ambiguous.append(record.quiz_id)
         return RunSummary(
             program_version=program_version(), run_id=run_dir.name, model=resolved.name, mode=args.mode,
             status=status, reason=reason, started_at=started_at, finished_at=datetime.now(UTC),
             wall_s=round(earlier_s + time.perf_counter() - segment_started, 3),
             settings=run_settings.model_copy(update=used), dataset=dataset.info,
-            scores=evaluator.score_records(records, class_order),
-            ambiguous_quiz_ids=sorted({q.id for q in dataset.quizzes if q.ambiguous}),
+            scores=book.scores(), ambiguous_quiz_ids=sorted(ambiguous),
         )  # fmt: skip
 
     with RunWriter(run_dir, resume=continued is not None) as writer:
@@ -438,12 +443,12 @@ def _run_and_store(args: argparse.Namespace, dataset: Dataset, prepared: Prepare
             progress.advance(record)
 
         try:
-            if not quizzes:
+            if to_pose <= 0:
                 result = None
             else:
                 with progress:
                     result = asyncio.run(_evaluate_interruptibly(
-                        control, quizzes=quizzes, model=resolved.model, mode=args.mode, retries=retries,
+                        control, quizzes=posed.quizzes(), model=resolved.model, mode=args.mode, retries=retries,
                         system_prompt=args.system_prompt, model_settings=settings, concurrency=concurrency,
                         local=resolved.local, prices=prices, tool_choice=run_settings.tool_choice,
                         on_record=on_record, keep_records=False,
@@ -461,10 +466,10 @@ def _run_and_store(args: argparse.Namespace, dataset: Dataset, prepared: Prepare
             raise
         if args.retry_errors:
             latest = {r.quiz_id: r for r in read_records(run_dir)}
-            rewrite_records(run_dir, (latest[q.id] for q in dataset.quizzes if q.id in latest))
+            rewrite_records(run_dir, (latest[q.id] for q in dataset.quizzes() if q.id in latest))
         status: RunStatus = "finished" if result is None else result.status
         reason = None if result is None else result.reason
-        if status == "finished" and sum(1 for _ in read_records(run_dir)) < len(dataset.quizzes):
+        if status == "finished" and sum(1 for _ in read_records(run_dir)) < dataset.size:
             status, reason = "partial", "some quizzes have no record yet"
         final = summary(result, status, reason)
         writer.write_summary(final)
@@ -529,17 +534,16 @@ def _import_one(path: Path, dataset: Dataset, results_dir: Path) -> bool:
         print(f"{path}: already imported in {run_dir}")
         return True
     started_at = datetime.now(UTC)
-    imported = asyncio.run(import_log(log, dataset.quizzes))
-    complete = len(imported.records) == len(dataset.quizzes)
+    quizzes = dataset.load()
+    imported = asyncio.run(import_log(log, quizzes))
+    complete = len(imported.records) == len(quizzes)
     summary = RunSummary(
         program_version=program_version(),
         run_id=run_dir.name,
         model=model,
         mode="tag",
         status="finished" if complete else "partial",
-        reason=None
-        if complete
-        else f"the log has {len(imported.records)} of the dataset's {len(dataset.quizzes)} quizzes",
+        reason=None if complete else f"the log has {len(imported.records)} of the dataset's {len(quizzes)} quizzes",
         imported=True,
         source_log=imported.source,
         started_at=started_at,

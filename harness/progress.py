@@ -1,15 +1,26 @@
-"""Progress of a run: a rich live bar on a terminal, plain periodic lines on stderr otherwise."""
+"""Progress of a run: a rich live display on a terminal, plain periodic lines on stderr otherwise."""
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from types import TracebackType
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.progress import Progress as RichProgress
+from rich.text import Text
 
+from harness.transport import TRAFFIC
 from schemas import SampleRecord
 
 __all__ = ["Progress"]
@@ -17,36 +28,48 @@ __all__ = ["Progress"]
 _PLAIN_EVERY_S = 10.0
 
 
+class _StatsColumn(ProgressColumn):
+    """Rendered on every refresh, so backoff waits show even while no sample finishes."""
+
+    def __init__(self, progress: Progress) -> None:
+        super().__init__()
+        self._progress = progress
+
+    def render(self, task: Task) -> Text:
+        return Text(self._progress.stats())
+
+
 class Progress:
-    """Counts finished samples and shows done/total, rate, ETA, accuracy, invalid outputs and errors so far."""
+    """Done/total, rate, ETA, accuracy, invalid outputs, errors, transport retries and backoff waits in
+    progress (so a run waiting on a rate limit never looks stuck), tokens and cost so far."""
 
     def __init__(self, total: int, *, quiet: bool = False) -> None:
         self.total = total
-        self.done = self.correct = self.invalid = self.errors = self.requests = 0
+        self.done = self.correct = self.invalid = self.errors = self.requests = self.tokens = 0
+        self.cost: float | None = None
         self._quiet = quiet
-        self._started = self._last_line = time.monotonic()
+        self._started = time.monotonic()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
         console = Console(stderr=True)
-        self._rich = (
-            None
-            if quiet or not console.is_terminal
-            else RichProgress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                TextColumn("{task.fields[stats]}"),
-                console=console,
-                transient=False,
-            )
-        )
-        self._task = self._rich.add_task("quizzes", total=total, stats="") if self._rich is not None else None
+        self._rich: RichProgress | None = None
+        if not quiet and console.is_terminal:
+            self._rich = RichProgress(
+                TextColumn("[bold]quizzes"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TimeRemainingColumn(), _StatsColumn(self), console=console,
+            )  # fmt: skip
+        self._task = self._rich.add_task("quizzes", total=total) if self._rich is not None else None
 
-    def _stats(self) -> str:
+    def stats(self) -> str:
         answered = self.done - self.errors
         accuracy = f"{100 * self.correct / answered:.1f}%" if answered else "-"
         rate = self.done / max(time.monotonic() - self._started, 1e-9)
-        return f"acc {accuracy} | invalid {self.invalid} | errors {self.errors} | {self.requests} req | {rate:.1f}/s"
+        cost = "cost ?" if self.cost is None else f"${self.cost:.4f}"
+        waiting = f" ({TRAFFIC.waiting_now} backing off)" if TRAFFIC.waiting_now else ""
+        return (
+            f"acc {accuracy} | invalid {self.invalid} | errors {self.errors} | retries {TRAFFIC.transport_retries}"
+            f"{waiting} | {self.requests} req, {self.tokens} tok, {cost} | {rate:.1f}/s"
+        )
 
     def advance(self, record: SampleRecord) -> None:
         self.done += 1
@@ -54,21 +77,31 @@ class Progress:
         self.errors += record.status == "error"
         self.invalid += sum(not a.valid for a in record.attempts)
         self.requests += record.usage.requests
-        if self._quiet:
-            return
+        self.tokens += (record.usage.input_tokens or 0) + (record.usage.output_tokens or 0)
+        if record.cost.usd is not None:
+            self.cost = (self.cost or 0.0) + record.cost.usd
         if self._rich is not None and self._task is not None:
-            self._rich.update(self._task, advance=1, stats=self._stats())
-            return
-        now = time.monotonic()
-        if now - self._last_line >= _PLAIN_EVERY_S or self.done == self.total:
-            self._last_line = now
-            print(f"progress: {self.done}/{self.total} | {self._stats()}", file=sys.stderr, flush=True)
+            self._rich.update(self._task, advance=1)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(_PLAIN_EVERY_S):
+            self._line()
+
+    def _line(self) -> None:
+        print(f"progress: {self.done}/{self.total} | {self.stats()}", file=sys.stderr, flush=True)
 
     def __enter__(self) -> Progress:
         if self._rich is not None:
             self._rich.start()
+        elif not self._quiet:
+            self._ticker = threading.Thread(target=self._tick, daemon=True)
+            self._ticker.start()
         return self
 
     def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
         if self._rich is not None:
             self._rich.stop()
+        elif self._ticker is not None:
+            self._stop.set()
+            self._ticker.join()
+            self._line()

@@ -22,6 +22,7 @@ class ScoreBook:
 
     def __init__(self, class_order: Iterable[str] = ()) -> None:
         self._classes: dict[str, ClassScore] = {name: ClassScore(class_name=name) for name in class_order}
+        self._first_position: dict[str, int] = {}
         self._statuses: Counter[str] = Counter()
         self._invalid: Counter[InvalidKind] = Counter()
         self.samples = self.errors = self.ambiguous = 0
@@ -35,9 +36,12 @@ class ScoreBook:
         self._timed = 0
         self._transport_retries = self._cache_hits = 0
 
-    def add(self, record: SampleRecord) -> None:
+    def add(self, record: SampleRecord, position: int | None = None) -> None:
+        """Count `record`; `position` (its place in the dataset) keeps classes in dataset order."""
         self.samples += 1
         entry = self._classes.setdefault(record.class_name, ClassScore(class_name=record.class_name))
+        if position is not None and position < self._first_position.get(record.class_name, position + 1):
+            self._first_position[record.class_name] = position
         if record.status == "error":
             entry.errors += 1
             self.errors += 1
@@ -86,7 +90,9 @@ class ScoreBook:
         return self._answered
 
     def scores(self) -> Scores:
-        seen = (c for c in self._classes.values() if c.correct + c.incorrect + c.missing + c.errors + c.ambiguous)
+        seen = [c for c in self._classes.values() if c.correct + c.incorrect + c.missing + c.errors + c.ambiguous]
+        if self._first_position:
+            seen.sort(key=lambda c: self._first_position.get(c.class_name, len(self._first_position)))
         classes = [c.model_copy() for c in seen]
         for entry in classes:
             scored = entry.correct + entry.incorrect + entry.missing

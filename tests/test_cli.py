@@ -261,7 +261,9 @@ def closed_port() -> int:
 
 def test_unreachable_server_is_a_one_line_error_and_a_stored_dnf(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    result = cli("main.py", "run", "--model", "m", "--base-url", url, "--limit", "5", "--results-dir", str(tmp_path))
+    result = cli(
+        "main.py", "run", "--model", "m", "--base-url", url, "--limit", "5", "--results-dir", str(tmp_path), "--quiet"
+    )
     assert result.returncode == 3
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith(f"main.py: error: model m at {url} could not be reached: ModelConnectionError")

@@ -91,13 +91,13 @@ def test_intermittent_500s_timeouts_and_dropped_connections_are_retried(tmp_path
         if n == 0 and number % 3 == 0:
             return UNAVAILABLE
         if n == 0 and number % 3 == 1:
-            return Fault(body=completion(tool_call({"answer": quiz.correct})), delay_s=2.0)  # beyond the timeout
+            return Fault(body=completion(tool_call({"answer": quiz.correct})), delay_s=4.0)  # beyond the timeout
         if n == 0:
             return Fault(drop=True)
         return None
 
     with FakeOpenAI(Flaky(plan)) as server:
-        done = run_against(server, tmp_path, "--limit", "9", "--request-timeout", "0.5", "--concurrency", "9")
+        done = run_against(server, tmp_path, "--limit", "9", "--request-timeout", "1.5", "--concurrency", "9")
     assert done.returncode == 0, done.stderr
     summary, records = stored(tmp_path)
     assert [(r.status, r.transport_retries) for r in records] == [("correct", 1)] * 9
