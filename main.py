@@ -33,7 +33,6 @@ from harness.errors import EvaluatorError, InputError, OneLineArgumentParser
 from harness.farel_logs import log_files, parse_log, resolve_replay
 from harness.importer import import_log, imported_run_id
 from harness.local_server import DEFAULT_LOCAL_MODEL, LlamaServer, check_mode, locate_local_model
-from harness.ollama_models import ensure_ollama_model, list_ollama_models, ollama_host
 from harness.progress import Progress
 from harness.providers import ResolvedModel, resolve_model
 from harness.scoring import ScoreBook
@@ -168,15 +167,13 @@ def build_parser() -> argparse.ArgumentParser:
     faults.add_argument(
         "--max-transport-retries",
         type=_non_negative,
-        default=4,
         help="resend a request after HTTP 429/5xx, a timeout or a dropped connection, with "
-        "exponential backoff and jitter, honouring Retry-After (default 4)",
+        "exponential backoff and jitter, honouring Retry-After (default: the provider SDK's, 2)",
     )
     faults.add_argument(
         "--request-timeout",
         type=float,
-        default=600.0,
-        help="seconds one request may take before it counts as failed (default 600)",
+        help="seconds one request may take before it counts as failed (default: the provider SDK's, 600)",
     )
     faults.add_argument("--max-cost", type=_price, help="stop starting samples once this many USD are spent")
     faults.add_argument("--max-requests", type=_positive, help="stop starting samples after this many requests")
@@ -299,6 +296,8 @@ def _prepare_model(args: argparse.Namespace, dataset: Dataset, stack: ExitStack)
             concurrency=1, max_tokens=512, short_run=True, model_file=str(local.path), chat_format=local.chat_format,
         )  # fmt: skip
     if spec.startswith("ollama:"):
+        from harness.ollama_models import ensure_ollama_model, ollama_host  # only here: 0.1 s of start-up
+
         host = ollama_host(args.base_url)
         ensure_ollama_model(
             host, spec.removeprefix("ollama:"), mode=args.mode, pull=args.pull, console=Console(stderr=True)
@@ -380,12 +379,11 @@ def _run_and_store(args: argparse.Namespace, dataset: Dataset, prepared: Prepare
     retries = evaluator.default_retries(args.mode) if args.retries is None else args.retries
     concurrency = args.concurrency or prepared.concurrency
     max_tokens = args.max_tokens or prepared.max_tokens
-    settings = ModelSettings(
-        temperature=args.temperature,
-        seed=args.model_seed,
-        max_retries=args.max_transport_retries,
-        timeout=args.request_timeout,
-    )
+    settings = ModelSettings(temperature=args.temperature, seed=args.model_seed)
+    if args.max_transport_retries is not None:  # else the SDK's default, with no client copy per request
+        settings["max_retries"] = args.max_transport_retries
+    if args.request_timeout is not None:
+        settings["timeout"] = args.request_timeout
     if max_tokens is not None:
         settings["max_tokens"] = max_tokens
     run_settings = RunSettings(
@@ -488,6 +486,8 @@ def _run_and_store(args: argparse.Namespace, dataset: Dataset, prepared: Prepare
 def command_models(args: argparse.Namespace) -> int:
     """List the models a provider has here: Ollama's pulled models, or the local GGUF models installed."""
     if args.provider == "ollama":
+        from harness.ollama_models import list_ollama_models, ollama_host
+
         host = ollama_host(args.base_url)
         models = list_ollama_models(host)
         for m in models:

@@ -79,13 +79,28 @@ class Dataset:
         return Dataset(self.info, self.class_sizes, self._source, self._limit, self._skip, frozenset(ids))
 
 
-def _survey(quizzes: Iterable[Quiz], md5: hashlib._Hash | None) -> dict[str, int]:
+_KEPT_IN_MEMORY = 20_000
+"""Datasets up to this size are kept after the first pass instead of being generated or parsed again."""
+
+
+def _survey(
+    source: Callable[[], Iterator[Quiz]], md5: hashlib._Hash | None
+) -> tuple[dict[str, int], Callable[[], Iterator[Quiz]]]:
+    """Class sizes (and the CSV's MD5) in one pass; a small dataset is kept so later passes cost nothing."""
     sizes: dict[str, int] = {}
-    for quiz in quizzes:
+    kept: list[Quiz] | None = []
+    for quiz in source():
         sizes[quiz.class_name] = sizes.get(quiz.class_name, 0) + 1
         if md5 is not None:
             md5.update((farel_bench.csv_line(quiz) + "\n").encode("utf-8"))
-    return sizes
+        if kept is not None:
+            kept.append(quiz)
+            if len(kept) > _KEPT_IN_MEMORY:
+                kept = None
+    if kept is None:
+        return sizes, source
+    small = kept
+    return sizes, lambda: iter(small)
 
 
 def generated_dataset(length: int, number: int, seed: int | None, *, shuffle: bool, template: str | None = None,
@@ -102,7 +117,7 @@ def generated_dataset(length: int, number: int, seed: int | None, *, shuffle: bo
         return farel_bench.generate(length, number, seed, shuffle=shuffle, template=prompt, unambiguous=unambiguous)
 
     md5 = hashlib.md5()
-    sizes = _survey(source(), md5)
+    sizes, source = _survey(source, md5)
     info = DatasetInfo(source="generated", md5=md5.hexdigest(), quizzes=sum(sizes.values()), length=length,
                        number=number, seed=seed, shuffle=shuffle)  # fmt: skip
     return Dataset(info, sizes, source)
@@ -130,7 +145,7 @@ def read_dataset(path: str) -> Dataset:
         return farel_bench.iter_csv(text.splitlines(), source=where)
 
     try:
-        sizes = _survey(source(), None)
+        sizes, source = _survey(source, None)
     except farel_bench.FarelFormatError as exc:
         raise InputError(f"malformed CSV: {exc}") from None
     if not sizes:

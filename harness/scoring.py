@@ -8,9 +8,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from schemas import ClassScore, Compliance, InvalidKind, SampleRecord, Scores, TokenUsage, Totals
+from schemas import ClassScore, Compliance, InvalidKind, SampleRecord, Scores, Totals
 
 __all__ = ["ScoreBook", "score_records"]
+
+_TOKEN_COUNTS = ("input_tokens", "output_tokens", "reasoning_tokens", "cache_read_tokens")
+"""Summed where reported; a count stays None (unknown) until some record reports it."""
 
 
 def _percent(part: int, whole: int) -> float | None:
@@ -28,7 +31,8 @@ class ScoreBook:
         self.samples = self.errors = self.ambiguous = 0
         self._answered = self._first_valid = self._last_valid = self._retries = 0
         self._recoverable = self._recoverable_correct = 0
-        self._usage = TokenUsage(input_tokens=None, output_tokens=None)
+        self._requests = 0
+        self._tokens: dict[str, int | None] = dict.fromkeys(_TOKEN_COUNTS)
         self._cost = 0.0
         self._costed = 0
         self._sources: set[str] = set()
@@ -65,7 +69,11 @@ class ScoreBook:
         if record.status == "missing" and record.relaxed_answer is not None:
             self._recoverable += 1
             self._recoverable_correct += record.relaxed_answer == str(record.correct)
-        self._usage += record.usage
+        self._requests += record.usage.requests
+        for name in _TOKEN_COUNTS:
+            value = getattr(record.usage, name)
+            if value is not None:
+                self._tokens[name] = (self._tokens[name] or 0) + value
         if record.cost.usd is not None:
             self._cost += record.cost.usd
             self._costed += 1
@@ -78,7 +86,7 @@ class ScoreBook:
 
     @property
     def requests(self) -> int:
-        return self._usage.requests
+        return self._requests
 
     @property
     def cost_usd(self) -> float | None:
@@ -98,7 +106,7 @@ class ScoreBook:
             scored = entry.correct + entry.incorrect + entry.missing
             entry.accuracy = 100 * entry.correct / scored if scored else None
         accuracies = [c.accuracy for c in classes if c.accuracy is not None]
-        usage = self._usage
+        tokens = self._tokens
         return Scores(
             classes=classes,
             macro_accuracy=sum(accuracies) / len(accuracies) if accuracies else None,
@@ -119,11 +127,11 @@ class ScoreBook:
                 relaxed_recoverable_correct=self._recoverable_correct,
             ),
             totals=Totals(
-                requests=usage.requests,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                reasoning_tokens=usage.reasoning_tokens,
-                cache_read_tokens=usage.cache_read_tokens,
+                requests=self._requests,
+                input_tokens=tokens["input_tokens"],
+                output_tokens=tokens["output_tokens"],
+                reasoning_tokens=tokens["reasoning_tokens"],
+                cache_read_tokens=tokens["cache_read_tokens"],
                 cost_usd=self.cost_usd,
                 cost_complete=self._costed == self.samples,
                 cost_sources=sorted(self._sources),

@@ -70,19 +70,6 @@ class TokenUsage(_Record):
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
 
-    def __add__(self, other: TokenUsage) -> TokenUsage:
-        def opt(a: int | None, b: int | None) -> int | None:
-            return None if a is None and b is None else (a or 0) + (b or 0)
-
-        return TokenUsage(
-            requests=self.requests + other.requests,
-            input_tokens=opt(self.input_tokens, other.input_tokens),
-            output_tokens=opt(self.output_tokens, other.output_tokens),
-            reasoning_tokens=opt(self.reasoning_tokens, other.reasoning_tokens),
-            cache_read_tokens=opt(self.cache_read_tokens, other.cache_read_tokens),
-            cache_write_tokens=opt(self.cache_write_tokens, other.cache_write_tokens),
-        )
-
 
 class Cost(_Record):
     """Cost in USD with its source; `usd` None means unknown (never shown as free)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -68,7 +68,7 @@ def scripted(replies: dict[str, list[ModelResponse | Exception]], **model: Any) 
     return FunctionModel(respond, **model)
 
 
-def run(quizzes: Sequence[Quiz], model: FunctionModel, **options: Any) -> EvaluationResult:
+def run(quizzes: Iterable[Quiz], model: FunctionModel, **options: Any) -> EvaluationResult:
     return asyncio.run(evaluator.evaluate(quizzes, model, **options))
 
 
@@ -273,6 +273,21 @@ def test_scores_macro_average_leaves_ambiguous_quizzes_out() -> None:
     assert scores.macro_accuracy == 75.0
     assert (scores.samples, scores.ambiguous) == (4, 1)
     assert result.records[3].ambiguous is True
+
+
+def test_quizzes_are_pulled_lazily_and_records_can_stay_out_of_memory() -> None:
+    made: list[str] = []
+
+    def stream() -> Iterator[Quiz]:
+        for n in range(1, 31):
+            made.append(f"q{n}")
+            yield quiz(n, class_name="even" if n % 2 == 0 else "odd")
+
+    seen: list[str] = []
+    model = scripted({f"q{n}": [call({"answer": 2})] for n in range(1, 31)})
+    result = run(stream(), model, concurrency=4, keep_records=False, on_record=lambda r: seen.append(r.quiz_id))
+    assert (result.records, len(seen), len(made)) == ([], 30, 30)
+    assert [(c.class_name, c.correct) for c in result.scores.classes] == [("odd", 15), ("even", 15)]
 
 
 def test_records_come_back_in_quiz_order_and_each_is_reported_once() -> None:

@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""Throughput of `main.py run` against the floors it is built on, and its memory on a huge run.
+
+    python benchmarks/throughput.py                      # 1,800 quizzes, concurrency 32, 20 ms latency
+    python benchmarks/throughput.py --memory 100000      # resident set of a 100,000-quiz run
+
+A loopback mock OpenAI-compatible server (asyncio, keep-alive, fixed latency; it answers tool calls, tag
+text or JSON) serves three clients, each run as a whole process on the same quizzes:
+(a) a bare `openai.AsyncOpenAI` client sending pydantic-ai's own request body, the limit of any client
+built on the openai SDK; (b) a bare pydantic-ai `Agent` with `ToolOutput`, the floor of the library we
+build on; (c) `main.py run`, with everything it adds (records, attempts, files, progress, scoring).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class MockServer:
+    """OpenAI-compatible chat completions on loopback: `latency_s` per request, then a fixed answer."""
+
+    def __init__(self, latency_s: float) -> None:
+        self.latency_s = latency_s
+        self.first_body: dict[str, Any] | None = None
+        self.requests = 0
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self.port = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+        self._ready.wait()
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        server = self._loop.run_until_complete(asyncio.start_server(self._connection, "127.0.0.1", 0))
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        self._loop.run_forever()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        if body.get("tools"):
+            name = body["tools"][0]["function"]["name"]
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": name, "arguments": '{"answer": 1}'}}
+                ],
+            }
+        elif body.get("response_format"):
+            message = {"role": "assistant", "content": '{"answer": 1}'}
+        else:
+            message = {"role": "assistant", "content": "<ANSWER>1</ANSWER>"}
+        return {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "m"),
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+        }
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
+                body = json.loads(await reader.readexactly(length)) if length else {}
+                if self.first_body is None:
+                    self.first_body = body
+                self.requests += 1
+                await asyncio.sleep(self.latency_s)
+                data = json.dumps(self._answer(body)).encode()
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                    + str(len(data)).encode()
+                    + b"\r\n\r\n"
+                    + data
+                )
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+
+def _prompts(length: int, number: int) -> list[str]:
+    sys.path.insert(0, str(REPO))
+    import farel_bench
+    from harness.answers import TAG_INSTRUCTION
+
+    return [
+        q.prompt.replace("\n" + TAG_INSTRUCTION, "") for q in farel_bench.generate(length, number, 42, shuffle=True)
+    ]
+
+
+async def _bare_openai(url: str, prompts: list[str], concurrency: int, template: dict[str, Any]) -> None:
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=url, api_key="k")
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(prompt: str) -> None:
+        async with gate:
+            body = {**template, "messages": [*template["messages"][:-1], {"role": "user", "content": prompt}]}
+            await client.chat.completions.create(**body)
+
+    await asyncio.gather(*(one(p) for p in prompts))
+
+
+async def _bare_agent(url: str, prompts: list[str], concurrency: int) -> None:
+    sys.path.insert(0, str(REPO))
+    from pydantic_ai import Agent, ToolOutput
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from harness.answers import OptionAnswer
+
+    model = OpenAIChatModel("m", provider=OpenAIProvider(base_url=url, api_key="k"))
+    agent = Agent(model, output_type=ToolOutput(OptionAnswer, name="select_answer"))
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(prompt: str) -> None:
+        async with gate:
+            await agent.run(prompt)
+
+    await asyncio.gather(*(one(p) for p in prompts))
+
+
+def _timed(command: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def throughput(length: int, number: int, concurrency: int, latency_ms: float, repeats: int) -> None:
+    server = MockServer(latency_ms / 1000)
+    quizzes = len(_prompts(length, number))
+    me = [sys.executable, __file__]
+    shape = [server.url, str(length), str(number), str(concurrency)]
+    runs: dict[str, list[float]] = {
+        "(a) bare openai.AsyncOpenAI": [],
+        "(b) bare pydantic-ai Agent": [],
+        "(c) main.py run": [],
+    }
+    with tempfile.TemporaryDirectory() as scratch:
+        template = Path(scratch) / "body.json"
+        for _ in range(repeats):
+            runs["(b) bare pydantic-ai Agent"].append(_timed([*me, "_agent", *shape]))
+            template.write_text(json.dumps(server.first_body))
+            runs["(a) bare openai.AsyncOpenAI"].append(_timed([*me, "_openai", *shape, str(template)]))
+            runs["(c) main.py run"].append(
+                _timed(
+                    [
+                        sys.executable,
+                        "main.py",
+                        "run",
+                        "--model",
+                        "m",
+                        "--base-url",
+                        server.url,
+                        "--length",
+                        str(length),
+                        "--number",
+                        str(number),
+                        "--concurrency",
+                        str(concurrency),
+                        "--results-dir",
+                        scratch,
+                        "--quiet",
+                    ]
+                )
+            )
+    best = {name: min(times) for name, times in runs.items()}
+    client, agent = best["(a) bare openai.AsyncOpenAI"], best["(b) bare pydantic-ai Agent"]
+    print(
+        f"{quizzes} quizzes, concurrency {concurrency}, {latency_ms:g} ms latency, {os.cpu_count()} cores, "
+        f"best of {repeats} (whole processes)\n"
+    )
+    print("| client | wall s | quizzes/s | vs bare client | vs bare agent |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, seconds in best.items():
+        print(f"| {name} | {seconds:.2f} | {quizzes / seconds:.0f} | {client / seconds:.2f} | {agent / seconds:.2f} |")
+    print(
+        f"\nmain.py run reaches {agent / best['(c) main.py run']:.2f} of the bare agent's throughput "
+        "(target: at least 0.90)"
+    )
+
+
+def memory(quizzes: int, concurrency: int) -> None:
+    """A run of `quizzes` against the mock (no latency), its resident set sampled every second."""
+    server = MockServer(0.0)
+    number = -(-quizzes // 9)
+    with tempfile.TemporaryDirectory() as scratch:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "main.py",
+                "run",
+                "--model",
+                "m",
+                "--base-url",
+                server.url,
+                "--length",
+                "3",
+                "--number",
+                str(number),
+                "--concurrency",
+                str(concurrency),
+                "--results-dir",
+                scratch,
+                "--quiet",
+            ],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+        )
+        samples: list[tuple[float, int]] = []
+        started = time.perf_counter()
+        while process.poll() is None:
+            try:
+                status = Path(f"/proc/{process.pid}/status").read_text()
+                rss = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS")))
+                samples.append((time.perf_counter() - started, rss // 1024))
+            except (OSError, StopIteration):
+                pass
+            time.sleep(1.0)
+        wall = time.perf_counter() - started
+    peak = max(rss for _, rss in samples)
+    tenth = max(1, len(samples) // 10)
+    print(f"{number * 9} quizzes in {wall:.0f} s ({number * 9 / wall:.0f}/s), {server.requests} requests")
+    print(
+        f"resident set: peak {peak} MB; first tenth of the run max {max(r for _, r in samples[:tenth])} MB, "
+        f"last tenth max {max(r for _, r in samples[-tenth:])} MB"
+    )
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] in ("_openai", "_agent"):
+        url, length, number, concurrency = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+        prompts = _prompts(length, number)
+        if sys.argv[1] == "_openai":
+            asyncio.run(_bare_openai(url, prompts, concurrency, json.loads(Path(sys.argv[6]).read_text())))
+        else:
+            asyncio.run(_bare_agent(url, prompts, concurrency))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--length", type=int, default=3)
+    parser.add_argument("--number", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--memory", type=int, metavar="QUIZZES", help="measure the resident set of a run this big")
+    args = parser.parse_args()
+    if args.memory:
+        memory(args.memory, args.concurrency)
+    else:
+        throughput(args.length, args.number, args.concurrency, args.latency_ms, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
