@@ -71,10 +71,11 @@ class EvaluationResult:
     """Everything a run produced: records in quiz order, their scores, and how the run went."""
 
     records: list[SampleRecord]
+    """In quiz order; empty when the run was made with `keep_records=False`."""
     scores: Scores
     status: RunStatus
     reason: str | None
-    """Why the run is `dnf` (the model could not be reached), else None."""
+    """Why the run is `dnf` (the model could not be reached) or `partial` (stopped), else None."""
     tool_choice: ToolChoice | None
     """Tool mode: whether the answer tool call was forced (`required`) or left to the model (`auto`)."""
     tool_choice_reason: str | None

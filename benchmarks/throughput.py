@@ -147,6 +147,27 @@ async def _bare_agent(url: str, prompts: list[str], concurrency: int) -> None:
     await asyncio.gather(*(one(p) for p in prompts))
 
 
+def _main_run(url: str, length: int, number: int, concurrency: int, results: str) -> list[str]:
+    return [
+        sys.executable,
+        "main.py",
+        "run",
+        "--model",
+        "m",
+        "--base-url",
+        url,
+        "--length",
+        str(length),
+        "--number",
+        str(number),
+        "--concurrency",
+        str(concurrency),
+        "--results-dir",
+        results,
+        "--quiet",
+    ]
+
+
 def _timed(command: list[str]) -> float:
     started = time.perf_counter()
     subprocess.run(command, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
@@ -169,28 +190,7 @@ def throughput(length: int, number: int, concurrency: int, latency_ms: float, re
             runs["(b) bare pydantic-ai Agent"].append(_timed([*me, "_agent", *shape]))
             template.write_text(json.dumps(server.first_body))
             runs["(a) bare openai.AsyncOpenAI"].append(_timed([*me, "_openai", *shape, str(template)]))
-            runs["(c) main.py run"].append(
-                _timed(
-                    [
-                        sys.executable,
-                        "main.py",
-                        "run",
-                        "--model",
-                        "m",
-                        "--base-url",
-                        server.url,
-                        "--length",
-                        str(length),
-                        "--number",
-                        str(number),
-                        "--concurrency",
-                        str(concurrency),
-                        "--results-dir",
-                        scratch,
-                        "--quiet",
-                    ]
-                )
-            )
+            runs["(c) main.py run"].append(_timed(_main_run(server.url, length, number, concurrency, scratch)))
     best = {name: min(times) for name, times in runs.items()}
     client, agent = best["(a) bare openai.AsyncOpenAI"], best["(b) bare pydantic-ai Agent"]
     print(
@@ -212,28 +212,8 @@ def memory(quizzes: int, concurrency: int) -> None:
     server = MockServer(0.0)
     number = -(-quizzes // 9)
     with tempfile.TemporaryDirectory() as scratch:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "main.py",
-                "run",
-                "--model",
-                "m",
-                "--base-url",
-                server.url,
-                "--length",
-                "3",
-                "--number",
-                str(number),
-                "--concurrency",
-                str(concurrency),
-                "--results-dir",
-                scratch,
-                "--quiet",
-            ],
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-        )
+        command = _main_run(server.url, 3, number, concurrency, scratch)
+        process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL)
         samples: list[tuple[float, int]] = []
         started = time.perf_counter()
         while process.poll() is None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx2
+from pydantic_ai.models import create_async_httpx2_client
 
 __all__ = ["TRAFFIC", "ResponseCache", "SampleTraffic", "TrafficMeter", "current_traffic", "http_client"]
 
@@ -142,7 +143,14 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
         await self._inner.aclose()
 
 
+_POOL = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
+"""The OpenAI and Anthropic SDKs' own pool. A bare `AsyncHTTPTransport` keeps 20 connections alive, and at
+concurrency 32 the rest were reopened on every request: about 8% of the whole run's throughput."""
+
+
 def http_client(*, cache: ResponseCache | None = None, timeout: float | None = None) -> httpx2.AsyncClient:
-    """An async HTTP client for a provider SDK that meters (and optionally caches) every request."""
-    transport = _MeteredTransport(httpx2.AsyncHTTPTransport(), TRAFFIC, cache)
-    return httpx2.AsyncClient(transport=transport, timeout=timeout if timeout is not None else 600.0)
+    """pydantic-ai's own HTTP client (timeouts, user agent), sending every request through the meter."""
+    transport = _MeteredTransport(httpx2.AsyncHTTPTransport(limits=_POOL), TRAFFIC, cache)
+    if timeout is None:
+        return create_async_httpx2_client(transport=transport)
+    return create_async_httpx2_client(transport=transport, timeout=timeout)
