@@ -595,6 +595,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvaluatorError as exc:
         print(f"main.py: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt:  # a second Ctrl-C while shutting down: records written so far are kept
+        print("main.py: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 2
 
 

@@ -181,7 +181,7 @@ class LlamaServer:
             process.terminate()
             try:
                 process.wait(timeout=_STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
+            except (subprocess.TimeoutExpired, KeyboardInterrupt):  # out of patience, or a second Ctrl-C
                 process.kill()
                 process.wait()
         if self._log is not None:
