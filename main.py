@@ -467,9 +467,9 @@ def _run_and_store(args: argparse.Namespace, dataset: Dataset, prepared: Prepare
             rewrite_records(run_dir, (latest[q.id] for q in dataset.quizzes() if q.id in latest))
         status: RunStatus = "finished" if result is None else result.status
         reason = None if result is None else result.reason
-        if status == "finished" and sum(1 for _ in read_records(run_dir)) < dataset.size:
-            status, reason = "partial", "some quizzes have no record yet"
         final = summary(result, status, reason)
+        if final.status == "finished" and final.scores.samples < dataset.size:
+            final = final.model_copy(update={"status": "partial", "reason": "some quizzes have no record yet"})
         writer.write_summary(final)
     if final.status == "dnf":
         where = f" at {resolved.base_url}" if resolved.base_url else ""
