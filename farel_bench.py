@@ -20,11 +20,12 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from harness.errors import OneLineArgumentParser
-from schemas import Quiz
+from farel_eval.errors import OneLineArgumentParser
+from farel_eval.schemas import Quiz
 
 __all__ = [
     "DEFAULT_TEMPLATE",
+    "TAG_INSTRUCTION",
     "FarelFormatError",
     "csv_line",
     "family_tree",
@@ -34,9 +35,12 @@ __all__ = [
     "relation_name",
 ]
 
+TAG_INSTRUCTION = "Enclose the selected answer number in the <ANSWER> tag, for example: <ANSWER>1</ANSWER>."
+"""The default template's last line: how farel-bench asks for the answer (left out in the structured modes)."""
+
 DEFAULT_TEMPLATE = (
     "Given the family relationships:\n$QUIZ_RELATIONS\n$QUIZ_QUESTION\nSelect the correct answer:\n"
-    "$QUIZ_ANSWERS\nEnclose the selected answer number in the <ANSWER> tag, for example: <ANSWER>1</ANSWER>."
+    "$QUIZ_ANSWERS\n" + TAG_INSTRUCTION
 )
 
 MALE_NAMES = tuple(

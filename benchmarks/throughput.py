@@ -106,8 +106,9 @@ class MockServer:
 
 def _prompts(length: int, number: int) -> list[str]:
     sys.path.insert(0, str(REPO))
+    from farel_eval.answers import TAG_INSTRUCTION
+
     import farel_bench
-    from harness.answers import TAG_INSTRUCTION
 
     return [
         q.prompt.replace("\n" + TAG_INSTRUCTION, "") for q in farel_bench.generate(length, number, 42, shuffle=True)
@@ -130,11 +131,10 @@ async def _bare_openai(url: str, prompts: list[str], concurrency: int, template:
 
 async def _bare_agent(url: str, prompts: list[str], concurrency: int) -> None:
     sys.path.insert(0, str(REPO))
+    from farel_eval.answers import OptionAnswer
     from pydantic_ai import Agent, ToolOutput
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
-
-    from harness.answers import OptionAnswer
 
     model = OpenAIChatModel("m", provider=OpenAIProvider(base_url=url, api_key="k"))
     agent = Agent(model, output_type=ToolOutput(OptionAnswer, name="select_answer"))

@@ -17,7 +17,7 @@ import random
 import sys
 
 import evaluator
-from schemas import Quiz
+from evaluator import Quiz
 
 OPERATIONS = {
     "addition": ("+", operator.add),
@@ -60,15 +60,15 @@ def main() -> int:
     if args.mode == "tag":
         quizzes = [q.model_copy(update={"prompt": q.prompt + "\nAnswer with <ANSWER>n</ANSWER>."}) for q in quizzes]
     try:
-        result = asyncio.run(evaluator.evaluate(quizzes, args.model, mode=args.mode))
+        result = asyncio.run(evaluator.evaluate_quizzes(quizzes, args.model, mode=args.mode))
     except evaluator.EvaluatorError as exc:
         print(f"arithmetic_bench: error: {exc}", file=sys.stderr)
         return 2
-    for c in result.scores.classes:
-        print(f"{c.class_name}: {c.accuracy:.2f} (C: {c.correct}, I: {c.incorrect}, M: {c.missing})")
+    for c in result.scores.groups:
+        print(f"{c.group}: {c.score:.2f} (C: {c.correct}, I: {c.incorrect}, M: {c.missing})")
     compliance = result.scores.compliance
     print(
-        f"macro accuracy: {result.scores.macro_accuracy:.2f}, valid first try: {compliance.valid_first_try:.1f}%, "
+        f"macro accuracy: {result.scores.score:.2f}, valid first try: {compliance.valid_first_try:.1f}%, "
         f"corrective retries: {compliance.corrective_retries}, requests: {result.scores.totals.requests}"
     )
     return 0

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import farel_bench
-from harness.answers import DEFAULT_SYSTEM_PROMPT
-from schemas import RunSummary, SampleRecord
+from farel_eval.schemas import RunSummary, SampleRecord
+from farel_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
 from tests.conftest import PUBLISHED_CSV, PUBLISHED_MD5, PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, answer_key, completion, text, tool_call
 
@@ -100,7 +100,7 @@ def test_tool_mode_run_is_recorded_scored_and_keeps_no_secret(tmp_path: Path) ->
         3,
         0.01,
     )
-    assert (summary.dataset.md5, summary.dataset.limit, summary.dataset.quizzes) == (PUBLISHED_MD5, 18, 450)
+    assert (summary.dataset.md5, summary.dataset.limit, summary.dataset.cases) == (PUBLISHED_MD5, 18, 450)
     totals = summary.scores.totals
     assert (totals.requests, totals.input_tokens, totals.output_tokens, totals.reasoning_tokens) == (18, 2160, 270, 90)
     assert (totals.cost_usd, totals.cost_sources) == (0.0, ["local"])
@@ -250,7 +250,7 @@ def test_native_mode_asks_for_a_json_schema_and_reads_json_content(tmp_path: Pat
         )
     assert result.returncode == 0, result.stderr
     assert summary_of(tmp_path).scores.correct == 9
-    assert {r.reasoning for r in records_of(tmp_path)} == {"r"}
+    assert {r.output["reasoning"] for r in records_of(tmp_path)} == {"r"}  # type: ignore[call-overload,index]
 
 
 def closed_port() -> int:

@@ -26,9 +26,9 @@ from pydantic_ai.profiles import ModelProfile
 
 import evaluator
 from evaluator import EvaluationResult, RunControl, UserPrices
-from harness.answers import TAG_INSTRUCTION
-from harness.errors import EvaluatorError
-from schemas import AnswerMode, Attempt, Quiz
+from farel_eval.errors import EvaluatorError
+from farel_eval.schemas import AnswerMode, Attempt, Quiz, SampleRecord
+from farel_eval.suites.multiple_choice import TAG_INSTRUCTION
 
 
 def quiz(n: int, *, correct: int = 2, class_name: str = "kin", options: Sequence[str] = ("a", "b", "c", "d")) -> Quiz:
@@ -69,7 +69,13 @@ def scripted(replies: dict[str, list[ModelResponse | Exception]], **model: Any) 
 
 
 def run(quizzes: Iterable[Quiz], model: FunctionModel, **options: Any) -> EvaluationResult:
-    return asyncio.run(evaluator.evaluate(quizzes, model, **options))
+    return asyncio.run(evaluator.evaluate_quizzes(quizzes, model, **options))
+
+
+def answer(record: SampleRecord) -> str | None:
+    """The option a multiple-choice record chose, as farel-bench compares it (tag mode: the tag's contents)."""
+    output = record.output
+    return str(output["answer"]) if isinstance(output, dict) else output  # type: ignore[return-value]
 
 
 def kinds(attempts: list[Attempt]) -> list[str | None]:
@@ -79,8 +85,8 @@ def kinds(attempts: list[Attempt]) -> list[str | None]:
 def test_valid_answer_on_the_first_try() -> None:
     result = run([quiz(1)], scripted({"q1": [call({"answer": 2, "reasoning": "b fits"})]}))
     record = result.records[0]
-    assert (record.status, record.answer, record.reasoning, record.corrective_retries) == ("correct", "2", "b fits", 0)
-    assert record.attempts == [Attempt(valid=True, raw='{"answer": 2, "reasoning": "b fits"}', answer="2")]
+    assert (record.status, answer(record), record.output["reasoning"], record.corrective_retries) == ("correct", "2", "b fits", 0)
+    assert record.attempts == [Attempt(valid=True, raw='{"answer": 2, "reasoning": "b fits"}')]
     assert (record.usage.requests, record.usage.input_tokens, record.usage.output_tokens) == (1, 50, 7)
     assert (record.cost.usd, record.cost.source) == (None, "unknown")
     assert result.status == "finished"
@@ -99,7 +105,7 @@ def test_invalid_then_fixed_counts_one_corrective_retry() -> None:
             raw='{"answer": 9}',
             feedback="answer: 9 is not an option number: choose a number from 1 to 4",
         ),
-        Attempt(valid=True, raw='{"answer": 2}', answer="2"),
+        Attempt(valid=True, raw='{"answer": 2}'),
     ]
     assert (record.usage.requests, record.usage.input_tokens, record.usage.output_tokens) == (2, 100, 14)
     compliance = result.scores.compliance
@@ -111,12 +117,12 @@ def test_invalid_then_fixed_counts_one_corrective_retry() -> None:
 def test_always_invalid_exhausts_retries_and_is_missing() -> None:
     result = run([quiz(1)], scripted({"q1": [call({"answer": 0})] * 3}), retries=2)
     record = result.records[0]
-    assert (record.status, record.answer, record.corrective_retries) == ("missing", None, 2)
+    assert (record.status, answer(record), record.corrective_retries) == ("missing", None, 2)
     assert kinds(record.attempts) == ["out_of_range"] * 3
     assert record.attempts[-1].feedback == "answer: 0 is not an option number: choose a number from 1 to 4"
     assert result.scores.missing == 1
     assert result.scores.compliance.valid_after_retries == 0.0
-    assert result.scores.classes[0].accuracy == 0.0
+    assert result.scores.groups[0].score == 0.0
 
 
 def test_every_kind_of_invalid_output_is_named() -> None:
@@ -143,7 +149,7 @@ def test_every_kind_of_invalid_output_is_named() -> None:
         None,
     ]
     assert record.attempts[0].feedback == "Please include your response in a tool call."
-    assert (record.status, record.answer, record.corrective_retries) == ("incorrect", "3", 7)
+    assert (record.status, answer(record), record.corrective_retries) == ("incorrect", "3", 7)
     assert result.scores.compliance.invalid_by_kind == {
         "empty": 1,
         "extra_fields": 1,
@@ -167,7 +173,7 @@ def test_provider_error_is_recorded_and_the_run_goes_on() -> None:
     assert result.records[1].attempts == []
     assert result.status == "finished"
     assert (result.scores.errors, result.scores.correct, result.scores.incorrect) == (1, 1, 1)
-    assert result.scores.classes[0].accuracy == 50.0  # errors are left out of accuracy
+    assert result.scores.groups[0].score == 50.0  # errors are left out of accuracy
 
 
 def test_unparseable_response_is_an_error_not_a_missing_answer() -> None:
@@ -187,7 +193,7 @@ def test_unreachable_model_stops_after_the_first_quiz_as_dnf() -> None:
     result = run([quiz(1), quiz(2)], scripted({"q1": [refused], "q2": [refused]}))
     assert result.status == "dnf"
     assert result.reason == "ModelConnectionError: Connection refused"
-    assert [r.quiz_id for r in result.records] == ["q1"]
+    assert [r.case_id for r in result.records] == ["q1"]
 
 
 def test_native_mode_unsupported_by_the_model_is_one_clear_error() -> None:
@@ -204,7 +210,7 @@ def test_structured_text_modes_validate_and_retry(mode: AnswerMode) -> None:
     )
     record = run([quiz(1)], model, mode=mode).records[0]
     assert kinds(record.attempts) == ["malformed_json", "out_of_range", None]
-    assert (record.status, record.answer) == ("correct", "2")
+    assert (record.status, answer(record)) == ("correct", "2")
 
 
 def test_tag_mode_scores_exactly_as_farel_bench() -> None:
@@ -219,8 +225,8 @@ def test_tag_mode_scores_exactly_as_farel_bench() -> None:
     result = run([quiz(n) for n in range(1, 7)], scripted(replies), mode="tag")
     records = result.records
     assert [r.status for r in records] == ["correct", "incorrect", "incorrect", "missing", "missing", "incorrect"]
-    assert [r.answer for r in records] == ["2", "3", "1", None, None, "2."]
-    assert [r.relaxed_answer for r in records] == [None, None, None, "2", "2", None]
+    assert [answer(r) for r in records] == ["2", "3", "1", None, None, "2."]
+    assert [r.relaxed_output for r in records] == [None, None, None, "2", "2", None]
     assert all(r.corrective_retries == 0 for r in records)
     assert kinds(records[3].attempts) == ["no_tag"]
     compliance = result.scores.compliance
@@ -266,13 +272,13 @@ def test_scores_macro_average_leaves_ambiguous_quizzes_out() -> None:
     }
     result = run(quizzes, scripted(replies), concurrency=3)
     scores = result.scores
-    assert [(c.class_name, c.correct, c.incorrect, c.ambiguous, c.accuracy) for c in scores.classes] == [
+    assert [(c.group, c.correct, c.incorrect, c.excluded, c.score) for c in scores.groups] == [
         ("x", 1, 1, 0, 50.0),
         ("y", 1, 0, 1, 100.0),
     ]
-    assert scores.macro_accuracy == 75.0
-    assert (scores.samples, scores.ambiguous) == (4, 1)
-    assert result.records[3].ambiguous is True
+    assert scores.score == 75.0
+    assert (scores.samples, scores.excluded) == (4, 1)
+    assert result.records[3].excluded is True
 
 
 def test_quizzes_are_pulled_lazily_and_records_can_stay_out_of_memory() -> None:
@@ -285,9 +291,9 @@ def test_quizzes_are_pulled_lazily_and_records_can_stay_out_of_memory() -> None:
 
     seen: list[str] = []
     model = scripted({f"q{n}": [call({"answer": 2})] for n in range(1, 31)})
-    result = run(stream(), model, concurrency=4, keep_records=False, on_record=lambda r: seen.append(r.quiz_id))
+    result = run(stream(), model, concurrency=4, keep_records=False, on_record=lambda r: seen.append(r.case_id))
     assert (result.records, len(seen), len(made)) == ([], 30, 30)
-    assert [(c.class_name, c.correct) for c in result.scores.classes] == [("odd", 15), ("even", 15)]
+    assert [(c.group, c.correct) for c in result.scores.groups] == [("odd", 15), ("even", 15)]
 
 
 def test_records_come_back_in_quiz_order_and_each_is_reported_once() -> None:
@@ -297,9 +303,9 @@ def test_records_come_back_in_quiz_order_and_each_is_reported_once() -> None:
         quizzes,
         scripted({q.id: [call({"answer": 2})] for q in quizzes}),
         concurrency=5,
-        on_record=lambda r: seen.append(r.quiz_id),
+        on_record=lambda r: seen.append(r.case_id),
     )
-    assert [r.quiz_id for r in result.records] == [q.id for q in quizzes]
+    assert [r.case_id for r in result.records] == [q.id for q in quizzes]
     assert sorted(seen) == sorted(q.id for q in quizzes)
     assert result.scores.totals.requests == 20
 
@@ -326,7 +332,7 @@ def test_system_prompt_and_mode_instructions_reach_the_model() -> None:
 
 
 def test_cost_budget_needs_a_known_price() -> None:
-    with pytest.raises(EvaluatorError, match="--max-cost needs a known price, and unknown is all that is known"):
+    with pytest.raises(EvaluatorError, match="max_cost needs a known price, and unknown is all that is known"):
         run([quiz(1), quiz(2)], scripted({"q1": [call({"answer": 2})]}), control=RunControl(max_cost=1.0))
 
 
@@ -338,11 +344,11 @@ def test_request_budget_stops_new_samples() -> None:
         concurrency=1,
         control=RunControl(max_requests=3),
     )
-    assert (result.status, result.reason, len(result.records)) == ("partial", "--max-requests 3 reached", 3)
+    assert (result.status, result.reason, len(result.records)) == ("partial", "max_requests 3 reached", 3)
 
 
 def test_bad_arguments_are_caller_errors() -> None:
-    with pytest.raises(EvaluatorError, match="no quizzes"):
+    with pytest.raises(EvaluatorError, match="no cases"):
         run([], scripted({}))
     with pytest.raises(EvaluatorError, match="concurrency must be at least 1, got 0"):
         run([quiz(1)], scripted({}), concurrency=0)

@@ -40,13 +40,13 @@ def solver(messages: list[ModelMessage], _: AgentInfo) -> ModelResponse:
 def test_another_benchmark_scores_through_the_library() -> None:
     example = load_example()
     quizzes = example.arithmetic_quizzes(4, seed=3)
-    result = asyncio.run(evaluator.evaluate(quizzes, FunctionModel(solver)))
-    assert [(c.class_name, c.correct, c.accuracy) for c in result.scores.classes] == [
+    result = asyncio.run(evaluator.evaluate_quizzes(quizzes, FunctionModel(solver)))
+    assert [(c.group, c.correct, c.score) for c in result.scores.groups] == [
         ("addition", 4, 100.0),
         ("subtraction", 4, 100.0),
         ("multiplication", 4, 100.0),
     ]
-    assert result.scores.macro_accuracy == 100.0
+    assert result.scores.score == 100.0
     assert result.scores.totals.requests == 12
 
 

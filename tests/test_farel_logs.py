@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import farel_bench
-from harness.farel_logs import parse_log
-from schemas import RunSummary
+from farel_eval.farel_logs import parse_log
+from farel_eval.schemas import RunSummary
 from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
 
 LOGS = FAREL_FIXTURES / "logs"
@@ -42,7 +42,7 @@ def test_every_fixture_log_rescores_to_its_own_summary_lines(
     run = summaries(results)[log]
     published = parse_log(LOGS / f"{log}.log").summary
     assert len(published) == 9
-    ours = {c.class_name: (c.correct, c.incorrect, c.missing) for c in run.scores.classes}
+    ours = {c.group: (c.correct, c.incorrect, c.missing) for c in run.scores.groups}
     assert ours == {name: (c.correct, c.incorrect, c.missing) for name, c in published.items()}
     assert run.source_log is not None
     assert (run.source_log.matches_log_summary, run.source_log.replies, run.source_log.mismatches) == (True, 450, [])
@@ -137,7 +137,7 @@ def test_messy_replies_are_scored_as_farel_bench_did(tmp_path: Path) -> None:
     assert run.source_log is not None and run.source_log.matches_log_summary is True
     assert (run.status, run.reason) == ("partial", "the log has 5 of the dataset's 450 quizzes")
     records = [json.loads(line) for line in next((tmp_path / "r").rglob("samples.jsonl")).read_text().splitlines()]
-    assert [(r["answer"], r["status"]) for r in records] == [
+    assert [(r["output"], r["status"]) for r in records] == [
         # farel-bench's non-greedy match starts at the echoed "<ANSWER> tag, for example: <ANSWER>1</ANSWER>"
         ("tag, for example: <ANSWER>1", "incorrect"),
         ("2", "correct"),
@@ -145,7 +145,7 @@ def test_messy_replies_are_scored_as_farel_bench_did(tmp_path: Path) -> None:
         (None, "missing"),
         ("1", "incorrect"),
     ]
-    assert [r["relaxed_answer"] for r in records] == [None, None, "2", None, None]
+    assert [r["relaxed_output"] for r in records] == [None, None, "2", None, None]
 
 
 def test_a_log_cut_short_keeps_its_whole_records(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import farel_bench
-from schemas import Quiz, RunSummary, SampleRecord
+from farel_eval.schemas import Quiz, RunSummary, SampleRecord
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
 
@@ -118,7 +118,7 @@ def test_a_call_that_keeps_failing_is_an_error_and_the_run_goes_on(tmp_path: Pat
         done = run_against(server, tmp_path, "--limit", "9", "--max-transport-retries", "2")
     assert done.returncode == 0, done.stderr
     summary, records = stored(tmp_path)
-    errors = {r.quiz_id: (r.error, r.transport_retries, r.attempts) for r in records if r.status == "error"}
+    errors = {r.case_id: (r.error, r.transport_retries, r.attempts) for r in records if r.status == "error"}
     assert errors == {
         QUIZZES[50].id: ("HTTP 503 from m: {'message': 'overloaded', 'type': 'server_error'}", 2, []),
         QUIZZES[100].id: (
@@ -172,15 +172,15 @@ def test_killed_run_resumes_to_the_same_summary(tmp_path: Path) -> None:
         interrupted = RunSummary.model_validate_json((jsonl.parent / "summary.json").read_text())
         assert (interrupted.status, interrupted.reason) == (
             "partial",
-            "running: not finished (continue it with --resume)",
+            "running: not finished (resume it to carry on)",
         )
         resumed = subprocess.run([*command, "--resume"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
     whole_summary, whole_records = stored(tmp_path / "whole")
     cut_summary, cut_records = stored(tmp_path / "cut")
     assert comparable(cut_summary) == comparable(whole_summary)
-    assert sorted(r.quiz_id for r in cut_records) == sorted(r.quiz_id for r in whole_records)
-    assert len(cut_records) == len({r.quiz_id for r in cut_records}) == 90
+    assert sorted(r.case_id for r in cut_records) == sorted(r.case_id for r in whole_records)
+    assert len(cut_records) == len({r.case_id for r in cut_records}) == 90
     assert cut_summary.wall_s > 0
     # finished samples were not sent again: 90 + 90 requests, plus at most the 4 in flight at the kill
     assert 180 <= sum(flaky.calls.values()) <= 184
@@ -200,8 +200,8 @@ def test_retry_errors_poses_only_failed_calls_and_keeps_one_record_each(tmp_path
         assert sum(flaky.calls.values()) - calls_before == 5
     summary, records = stored(tmp_path)
     assert (summary.status, summary.scores.errors, summary.scores.correct) == ("finished", 0, 45)
-    assert [r.quiz_id for r in records] == sorted(r.quiz_id for r in records)
-    assert len(records) == len({r.quiz_id for r in records}) == 45
+    assert [r.case_id for r in records] == sorted(r.case_id for r in records)
+    assert len(records) == len({r.case_id for r in records}) == 45
 
 
 def test_budgets_stop_new_samples_and_mark_the_run_partial(tmp_path: Path) -> None:
@@ -211,10 +211,10 @@ def test_budgets_stop_new_samples_and_mark_the_run_partial(tmp_path: Path) -> No
                               "--price-out", "2", "--max-cost", "0.0005")  # fmt: skip
     assert (by_requests.returncode, by_cost.returncode) == (0, 0), by_requests.stderr + by_cost.stderr
     summary, records = stored(tmp_path / "r")
-    assert (summary.status, summary.reason, len(records)) == ("partial", "--max-requests 5 reached", 5)
+    assert (summary.status, summary.reason, len(records)) == ("partial", "max_requests 5 reached", 5)
     summary, records = stored(tmp_path / "c")
     assert (summary.status, len(records)) == ("partial", 5)  # 100 in + 10 out tokens: $0.00012 a request
-    assert summary.reason == "--max-cost $0.0005 reached ($0.000600 spent)"
+    assert summary.reason == "max_cost $0.0005 reached ($0.000600 spent)"
     assert {r.cost.source for r in records} == {"user"}
 
 
@@ -234,7 +234,7 @@ def test_cache_answers_a_repeated_run_without_requests(tmp_path: Path) -> None:
                for p in runs]  # fmt: skip
     strip = {"latency_s", "cache_hits"}
     first_run, second_run = (
-        [r.model_dump(exclude=strip) for r in sorted(rs, key=lambda r: r.quiz_id)] for rs in records
+        [r.model_dump(exclude=strip) for r in sorted(rs, key=lambda r: r.case_id)] for rs in records
     )
     assert first_run == second_run
 

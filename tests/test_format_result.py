@@ -10,21 +10,21 @@ from rich.console import Console
 
 import format_result
 from evaluator import score_records
-from harness.storage import StoredRun
-from schemas import Cost, DatasetInfo, RunSettings, RunStatus, RunSummary, SampleRecord, TokenUsage
+from farel_eval.schemas import Cost, DatasetInfo, RunSettings, RunStatus, RunSummary, SampleRecord, TokenUsage
+from farel_eval.storage import StoredRun
 
 WHEN = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def record(n: int, class_name: str, status: str, cost: float | None) -> SampleRecord:
     return SampleRecord(
-        quiz_id=f"q{n}",
-        degree=1,
-        class_name=class_name,
-        options=["a", "b"],
-        correct=1,
+        case_id=f"q{n}",
+        group=class_name,
+        expected=1,
+        metadata={"options": ["a", "b"], "degree": 1},
         mode="tool",
-        answer="1" if status == "correct" else "2",
+        output={"answer": 1 if status == "correct" else 2},
+        score={"correct": 1.0, "incorrect": 0.0}.get(status),
         status=status,
         attempts=[],
         corrective_retries=0,  # type: ignore[arg-type]
@@ -59,7 +59,7 @@ def stored(
             instructions=None,
             concurrency=8,
         ),
-        dataset=DatasetInfo(source="generated", md5="0b08876d7a221c9b9812ea85d746449a", quizzes=4),
+        dataset=DatasetInfo(source="generated", md5="0b08876d7a221c9b9812ea85d746449a", cases=4),
         scores=score_records(records),
     )
     return StoredRun(Path("result") / model / summary.run_id, summary)
@@ -132,8 +132,8 @@ def test_rich_tables_at_a_fixed_width() -> None:
 def test_csv_and_json_carry_the_same_rows() -> None:
     rows = format_result.build_rows(RUNS)
     lines = format_result.render_csv(rows).splitlines()
-    assert lines[0].startswith("rank,model,mode,run_id,status,imported,farel,child,grandparent,samples,")
-    assert lines[1] == "1,best,tool,run-best,finished,False,75.00,100.00,50.00,4,3,1,0,0,,0,0,4,400,40,,12.5"
+    assert lines[0].startswith("rank,suite,model,mode,run_id,status,imported,score,child,grandparent,samples,")
+    assert lines[1] == "1,farel,best,tool,run-best,finished,False,75.00,100.00,50.00,4,3,1,0,0,,0,0,4,400,40,,12.5"
     data = json.loads(format_result.render_json(rows))
     assert [(d["rank"], d["model"], d["farel"], d["cost_usd"]) for d in data] == [
         (1, "best", 75.0, None),

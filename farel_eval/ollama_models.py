@@ -11,8 +11,8 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TransferSpeedColumn
 
-from harness.errors import ModelSetupError
-from schemas import AnswerMode
+from farel_eval.errors import ModelSetupError
+from farel_eval.schemas import AnswerMode
 
 __all__ = ["DEFAULT_OLLAMA_HOST", "OllamaModel", "ensure_ollama_model", "list_ollama_models", "ollama_host"]
 
@@ -61,7 +61,7 @@ def _find(names: list[str], model: str) -> str | None:
     return next((n for n in names if n in (model, wanted)), None)
 
 
-def ensure_ollama_model(host: str, model: str, *, mode: AnswerMode, pull: bool, console: Console) -> None:
+def ensure_ollama_model(host: str, model: str, *, mode: AnswerMode, pull: bool, console: Console | None = None) -> None:
     """Raise `ModelSetupError` unless the server answers, has `model` (pulled if `pull`) and, in tool mode, tools."""
     client = _client(host)
     found = _find([m.model for m in _listed(client, host) if m.model], model)
@@ -83,10 +83,11 @@ def ensure_ollama_model(host: str, model: str, *, mode: AnswerMode, pull: bool, 
         )
 
 
-def _pull(client: ollama.Client, model: str, console: Console) -> None:
+def _pull(client: ollama.Client, model: str, console: Console | None) -> None:
+    """Pull `model`, drawing a progress bar on `console` (none without one: the library prints nothing)."""
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn())
     try:
-        with Progress(*columns, console=console, transient=True) as progress:
+        with Progress(*columns, console=console, transient=True, disable=console is None) as progress:
             tasks: dict[str, TaskID] = {}
             for update in client.pull(model, stream=True):
                 key = update.digest or (update.status or "")

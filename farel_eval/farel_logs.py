@@ -11,7 +11,7 @@ import ast
 import itertools
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -27,10 +27,10 @@ from pydantic_ai import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from harness.answers import TAG_INSTRUCTION
-from harness.errors import InputError
-from harness.providers import ResolvedModel
-from schemas import Quiz
+from farel_bench import TAG_INSTRUCTION
+from farel_eval.errors import InputError
+from farel_eval.providers import ResolvedModel
+from farel_eval.schemas import Quiz
 
 __all__ = [
     "ClassCounts",
@@ -221,19 +221,22 @@ def match_replies(log: FarelLog, quizzes: Sequence[Quiz]) -> list[tuple[Quiz, st
 
 
 def _question(prompt: str) -> str:
-    """A quiz prompt without the `<ANSWER>` instruction line, as every answer mode poses it."""
+    """A quiz prompt without the `<ANSWER>` instruction line, as every answer mode but tag poses it."""
     return "\n".join(line for line in prompt.split("\n") if line.strip() != TAG_INSTRUCTION)
 
 
 def replay_model(replies: Sequence[tuple[Quiz, str]], name: str) -> FunctionModel:
     """A model that answers each quiz with the reply recorded for it (in any mode: the text is sent as is)."""
     by_question = {_question(quiz.prompt): reply for quiz, reply in replies}
+    return _answering(lambda prompt: by_question.get(_question(prompt)), name)
 
+
+def _answering(reply_to: Callable[[str], str | None], name: str) -> FunctionModel:
     def respond(messages: list[ModelMessage], _: AgentInfo) -> ModelResponse:
         request = messages[0]
         assert isinstance(request, ModelRequest)
         prompt = next(str(p.content) for p in request.parts if isinstance(p, UserPromptPart))
-        reply = by_question.get(_question(prompt))
+        reply = reply_to(prompt)
         if reply is None:
             raise ModelAPIError(name, "the log has no reply for this quiz")
         return ModelResponse(parts=[TextPart(reply)], usage=RequestUsage(unmeasured_requests=1), model_name=name)
@@ -241,8 +244,27 @@ def replay_model(replies: Sequence[tuple[Quiz, str]], name: str) -> FunctionMode
     return FunctionModel(respond, model_name=name)
 
 
-def resolve_replay(log_path: str, quizzes: Sequence[Quiz]) -> ResolvedModel:
-    """`--model replay:LOGFILE`: the log's replies as a model, for the quizzes of this run's dataset."""
+def _log_replies(log: FarelLog) -> Callable[[str], str | None]:
+    """The reply a log holds for a prompt, found by the quiz's text (with or without its tag instruction)."""
+    by_question = {_question(e.text): e.reply for e in log.entries if e.reply is not None}
+    records = [e.text for e in log.entries if e.reply is None]
+
+    def reply_to(prompt: str) -> str | None:
+        question = _question(prompt)
+        if question in by_question:
+            return by_question[question]
+        for full in (f"{question}\n{TAG_INSTRUCTION}", prompt):
+            for record in records:
+                reply = _reply_after(full, record)
+                if reply is not None:
+                    return reply
+        return None
+
+    return reply_to
+
+
+def resolve_replay(log_path: str) -> ResolvedModel:
+    """`replay:LOGFILE`: the log's replies as a model. Its cost is unknown, as that of the imported log."""
     log = parse_log(Path(log_path))
     name = f"replay:{log.path.stem}"
-    return ResolvedModel(replay_model(match_replies(log, quizzes), name), name, base_url=None, local=True)
+    return ResolvedModel(_answering(_log_replies(log), name), name, base_url=None, local=False)

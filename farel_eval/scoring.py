@@ -1,4 +1,4 @@
-"""Sample records in, scores out: per-class accuracy, the macro average, format compliance, totals.
+"""Sample records in, scores out: mean score per group, the headline, task metrics, format compliance, totals.
 
 `ScoreBook` takes one record at a time, so a run of any size is scored in constant memory.
 """
@@ -6,29 +6,42 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 
-from schemas import ClassScore, Compliance, InvalidKind, SampleRecord, Scores, Totals
+from farel_eval.schemas import Aggregate, Compliance, GroupScore, InvalidKind, SampleRecord, Scores, Totals
 
-__all__ = ["ScoreBook", "score_records"]
+__all__ = ["UNGROUPED", "ScoreBook", "score_records"]
+
+UNGROUPED = "all"
+"""The group of cases that name none."""
 
 _TOKEN_COUNTS = ("input_tokens", "output_tokens", "reasoning_tokens", "cache_read_tokens")
 """Summed where reported; a count stays None (unknown) until some record reports it."""
 
 
-def _percent(part: int, whole: int) -> float | None:
+def _percent(part: float, whole: int) -> float | None:
     return 100 * part / whole if whole else None
 
 
 class ScoreBook:
-    """Running counts; errors and ambiguous quizzes are counted but left out of accuracy."""
+    """Running counts; errors and excluded cases are counted but left out of the score; missing counts 0."""
 
-    def __init__(self, class_order: Iterable[str] = ()) -> None:
-        self._classes: dict[str, ClassScore] = {name: ClassScore(class_name=name) for name in class_order}
+    def __init__(
+        self,
+        group_order: Iterable[str] = (),
+        *,
+        aggregate: Aggregate = "macro",
+        metrics: Callable[[Mapping[str, float]], dict[str, float]] | None = None,
+    ) -> None:
+        self._groups: dict[str, GroupScore] = {name: GroupScore(group=name) for name in group_order}
+        self._sums: dict[str, float] = {}
         self._first_position: dict[str, int] = {}
+        self._aggregate: Aggregate = aggregate
+        self._metrics = metrics
+        self._details: dict[str, float] = {}
         self._statuses: Counter[str] = Counter()
         self._invalid: Counter[InvalidKind] = Counter()
-        self.samples = self.errors = self.ambiguous = 0
+        self.samples = self.errors = self.excluded = 0
         self._answered = self._first_valid = self._last_valid = self._retries = 0
         self._recoverable = self._recoverable_correct = 0
         self._requests = 0
@@ -41,39 +54,39 @@ class ScoreBook:
         self._transport_retries = self._cache_hits = 0
 
     def add(self, record: SampleRecord, position: int | None = None) -> None:
-        """Count `record`; `position` (its place in the dataset) keeps classes in dataset order."""
+        """Count `record`; `position` (its place in the dataset) keeps groups in dataset order."""
         self.samples += 1
-        entry = self._classes.setdefault(record.class_name, ClassScore(class_name=record.class_name))
-        if position is not None and position < self._first_position.get(record.class_name, position + 1):
-            self._first_position[record.class_name] = position
+        name = record.group if record.group is not None else UNGROUPED
+        entry = self._groups.setdefault(name, GroupScore(group=name))
+        if position is not None and position < self._first_position.get(name, position + 1):
+            self._first_position[name] = position
         if record.status == "error":
             entry.errors += 1
             self.errors += 1
-        elif record.ambiguous:
-            entry.ambiguous += 1
-            self.ambiguous += 1
+        elif record.excluded:
+            entry.excluded += 1
+            self.excluded += 1
         else:
             self._statuses[record.status] += 1
-            if record.status == "correct":
-                entry.correct += 1
-            elif record.status == "incorrect":
-                entry.incorrect += 1
-            else:
-                entry.missing += 1
+            setattr(entry, record.status, getattr(entry, record.status) + 1)
+            self._sums[name] = self._sums.get(name, 0.0) + (record.score or 0.0)
+            for key, value in (record.score_details or {}).items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    self._details[key] = self._details.get(key, 0) + value
         if record.attempts:
             self._answered += 1
             self._first_valid += record.attempts[0].valid
             self._last_valid += record.attempts[-1].valid
         self._invalid.update(a.invalid_kind for a in record.attempts if not a.valid and a.invalid_kind is not None)
         self._retries += record.corrective_retries
-        if record.status == "missing" and record.relaxed_answer is not None:
+        if record.status == "missing" and record.relaxed_output is not None:
             self._recoverable += 1
-            self._recoverable_correct += record.relaxed_answer == str(record.correct)
+            self._recoverable_correct += record.relaxed_score == 1.0
         self._requests += record.usage.requests
-        for name in _TOKEN_COUNTS:
-            value = getattr(record.usage, name)
+        for count in _TOKEN_COUNTS:
+            value = getattr(record.usage, count)
             if value is not None:
-                self._tokens[name] = (self._tokens[name] or 0) + value
+                self._tokens[count] = (self._tokens[count] or 0) + value
         if record.cost.usd is not None:
             self._cost += record.cost.usd
             self._costed += 1
@@ -98,24 +111,31 @@ class ScoreBook:
         return self._answered
 
     def scores(self) -> Scores:
-        seen = [c for c in self._classes.values() if c.correct + c.incorrect + c.missing + c.errors + c.ambiguous]
+        seen = [g for g in self._groups.values() if g.scored + g.errors + g.excluded]
         if self._first_position:
-            seen.sort(key=lambda c: self._first_position.get(c.class_name, len(self._first_position)))
-        classes = [c.model_copy() for c in seen]
-        for entry in classes:
-            scored = entry.correct + entry.incorrect + entry.missing
-            entry.accuracy = 100 * entry.correct / scored if scored else None
-        accuracies = [c.accuracy for c in classes if c.accuracy is not None]
+            seen.sort(key=lambda g: self._first_position.get(g.group, len(self._first_position)))
+        groups = [g.model_copy() for g in seen]
+        for entry in groups:
+            entry.score = _percent(self._sums.get(entry.group, 0.0), entry.scored)
+        means = [g.score for g in groups if g.score is not None]
+        scored = sum(g.scored for g in groups)
+        macro = sum(means) / len(means) if means else None
+        mean = _percent(sum(self._sums.values()), scored)
         tokens = self._tokens
         return Scores(
-            classes=classes,
-            macro_accuracy=sum(accuracies) / len(accuracies) if accuracies else None,
+            groups=groups,
+            score=macro if self._aggregate == "macro" else mean,
+            aggregate=self._aggregate,
+            macro_score=macro,
+            mean_score=mean,
+            metrics=self._metrics(dict(self._details)) if self._metrics is not None and scored else {},
             samples=self.samples,
             correct=self._statuses["correct"],
+            partial=self._statuses["partial"],
             incorrect=self._statuses["incorrect"],
             missing=self._statuses["missing"],
             errors=self.errors,
-            ambiguous=self.ambiguous,
+            excluded=self.excluded,
             compliance=Compliance(
                 valid_first_try=_percent(self._first_valid, self._answered),
                 valid_after_retries=_percent(self._last_valid, self._answered),
@@ -142,9 +162,15 @@ class ScoreBook:
         )
 
 
-def score_records(records: Iterable[SampleRecord], class_order: Iterable[str] = ()) -> Scores:
-    """Score records; classes come in `class_order`, then in the order they first appear."""
-    book = ScoreBook(class_order)
+def score_records(
+    records: Iterable[SampleRecord],
+    group_order: Iterable[str] = (),
+    *,
+    aggregate: Aggregate = "macro",
+    metrics: Callable[[Mapping[str, float]], dict[str, float]] | None = None,
+) -> Scores:
+    """Score records; groups come in `group_order`, then in the order they first appear."""
+    book = ScoreBook(group_order, aggregate=aggregate, metrics=metrics)
     for record in records:
         book.add(record)
     return book.scores()

@@ -5,15 +5,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from schemas.record import AnswerMode, InvalidKind
+from farel_eval.schemas.record import AnswerMode, InvalidKind
 
 __all__ = [
     "SCHEMA_VERSION",
-    "ClassScore",
+    "Aggregate",
     "Compliance",
     "DatasetInfo",
+    "GroupScore",
     "RunSettings",
     "RunStatus",
     "RunSummary",
@@ -22,8 +23,9 @@ __all__ = [
     "Totals",
 ]
 
-SCHEMA_VERSION = 1
-"""Version of the summary and record files; bump it, and add a migration, on any breaking change."""
+SCHEMA_VERSION = 2
+"""Version of the summary and record files; bump it, and add a migration (`farel_eval.migrations`), on any
+breaking change. Version 1 was FaRel only (quizzes, classes, tag mode); 2 is the typed-task format."""
 
 RunStatus = Literal["finished", "partial", "dnf"]
 """`dnf`: the model could not be reached at all (did not finish); `partial`: stopped before the end."""
@@ -33,19 +35,26 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ClassScore(_Model):
-    """Counts and accuracy of one class, as farel-bench's `C, I, M, A` summary line."""
+class GroupScore(_Model):
+    """Counts and mean score of one group (FaRel: a class, as farel-bench's `C, I, M, A` summary line)."""
 
-    class_name: str
+    group: str
     correct: int = 0
+    partial: int = 0
+    """Scored above 0 and below 1 (scored tasks only)."""
     incorrect: int = 0
     missing: int = 0
     errors: int = 0
-    """Failed calls: left out of the accuracy and counted here."""
-    ambiguous: int = 0
-    """Ambiguous quizzes: left out of the accuracy and counted here."""
-    accuracy: float | None = None
-    """Percent correct of the scored quizzes (C + I + M), 0-100; None when none was scored."""
+    """Failed calls: left out of the score and counted here."""
+    excluded: int = 0
+    """Cases recorded but left out of the score (FaRel: ambiguous quizzes)."""
+    score: float | None = None
+    """Mean score of the scored cases (correct, partial, incorrect, missing), 0-100: for a multiple-choice
+    suite, the accuracy. None when none was scored."""
+
+    @property
+    def scored(self) -> int:
+        return self.correct + self.partial + self.incorrect + self.missing
 
 
 class Compliance(_Model):
@@ -60,7 +69,7 @@ class Compliance(_Model):
     invalid_outputs: int
     invalid_by_kind: dict[InvalidKind, int]
     relaxed_recoverable: int = 0
-    """Tag mode: missing replies a relaxed reading would have answered (of which correct: next field)."""
+    """Text modes: missing replies a relaxed reading would have answered (of which correct: next field)."""
     relaxed_recoverable_correct: int = 0
 
 
@@ -83,34 +92,48 @@ class Totals(_Model):
     cache_hits: int = 0
 
 
-class Scores(_Model):
-    """Accuracy per class, the macro average (FaRel-L), format compliance and totals."""
+Aggregate = Literal["macro", "mean"]
+"""How the headline score is made: the mean of the group scores (multiple choice: macro accuracy, FaRel-L),
+or the mean score over all scored cases."""
 
-    classes: list[ClassScore]
-    macro_accuracy: float | None
-    """Plain mean of the class accuracies (0-100): the FaRel score."""
+
+class Scores(_Model):
+    """Mean score per group, the headline score, task metrics, format compliance and totals."""
+
+    groups: list[GroupScore]
+    score: float | None
+    """The headline, 0-100, made as `aggregate` says; None when nothing was scored."""
+    aggregate: Aggregate = "macro"
+    macro_score: float | None
+    """Plain mean of the group scores (0-100): for FaRel, the FaRel score."""
+    mean_score: float | None
+    """Mean score over all scored cases (0-100)."""
+    metrics: dict[str, float] = Field(default_factory=dict)
+    """Task-specific run-wide figures (story-graph: edge precision, recall and F1, in percent)."""
     samples: int
     correct: int
+    partial: int = 0
     incorrect: int
     missing: int
     errors: int
-    ambiguous: int
+    excluded: int
     compliance: Compliance
     totals: Totals
 
 
 class DatasetInfo(_Model):
-    """Which quizzes were posed: enough to regenerate or recognise them."""
+    """Which cases were posed: enough to regenerate or recognise them."""
 
-    source: Literal["generated", "file", "stdin"]
+    suite: str = "farel"
+    """The suite the cases came from: `farel`, `story-graph`, or a suite file's name."""
+    source: Literal["generated", "file", "stdin", "code"]
+    """`code`: cases handed to the library directly."""
     path: str | None = None
     md5: str
-    """MD5 of the dataset as farel-bench CSV bytes (the published FaRel-3 is 0b08876d...)."""
-    quizzes: int
-    length: int | None = None
-    number: int | None = None
-    seed: int | None = None
-    shuffle: bool | None = None
+    """MD5 of the cases (FaRel: of the dataset as farel-bench CSV bytes; the published FaRel-3 is 0b08876d...)."""
+    cases: int
+    params: dict[str, JsonValue] = Field(default_factory=dict)
+    """The generator's arguments (FaRel: length, number, seed, shuffle)."""
     limit: int | None = None
 
 
@@ -159,6 +182,9 @@ class RunSummary(_Model):
     schema_version: int = SCHEMA_VERSION
     program_version: str
     run_id: str
+    suite: str = "farel"
+    task: str = "farel"
+    """The task's name (its output type and scorer)."""
     model: str
     mode: AnswerMode
     status: RunStatus
@@ -173,4 +199,4 @@ class RunSummary(_Model):
     settings: RunSettings
     dataset: DatasetInfo
     scores: Scores
-    ambiguous_quiz_ids: list[str] = Field(default_factory=list)
+    excluded_case_ids: list[str] = Field(default_factory=list)

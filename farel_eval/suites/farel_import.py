@@ -6,9 +6,11 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import evaluator
-from harness.farel_logs import ClassCounts, FarelLog, match_replies, replay_model
-from schemas import ClassScore, Quiz, SampleRecord, Scores, SourceLog
+from farel_eval.engine import evaluate
+from farel_eval.farel_logs import ClassCounts, FarelLog, match_replies, replay_model
+from farel_eval.schemas import GroupScore, Quiz, SampleRecord, Scores, SourceLog
+from farel_eval.scoring import score_records
+from farel_eval.suites.farel import FAREL_TASK
 
 __all__ = ["ImportedLog", "count_mismatches", "import_log", "imported_run_id"]
 
@@ -26,9 +28,9 @@ class ImportedLog:
     system_prompt: str | None
 
 
-def count_mismatches(published: dict[str, ClassCounts], classes: Sequence[ClassScore]) -> list[str]:
+def count_mismatches(published: dict[str, ClassCounts], classes: Sequence[GroupScore]) -> list[str]:
     """Each class whose re-scored C, I, M, A differ from the log's own summary line, with both sets of numbers."""
-    ours = {c.class_name: c for c in classes}
+    ours = {c.group: c for c in classes}
     lines: list[str] = []
     for name, counts in published.items():
         score = ours.get(name)
@@ -46,12 +48,13 @@ async def import_log(log: FarelLog, quizzes: Sequence[Quiz]) -> ImportedLog:
     """Replay every reply of `log` through tag mode (no retries), as farel-bench scored it."""
     replies = match_replies(log, quizzes)
     asked = [quiz for quiz, _ in replies]
-    result = await evaluator.evaluate(
-        asked, replay_model(replies, log.path.stem), mode="tag", retries=0, concurrency=16, local=False
-    )
+    result = await evaluate(
+        FAREL_TASK, [quiz.to_case() for quiz in asked], replay_model(replies, log.path.stem), mode="tag",
+        retries=0, concurrency=16, local=False,
+    )  # fmt: skip
     records = [r.model_copy(update={"latency_s": None}) for r in result.records]  # replay time is not the model's
-    scores = evaluator.score_records(records)
-    mismatches = count_mismatches(log.summary, scores.classes) if log.summary else []
+    scores = score_records(records)
+    mismatches = count_mismatches(log.summary, scores.groups) if log.summary else []
     source = SourceLog(
         path=str(log.path),
         format=log.kind,

@@ -1,0 +1,496 @@
+#!/usr/bin/env python3
+"""Command line: `python main.py run --model M ...` evaluates a model on FaRel quizzes and stores the run.
+
+Every expected failure (bad input, unknown model, missing key, unreachable server, corrupt file) ends
+as one line on stderr and a non-zero exit; records already written stay on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import signal
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from farel_eval.attempts import UserPrices
+from farel_eval.datasets import Dataset, dataset_from_cases
+from farel_eval.engine import RunControl
+from farel_eval.errors import EvaluatorError, InputError, OneLineArgumentParser
+from farel_eval.farel_logs import log_files, parse_log
+from farel_eval.local_server import DEFAULT_LOCAL_MODEL, locate_local_model
+from farel_eval.models import open_model
+from farel_eval.progress import Progress
+from farel_eval.runs import INTERRUPTED, program_version, run
+from farel_eval.schemas import RunSettings, RunSummary, is_text_mode
+from farel_eval.storage import SUMMARY_FILE, RunWriter, model_slug
+from farel_eval.suites.farel import FAREL_TASK, generated_dataset, quiz_of, read_dataset
+from farel_eval.suites.farel_import import import_log, imported_run_id
+from farel_eval.suites.files import load_suite_file
+from farel_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
+from farel_eval.tasks import Task
+
+PROG = "farel-eval"
+CACHE_FILE = Path(".cache") / "responses.sqlite"
+BUILT_IN_SUITES = ("farel", "story-graph")
+SHORT_RUN_CASES = 45
+"""A local model's default run: 5 quizzes per FaRel-3 class (--full for all 450)."""
+EXIT_DNF = 3
+EXIT_INTERRUPTED = 130
+
+FLAGS = {
+    "max_cost": "--max-cost",
+    "max_requests": "--max-requests",
+    "prices": "--price-in/--price-out",
+    "concurrency": "--concurrency",
+    "limit": "--limit",
+    "length and number": "--length and --number",
+    "resume": "--resume",
+}
+"""Library parameter names, as the command line calls them (library messages speak of parameters)."""
+
+
+def _as_flags(message: str) -> str:
+    for name, flag in FLAGS.items():
+        message = re.sub(rf"\b{re.escape(name)}\b", flag, message)
+    return message
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _price(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineArgumentParser(
+        prog=_prog(), description="Evaluate models on typed tasks (FaRel, story-graph, your own suite files)."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="pose a suite's cases to a model, score the outputs and store the run")
+    run.add_argument(
+        "--suite",
+        default="farel",
+        help="farel (default: FaRel quizzes), story-graph (stories to relationship graphs), or a suite file "
+        "(path/to/file.py defining TASK and CASES or cases())",
+    )
+    model = run.add_argument_group("model")
+    model.add_argument(
+        "--model",
+        help="pydantic-ai model string (openai:gpt-4o-mini, openrouter:..., anthropic:..., google:..., ollama:NAME, "
+        "test), any model name with --base-url, local:smollm2-135m | local:gemma3-270m | local:/path/x.gguf "
+        "(served here by llama-cpp-python), or replay:LOGFILE (default: local:smollm2-135m)",
+    )
+    model.add_argument(
+        "--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (llama.cpp, vLLM)"
+    )
+    model.add_argument(
+        "--api-key", help="API key (never written to results); default: the provider's environment variable"
+    )
+    model.add_argument(
+        "--mode",
+        choices=["tool", "native", "prompted", "text", "tag"],
+        default="tool",
+        help="answer through a tool call (default), JSON schema output, a schema stated in the prompt, or text "
+        "read by the suite's reader (tag: farel-bench's <ANSWER> tag, for FaRel)",
+    )
+    model.add_argument(
+        "--retries",
+        type=_non_negative,
+        help="corrective retries after an invalid output (default: 3; 0 in tag mode, as farel-bench)",
+    )
+    model.add_argument(
+        "--system-prompt",
+        nargs="?",
+        const=DEFAULT_SYSTEM_PROMPT,
+        default=None,
+        help="a system prompt; the bare flag uses farel-bench's default one",
+    )
+    model.add_argument(
+        "--temperature", type=float, default=0.01, help="sampling temperature (default 0.01, as farel-bench)"
+    )
+    model.add_argument(
+        "--model-seed", type=int, default=42, help="sampling seed where the provider takes one (default 42)"
+    )
+    model.add_argument(
+        "--max-tokens", type=_positive, help="maximum output tokens per request (default: the provider's)"
+    )
+    model.add_argument(
+        "--tool-choice",
+        choices=["required", "auto"],
+        help="force the answer tool call or leave it to the model (default: force, and fall back to "
+        "auto if the server refuses)",
+    )
+    model.add_argument("--price-in", type=_price, help="USD per million input tokens, for models with no known price")
+    model.add_argument("--price-out", type=_price, help="USD per million output tokens, for models with no known price")
+    data = run.add_argument_group("cases")
+    data.add_argument(
+        "--quizzes", metavar="FILE", help="farel: a FaRel CSV file, or - for standard input (default: generate)"
+    )
+    data.add_argument("--length", type=_positive, default=3, help="farel: generate degrees 1..LENGTH (default 3)")
+    data.add_argument("--number", type=_positive, default=50, help="farel: quizzes per class (default 50)")
+    data.add_argument("--people", type=_positive, default=8, help="story-graph: named people per story (default 8)")
+    data.add_argument("--count", type=_positive, default=20, help="story-graph: number of stories (default 20)")
+    data.add_argument("--seed", type=int, default=42, help="generator seed (default 42)")
+    data.add_argument("--no-shuffle", action="store_true", help="keep statement and option order (default: shuffled)")
+    data.add_argument(
+        "--unambiguous",
+        action="store_true",
+        help="name the two 'cousin Nx removed' classes of degree >= 5 apart (not farel-bench parity)",
+    )
+    data.add_argument("--limit", type=_positive, help="pose only N quizzes, spread evenly over the classes")
+    out = run.add_argument_group("run")
+    model.add_argument(
+        "--chat-format", help="local models: llama-cpp-python chat handler (default chatml-function-calling)"
+    )
+    model.add_argument("--pull", action="store_true", help="ollama: pull the model first if Ollama does not have it")
+    data.add_argument("--full", action="store_true", help="local models: all quizzes (default there: 45, 5 per class)")
+    out.add_argument("--concurrency", type=_positive, help="requests in flight (default 8; 1 for local models)")
+    out.add_argument("--results-dir", type=Path, default=Path("result"), help="where runs are stored (default result)")
+    out.add_argument("--quiet", action="store_true", help="no progress display")
+    faults = run.add_argument_group("faults, budgets and cache")
+    faults.add_argument(
+        "--max-transport-retries",
+        type=_non_negative,
+        help="resend a request after HTTP 429/5xx, a timeout or a dropped connection, with "
+        "exponential backoff and jitter, honouring Retry-After (default: the provider SDK's, 2)",
+    )
+    faults.add_argument(
+        "--request-timeout",
+        type=float,
+        help="seconds one request may take before it counts as failed (default: the provider SDK's, 600)",
+    )
+    faults.add_argument("--max-cost", type=_price, help="stop starting samples once this many USD are spent")
+    faults.add_argument("--max-requests", type=_positive, help="stop starting samples after this many requests")
+    faults.add_argument(
+        "--cache",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="reuse responses to identical requests, kept in RESULTS_DIR/.cache (default: no cache)",
+    )
+    faults.add_argument(
+        "--resume",
+        nargs="?",
+        const=LATEST,
+        metavar="RUN_DIR",
+        help="continue the latest unfinished run with the same model, mode, settings and dataset "
+        "(or the run in RUN_DIR): finished samples are kept, the rest are posed",
+    )
+    faults.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="pose again only the samples recorded as error (failed calls) of that run, keeping one record each",
+    )
+    imports = commands.add_parser("import-farel", help="store farel-bench log files as runs, re-scored and checked")
+    imports.add_argument("paths", nargs="+", metavar="PATH", help="log files, or folders searched for *.log")
+    imports.add_argument(
+        "--quizzes", metavar="FILE", help="the FaRel CSV the logs were run on (default: the published FaRel-3 dataset)"
+    )
+    imports.add_argument(
+        "--results-dir", type=Path, default=Path("result"), help="where runs are stored (default result)"
+    )
+    models = commands.add_parser("models", help="list the models a provider has on this machine")
+    models.add_argument("--provider", choices=["ollama", "local"], default="ollama")
+    models.add_argument("--base-url", help="the Ollama server (default: OLLAMA_BASE_URL or http://localhost:11434)")
+    return parser
+
+
+_FAREL_ONLY = ("quizzes", "unambiguous", "no_shuffle")
+
+
+def _suite(args: argparse.Namespace) -> tuple[Task[Any], Dataset]:
+    """The task and cases of `--suite`: a built-in one, or a suite file defining TASK and CASES."""
+    name = args.suite
+    if name != "farel":
+        given = [f"--{flag.replace('_', '-')}" for flag in _FAREL_ONLY if getattr(args, flag) not in (None, False)]
+        if given:
+            raise InputError(f"{', '.join(given)} belong to the farel suite, not {name}")
+        if args.mode == "tag":
+            raise InputError(
+                f"tag mode is farel-bench's <ANSWER> tag, for the farel suite: use --mode text with {name}"
+            )
+    if name == "farel":
+        if args.quizzes is not None:
+            return FAREL_TASK, read_dataset(args.quizzes)
+        dataset = generated_dataset(
+            args.length, args.number, args.seed, shuffle=not args.no_shuffle, unambiguous=args.unambiguous
+        )
+        return FAREL_TASK, dataset
+    if name == "story-graph":
+        from farel_eval.suites import story_graph
+
+        people, count, seed = args.people, args.count, args.seed
+        try:
+            story_graph.generate_cases(people, 1, seed)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        dataset = dataset_from_cases(
+            lambda: story_graph.generate_cases(people, count, seed), suite="story-graph", source="generated",
+            params={"people": people, "count": count, "seed": seed},
+        )  # fmt: skip
+        return story_graph.TASK, dataset
+    if not name.endswith(".py"):
+        raise InputError(f"unknown suite {name!r}: use {' or '.join(BUILT_IN_SUITES)}, or a suite file (.py)")
+    return load_suite_file(Path(name))
+
+
+def _count(value: int | None) -> str:
+    return "unknown" if value is None else str(value)
+
+
+def _report(summary: RunSummary, run_dir: Path) -> None:
+    """Per-group lines (farel-bench's for FaRel), the headline score, format compliance and totals."""
+    scores = summary.scores
+    for g in scores.groups:
+        score = f"{g.score:.2f}" if g.score is not None else "n/a"
+        extra = "".join(f", {label}: {n}" for label, n in (("P", g.partial), ("E", g.errors)) if n)
+        extra += f", {'ambiguous' if summary.suite == 'farel' else 'excluded'}: {g.excluded}" if g.excluded else ""
+        print(f"{g.group}: {score} (C: {g.correct}, I: {g.incorrect}, M: {g.missing} A: {g.scored}{extra})")
+    headline = f"{scores.score:.2f}" if scores.score is not None else "n/a"
+    if summary.suite == "farel":
+        length = summary.dataset.params.get("length")
+        title = f"FaRel{'-' + str(length) if length else ''}"
+    else:
+        title = f"{summary.suite} score"
+    print(f"{title}: {headline}  ({summary.model}, {summary.mode} mode)")
+    if scores.metrics:
+        print("metrics: " + ", ".join(f"{name} {value:.2f}" for name, value in scores.metrics.items()))
+    comp, totals = scores.compliance, scores.totals
+    first = f"{comp.valid_first_try:.1f}%" if comp.valid_first_try is not None else "n/a"
+    after = f"{comp.valid_after_retries:.1f}%" if comp.valid_after_retries is not None else "n/a"
+    kinds = ", ".join(f"{k} {n}" for k, n in comp.invalid_by_kind.items()) or "none"
+    print(
+        f"format: valid first try {first}, after retries {after}, corrective retries {comp.corrective_retries}, "
+        f"invalid outputs {comp.invalid_outputs} ({kinds}), missing {scores.missing}, errors {scores.errors}"
+    )
+    if is_text_mode(summary.mode) and comp.relaxed_recoverable:
+        print(
+            f"relaxed reading: {comp.relaxed_recoverable} missing replies state an answer without the tag "
+            f"({comp.relaxed_recoverable_correct} of them correct); not counted"
+        )
+    if scores.excluded and summary.suite == "farel":
+        print(
+            f"ambiguous: {scores.excluded} quizzes repeat the correct option's name; recorded but not scored "
+            "(use --unambiguous to name the classes apart)"
+        )
+    elif scores.excluded:
+        print(f"excluded: {scores.excluded} cases recorded but not scored")
+    cost = (
+        "unknown"
+        if totals.cost_usd is None
+        else f"${totals.cost_usd:.6f}{'' if totals.cost_complete else ' (lower bound)'}"
+    )
+    print(
+        f"totals: {totals.requests} requests, {_count(totals.input_tokens)} input / {_count(totals.output_tokens)} "
+        f"output tokens, cost {cost}, {summary.wall_s:.1f} s"
+    )
+    print(f"stored in {run_dir}")
+
+
+def command_run(args: argparse.Namespace) -> int:
+    task, dataset = _suite(args)
+    if (args.price_in is None) != (args.price_out is None):
+        raise InputError("give both --price-in and --price-out (USD per million tokens), or neither")
+    return asyncio.run(_run(args, task, dataset))
+
+
+async def _run(args: argparse.Namespace, task: Task[Any], dataset: Dataset) -> int:
+    prices = UserPrices(args.price_in, args.price_out) if args.price_in is not None else None
+    control = RunControl(max_cost=args.max_cost, max_requests=args.max_requests)
+    loop = asyncio.get_running_loop()
+
+    def first_interrupt() -> None:  # stop sending, let requests in flight finish; a second Ctrl-C stops at once
+        control.stop(INTERRUPTED)
+        loop.remove_signal_handler(signal.SIGINT)
+
+    def status(text: str) -> None:
+        if not args.quiet:
+            print(text, file=sys.stderr)
+
+    loop.add_signal_handler(signal.SIGINT, first_interrupt)
+    try:
+        async with open_model(
+            args.model or DEFAULT_LOCAL_MODEL, mode=args.mode, base_url=args.base_url, api_key=args.api_key,
+            cache_path=args.results_dir / CACHE_FILE if args.cache else None, request_timeout=args.request_timeout,
+            tool_choice=args.tool_choice, chat_format=args.chat_format, pull=args.pull,
+            console=Console(stderr=True), on_status=status, task=task,
+        ) as prepared:  # fmt: skip
+            limit = args.limit if args.limit is not None or args.full or not prepared.short_run else SHORT_RUN_CASES
+            if limit is not None:
+                dataset = dataset.limited(limit)
+            with Progress(control.traffic, quiet=args.quiet) as progress:
+                outcome = await run(
+                    task, dataset, prepared, results_dir=args.results_dir, mode=args.mode, retries=args.retries,
+                    system_prompt=args.system_prompt, temperature=args.temperature, seed=args.model_seed,
+                    max_tokens=args.max_tokens, concurrency=args.concurrency, prices=prices,
+                    max_transport_retries=args.max_transport_retries, request_timeout=args.request_timeout,
+                    resume=True if args.resume == LATEST else (args.resume or False), retry_errors=args.retry_errors,
+                    control=control, on_record=progress.advance, on_start=progress.start,
+                )  # fmt: skip
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+    final, run_dir = outcome.summary, outcome.run_dir
+    if final.status == "dnf":
+        where = f" at {final.settings.base_url}" if final.settings.base_url else ""
+        print(f"{_prog()}: error: model {final.model}{where} could not be reached: {final.reason} "
+              f"(run stored as DNF in {run_dir})", file=sys.stderr)  # fmt: skip
+        return EXIT_DNF
+    _report(final, run_dir)
+    if final.reason == INTERRUPTED:
+        print(f"{_prog()}: interrupted; finished samples are kept in {run_dir} (--resume continues)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 0
+
+
+LATEST = "latest"
+
+
+def command_models(args: argparse.Namespace) -> int:
+    """List the models a provider has here: Ollama's pulled models, or the local GGUF models installed."""
+    if args.provider == "ollama":
+        from farel_eval.ollama_models import list_ollama_models, ollama_host
+
+        host = ollama_host(args.base_url)
+        models = list_ollama_models(host)
+        for m in models:
+            size = f"{m.size_bytes / 1e9:.1f} GB" if m.size_bytes else "?"
+            tools = "tools" if m.capabilities and "tools" in m.capabilities else "no tools"
+            if m.capabilities is None:
+                tools = "capabilities unknown"
+            print(f"ollama:{m.name}\t{size}\t{m.parameters or '?'}\t{m.quantization or '?'}\t{tools}")
+        if not models:
+            print(
+                f"no models in Ollama at {host}: pull one with `ollama pull NAME` or `main.py run --pull`",
+                file=sys.stderr,
+            )
+        return 0
+    for name in ("local:smollm2-135m", "local:gemma3-270m"):
+        try:
+            model = locate_local_model(name)
+        except EvaluatorError as exc:
+            print(f"{name}\tnot installed: {exc}")
+            continue
+        tools = "tools" if model.tool_calls else "no tools"
+        print(f"{name}\t{model.path}\t{model.path.stat().st_size / 1e6:.0f} MB\t{model.chat_format}\t{tools}")
+    return 0
+
+
+def command_import(args: argparse.Namespace) -> int:
+    """Import each log as a run; a log that cannot be imported, or whose counts differ, makes the exit 1."""
+    dataset = read_dataset(args.quizzes) if args.quizzes else generated_dataset(3, 50, 42, shuffle=True)
+    failed = 0
+    for path in log_files(args.paths):
+        try:
+            failed += not _import_one(path, dataset, args.results_dir)
+        except EvaluatorError as exc:
+            print(f"{_prog()}: error: {_as_flags(str(exc))}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
+def _import_one(path: Path, dataset: Dataset, results_dir: Path) -> bool:
+    log = parse_log(path)
+    model = path.stem
+    run_dir = results_dir / model_slug(model) / imported_run_id(log)
+    if (run_dir / SUMMARY_FILE).exists():
+        print(f"{path}: already imported in {run_dir}")
+        return True
+    started_at = datetime.now(UTC)
+    quizzes = [quiz_of(case) for case in dataset.cases()]
+    imported = asyncio.run(import_log(log, quizzes))
+    complete = len(imported.records) == len(quizzes)
+    summary = RunSummary(
+        program_version=program_version(),
+        run_id=run_dir.name,
+        suite="farel",
+        task=FAREL_TASK.name,
+        model=model,
+        mode="tag",
+        status="finished" if complete else "partial",
+        reason=None if complete else f"the log has {len(imported.records)} of the dataset's {len(quizzes)} quizzes",
+        imported=True,
+        source_log=imported.source,
+        started_at=started_at,
+        finished_at=datetime.now(UTC),
+        wall_s=0.0,
+        settings=RunSettings(
+            model=model,
+            mode="tag",
+            retries=0,
+            temperature=None,
+            seed=None,
+            max_tokens=None,
+            system_prompt=imported.system_prompt,
+            instructions=None,
+            concurrency=1,
+        ),
+        dataset=dataset.info,
+        scores=imported.scores,
+        excluded_case_ids=[r.case_id for r in imported.records if r.excluded],
+    )
+    with RunWriter(run_dir) as writer:
+        for record in imported.records:
+            writer.append(record)
+        writer.write_summary(summary)
+    farel = summary.scores.score
+    head = f"{path}: {imported.source.replies} replies, FaRel {farel:.2f}" if farel is not None else f"{path}:"
+    source = imported.source
+    if source.matches_log_summary is None:
+        print(f"{head}; no summary lines in the log to check against ({'; '.join(source.notes)}); stored in {run_dir}")
+        return True
+    if source.matches_log_summary:
+        print(f"{head}; re-scored counts match the log's summary lines; stored in {run_dir}")
+        return True
+    print(f"{head}; re-scored counts DIFFER from the log's summary lines (stored in {run_dir}):")
+    for line in source.mismatches:
+        print(f"  {line}")
+    return False
+
+
+def _prog() -> str:
+    """`main.py` when run as `python main.py`, the console script's name otherwise."""
+    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    return name if name in ("main.py", PROG) else PROG
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return command_run(args)
+        if args.command == "import-farel":
+            return command_import(args)
+        if args.command == "models":
+            return command_models(args)
+    except EvaluatorError as exc:
+        print(f"{_prog()}: error: {_as_flags(str(exc))}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:  # a second Ctrl-C while shutting down: records written so far are kept
+        print(f"{_prog()}: interrupted; finished samples are kept (--resume continues)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

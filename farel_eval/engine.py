@@ -1,0 +1,424 @@
+"""Pose a task's cases to a model through a pydantic-ai agent, and record and score every output.
+
+No argument parsing, no printing: `evaluate()` takes a task, cases and a model, and returns every sample
+record with the run's scores; `on_record` is called as each sample finishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic_ai import (
+    Agent,
+    ModelConnectionError,
+    ModelHTTPError,
+    ModelRequestRejectedError,
+    UnexpectedModelBehavior,
+    UserError,
+    capture_run_messages,
+)
+from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
+from pydantic_core import to_jsonable_python
+
+from farel_eval.attempts import UserPrices, Verdicts, read_attempts, sample_cost, sample_usage, validation_errors
+from farel_eval.errors import EvaluatorError, TaskError
+from farel_eval.models import open_model
+from farel_eval.providers import forces_tool_choice, without_forced_tool_choice
+from farel_eval.schemas import AnswerMode, Case, RunStatus, SampleRecord, SampleStatus, Scores, is_text_mode
+from farel_eval.scoring import ScoreBook
+from farel_eval.tasks import Score, Task, TextReply
+from farel_eval.transport import SampleTraffic, TrafficMeter, current_traffic, meter_model
+
+__all__ = ["EvaluationResult", "RunControl", "ToolChoice", "default_retries", "evaluate"]
+
+ToolChoice = Literal["required", "auto"]
+
+
+def default_retries(mode: AnswerMode) -> int:
+    """Corrective retries by default: none in FaRel's tag mode (parity with farel-bench), 3 otherwise."""
+    return 0 if mode == "tag" else 3
+
+
+@dataclass
+class EvaluationResult:
+    """Everything a run produced: records in case order, their scores, and how the run went."""
+
+    records: list[SampleRecord]
+    """In case order; empty when the run was made with `keep_records=False`."""
+    scores: Scores
+    status: RunStatus
+    reason: str | None
+    """Why the run is `dnf` (the model could not be reached) or `partial` (stopped), else None."""
+    tool_choice: ToolChoice | None
+    """Tool mode: whether the output tool call was forced (`required`) or left to the model (`auto`)."""
+    tool_choice_reason: str | None
+    wall_s: float
+
+
+@dataclass
+class RunControl:
+    """Stops a run cleanly, from outside (Ctrl-C) or by a budget: no new sample starts, those in flight get
+    `grace_s` seconds to finish and are then cancelled (unrecorded, so a resume poses them again)."""
+
+    max_cost: float | None = None
+    """Stop starting samples once the known cost reaches this many USD."""
+    max_requests: int | None = None
+    """Stop starting samples once this many model requests were made."""
+    grace_s: float = 10.0
+    reason: str | None = None
+    """Why the run was stopped; None while it runs."""
+    traffic: TrafficMeter = field(default_factory=TrafficMeter)
+    """This run's transport retries and backoff waits, as they happen (for a progress display)."""
+    _event: asyncio.Event | None = field(default=None, repr=False)
+
+    def stop(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+            if self._event is not None:
+                self._event.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self.reason is not None
+
+    async def stopped(self) -> None:
+        self._event = self._event or asyncio.Event()
+        if self.reason is None:
+            await self._event.wait()
+
+
+@dataclass
+class _Outcome:
+    record: SampleRecord
+    exception: BaseException | None
+
+
+class _Poser:
+    """Poses single cases with one agent; holds what every sample of a run shares."""
+
+    def __init__(
+        self,
+        task: Task[Any],
+        model: Model,
+        *,
+        mode: AnswerMode,
+        retries: int,
+        system_prompt: str | None,
+        model_settings: ModelSettings | None,
+        local: bool,
+        prices: UserPrices | None,
+        traffic: TrafficMeter,
+    ) -> None:
+        self.task = task
+        self.mode = mode
+        self.retries = retries
+        self.local = local
+        self.prices = prices
+        self.traffic = traffic
+        context = task.validation_context
+        self.agent: Agent[Case, Any] = Agent(
+            model,
+            output_type=task.output_spec(mode),
+            deps_type=Case,
+            instructions=task.instructions_for(mode),
+            system_prompt=system_prompt or (),
+            model_settings=model_settings,
+            retries=retries,
+            validation_context=(lambda ctx: context(ctx.deps)) if context is not None else None,
+        )
+
+    def _verdicts(self, case: Case, accepted: bool, error: BaseException | None) -> Verdicts:
+        task, reader = self.task, self.task.text_reader
+
+        def recheck(raw: str) -> Any:
+            return validation_errors(lambda text: task.validate_json(text, case), raw)
+
+        return Verdicts(
+            mode=self.mode,
+            tool_name=task.tool_name,
+            accepted=accepted,
+            final_error=error,
+            unreadable_kind=reader.invalid_kind if reader is not None else "unreadable",
+            unreadable_feedback=reader.feedback if reader is not None else None,
+            recheck=recheck if reader is None or not is_text_mode(self.mode) else None,
+        )
+
+    async def pose(self, case: Case) -> _Outcome:
+        started = time.perf_counter()
+        output: Any = None
+        exception: BaseException | None = None
+        traffic = SampleTraffic(self.traffic)
+        counting = current_traffic.set(traffic)
+        with capture_run_messages() as messages:
+            try:
+                output = (await self.agent.run(self.task.question(case, self.mode), deps=case)).output
+            except UserError as exc:
+                raise EvaluatorError(f"cannot ask this model in {self.mode} mode: {str(exc).splitlines()[0]}") from None
+            except (EvaluatorError, asyncio.CancelledError):
+                raise
+            except Exception as exc:  # a failed call or a malformed response is this sample's error, not the run's
+                exception = exc
+            finally:
+                current_traffic.reset(counting)
+                traffic.set_waiting(False)
+        latency = time.perf_counter() - started
+        value = output.output if isinstance(output, TextReply) else output
+        attempts = read_attempts(messages, self._verdicts(case, value is not None, exception))
+        if isinstance(exception, UnexpectedModelBehavior) and len(attempts) > self.retries:
+            exception = None  # the retries ran out: every attempt is invalid and the sample is missing
+        usage = sample_usage(messages)
+        verdict: Score | None = None
+        relaxed_output: Any = None
+        relaxed: Score | None = None
+        status: SampleStatus
+        if exception is not None:
+            status = "error"
+        elif value is None:
+            status = "missing"
+            reader = self.task.text_reader
+            if is_text_mode(self.mode) and reader is not None and reader.relaxed is not None and attempts:
+                relaxed_output = reader.relaxed(attempts[-1].raw)
+                if relaxed_output is not None:
+                    relaxed = await self.task.grade(case, relaxed_output)
+        else:
+            verdict = await self.task.grade(case, value)
+            status = "correct" if verdict.value == 1.0 else "incorrect" if verdict.value == 0.0 else "partial"
+        record = SampleRecord(
+            case_id=case.id,
+            group=case.group,
+            expected=to_jsonable_python(case.expected),
+            metadata=to_jsonable_python(case.metadata),
+            excluded=case.excluded,
+            mode=self.mode,
+            status=status,
+            output=Task.dump(value) if value is not None else None,
+            score=verdict.value if verdict is not None else None,
+            score_details=to_jsonable_python(verdict.details) if verdict is not None and verdict.details else None,
+            relaxed_output=Task.dump(relaxed_output) if relaxed is not None else None,
+            relaxed_score=relaxed.value if relaxed is not None else None,
+            attempts=attempts,
+            corrective_retries=max(len(attempts) - 1, 0),
+            usage=usage,
+            cost=sample_cost(messages, usage, local=self.local, prices=self.prices),
+            latency_s=round(latency, 4),
+            error=_describe(exception) if exception is not None else None,
+            transport_retries=traffic.transport_retries,
+            cache_hits=traffic.cache_hits,
+        )
+        return _Outcome(record, exception)
+
+
+def _describe(exc: BaseException) -> str:
+    """One line naming the failure: HTTP status and body for API errors, the message otherwise."""
+    if isinstance(exc, ModelHTTPError):
+        body = " ".join(str(exc.body).split())[:300] if exc.body is not None else ""
+        return f"HTTP {exc.status_code} from {exc.model_name}: {body}".strip().rstrip(":")
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _unreachable(exc: BaseException | None) -> bool:
+    """The model cannot answer at all: no connection, refused credentials, or no such model."""
+    if isinstance(exc, ModelConnectionError | ModelRequestRejectedError | OSError):
+        return True
+    return isinstance(exc, ModelHTTPError) and exc.status_code in (401, 403, 404)
+
+
+def _refused_forced_choice(exc: BaseException | None) -> bool:
+    """A request error that a server refusing `tool_choice: required` gives (llama-cpp-python: HTTP 500)."""
+    return isinstance(exc, ModelHTTPError) and exc.status_code in (400, 422, 500)
+
+
+class _Collector:
+    """Takes each finished sample: scores it, keeps it if asked, reports it, and applies the budgets."""
+
+    def __init__(
+        self, task: Task[Any], *, keep: bool, on_record: Callable[[SampleRecord], None] | None, control: RunControl
+    ) -> None:
+        self.book = ScoreBook(aggregate=task.aggregate, metrics=task.metrics)
+        self.records: list[tuple[int, SampleRecord]] | None = [] if keep else None
+        self._on_record = on_record
+        self._control = control
+
+    def add(self, index: int, record: SampleRecord) -> None:
+        self.book.add(record, index)
+        if self.records is not None:
+            self.records.append((index, record))
+        if self._on_record is not None:
+            self._on_record(record)
+        control = self._control
+        if control.max_requests is not None and self.book.requests >= control.max_requests:
+            control.stop(f"max_requests {control.max_requests} reached")
+        spent = self.book.cost_usd
+        if control.max_cost is not None and spent is not None and spent >= control.max_cost:
+            control.stop(f"max_cost ${control.max_cost:g} reached (${spent:.6f} spent)")
+
+
+async def evaluate(
+    task: Task[Any],
+    cases: Iterable[Case],
+    model: Model | str,
+    *,
+    mode: AnswerMode = "tool",
+    retries: int | None = None,
+    system_prompt: str | None = None,
+    model_settings: ModelSettings | None = None,
+    concurrency: int = 8,
+    local: bool | None = None,
+    prices: UserPrices | None = None,
+    tool_choice: ToolChoice | None = None,
+    on_record: Callable[[SampleRecord], None] | None = None,
+    control: RunControl | None = None,
+    keep_records: bool = True,
+) -> EvaluationResult:
+    """Pose every case of `task` to `model` in `mode`, validate and score the outputs.
+
+    `model` is a pydantic-ai `Model` (FunctionModel and TestModel included) or a model string: any of
+    pydantic-ai's (`openai:gpt-4o`, `anthropic:...`), `test`, `ollama:NAME`, `local:smollm2-135m` (its server
+    is started for the run and stopped after it) or `replay:LOGFILE`. `retries` is the number of corrective
+    retries after an invalid output (default: `default_retries(mode)`). `local` marks a model whose cost is
+    0 (default: a test model or a loopback server). `tool_choice` forces or frees the output tool call;
+    None tries forcing and falls back to `auto` if the server refuses it on the first case. The first case
+    is posed alone: if the model cannot be reached, the run stops there as `dnf`. `control` stops the run
+    early (Ctrl-C, budgets); `keep_records=False` keeps memory flat on huge runs (records then reach only
+    `on_record`). If a worker fails, the others are cancelled before this raises.
+    """
+    if not isinstance(task, Task):
+        raise TaskError(f"evaluate() takes a Task first, got {type(task).__name__}: see evaluator.Task")
+    if mode not in ("tool", "native", "prompted", "text", "tag"):
+        raise TaskError(f"unknown mode {mode!r}: use tool, native, prompted or text")
+    if concurrency < 1:
+        raise EvaluatorError(f"concurrency must be at least 1, got {concurrency}")
+    pending = enumerate(cases)
+    head = next(pending, None)
+    if head is None:
+        raise EvaluatorError("no cases to evaluate")
+    async with AsyncExitStack() as stack:
+        if isinstance(model, str):
+            prepared = await stack.enter_async_context(open_model(model, mode=mode, task=task))
+            model = prepared.resolved.model
+            local = prepared.resolved.local if local is None else local
+            tool_choice = tool_choice or prepared.tool_choice
+        return await _evaluate(
+            task, head, pending, model, mode=mode, retries=default_retries(mode) if retries is None else retries,
+            system_prompt=system_prompt, model_settings=model_settings, concurrency=concurrency,
+            local=bool(local), prices=prices, tool_choice=tool_choice, on_record=on_record,
+            control=control or RunControl(), keep_records=keep_records,
+        )  # fmt: skip
+
+
+async def _evaluate(
+    task: Task[Any],
+    head: tuple[int, Case],
+    pending: Iterator[tuple[int, Case]],
+    model: Model,
+    *,
+    mode: AnswerMode,
+    retries: int,
+    system_prompt: str | None,
+    model_settings: ModelSettings | None,
+    concurrency: int,
+    local: bool,
+    prices: UserPrices | None,
+    tool_choice: ToolChoice | None,
+    on_record: Callable[[SampleRecord], None] | None,
+    control: RunControl,
+    keep_records: bool,
+) -> EvaluationResult:
+    meter_model(model)
+    if tool_choice == "auto":
+        model = without_forced_tool_choice(model)
+    chosen: ToolChoice | None = None
+    if mode == "tool":
+        chosen = "required" if forces_tool_choice(model) else "auto"
+    reason = "set by the caller" if tool_choice is not None else None
+
+    def poser(for_model: Model) -> _Poser:
+        return _Poser(
+            task, for_model, mode=mode, retries=retries, system_prompt=system_prompt, model_settings=model_settings,
+            local=local, prices=prices, traffic=control.traffic,
+        )  # fmt: skip
+
+    started = time.perf_counter()
+    current = poser(model)
+    first = await current.pose(head[1])
+    if chosen == "required" and tool_choice is None and _refused_forced_choice(first.exception):
+        fallback = poser(without_forced_tool_choice(model))
+        retried = await fallback.pose(head[1])
+        if retried.exception is None:
+            reason = f"the server refused a forced tool choice ({first.record.error})"
+            current, first, chosen = fallback, retried, "auto"
+    if control.max_cost is not None and first.record.cost.usd is None and first.exception is None:
+        raise EvaluatorError(
+            f"max_cost needs a known price, and {first.record.cost.source} is all that is known of this "
+            "model's cost: give prices (USD per million input and output tokens)"
+        )
+    collected = _Collector(task, keep=keep_records, on_record=on_record, control=control)
+    collected.add(head[0], first.record)
+    status: RunStatus = "finished"
+    why: str | None = None
+    if _unreachable(first.exception):
+        status, why = "dnf", first.record.error
+    else:
+        await _pose_rest(current, pending, collected, concurrency, control)
+    book = collected.book
+    if status == "finished" and book.answered == 0 and book.errors == book.samples:
+        status, why = "dnf", first.record.error
+    elif status == "finished" and control.stopping:
+        status, why = "partial", control.reason
+    records = [record for _, record in sorted(collected.records or [], key=lambda pair: pair[0])]
+    return EvaluationResult(
+        records=records,
+        scores=book.scores(),
+        status=status,
+        reason=why,
+        tool_choice=chosen,
+        tool_choice_reason=reason if mode == "tool" else None,
+        wall_s=round(time.perf_counter() - started, 3),
+    )
+
+
+async def _pose_rest(
+    poser: _Poser, pending: Iterator[tuple[int, Case]], collected: _Collector, concurrency: int, control: RunControl
+) -> None:
+    """Pose the remaining cases with `concurrency` workers pulling from one iterator (memory stays flat).
+
+    On a stop, no worker takes another case; samples in flight get `control.grace_s`, then are cancelled.
+    If one worker fails, every other one is cancelled before the failure is raised, so no request is sent
+    after this returns.
+    """
+
+    async def worker() -> None:
+        for index, case in pending:
+            if control.stopping:
+                return
+            outcome = await poser.pose(case)
+            collected.add(index, outcome.record)
+
+    workers = {asyncio.create_task(worker()) for _ in range(concurrency)}
+    stop = asyncio.create_task(control.stopped())
+    running = set(workers)
+    try:
+        while running and not stop.done():
+            done, running = await asyncio.wait(running | {stop}, return_when=asyncio.FIRST_COMPLETED)
+            running.discard(stop)
+            _raise_failure(done - {stop})
+        if running:
+            done, running = await asyncio.wait(running, timeout=control.grace_s)
+            _raise_failure(done)
+    finally:
+        for task in (*workers, stop):
+            task.cancel()
+        await asyncio.gather(*workers, stop, return_exceptions=True)
+
+
+def _raise_failure(done: set[asyncio.Task[Any]]) -> None:
+    for task in done:
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]

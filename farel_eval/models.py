@@ -1,0 +1,97 @@
+"""Every model string the program knows, made ready to ask: pydantic-ai's, `local:` (a llama-cpp-python server
+started here and always stopped), `ollama:` (checked, pulled on request) and `replay:` (a farel-bench log).
+
+The library and the command line share this, so every model the CLI can run, `evaluate()` can run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager, closing
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from rich.console import Console
+
+from farel_eval.farel_logs import resolve_replay
+from farel_eval.local_server import DEFAULT_LOCAL_MODEL, LlamaServer, check_mode, locate_local_model
+from farel_eval.providers import ResolvedModel, resolve_model
+from farel_eval.schemas import AnswerMode
+from farel_eval.tasks import Task
+from farel_eval.transport import ResponseCache, http_client
+
+__all__ = ["DEFAULT_LOCAL_MODEL", "PreparedModel", "open_model"]
+
+
+@dataclass(frozen=True)
+class PreparedModel:
+    """A model ready to be asked, with the defaults that suit where it runs."""
+
+    resolved: ResolvedModel
+    tool_choice: Literal["required", "auto"] | None = None
+    tool_choice_reason: str | None = None
+    concurrency: int | None = None
+    """What suits the model (local servers: 1); None for the caller's default."""
+    max_tokens: int | None = None
+    short_run: bool = False
+    """Local models: a short run by default (the CLI poses 5 quizzes per class unless told otherwise)."""
+    model_file: str | None = None
+    chat_format: str | None = None
+
+
+@asynccontextmanager
+async def open_model(
+    spec: str,
+    *,
+    mode: AnswerMode = "tool",
+    base_url: str | None = None,
+    api_key: str | None = None,
+    cache_path: Path | None = None,
+    request_timeout: float | None = None,
+    tool_choice: Literal["required", "auto"] | None = None,
+    chat_format: str | None = None,
+    pull: bool = False,
+    console: Console | None = None,
+    on_status: Callable[[str], None] | None = None,
+    task: Task[Any] | None = None,
+) -> AsyncIterator[PreparedModel]:
+    """The model named by `spec`, with whatever it needs running for as long as the `with` block lasts.
+
+    `local:NAME` starts llama-cpp-python's server on a free loopback port and stops it on every way out;
+    `ollama:NAME` checks the server has the model (pulling it when `pull`, drawing progress on `console`);
+    `replay:LOGFILE` answers from a farel-bench log; `test` is pydantic-ai's TestModel answering with `task`'s
+    example output. `on_status` hears what is being done (server start). Requests go through a metered HTTP
+    client (transport retries counted per sample), answered from the response cache at `cache_path` if given.
+    """
+    async with AsyncExitStack() as stack:
+        cache = stack.enter_context(closing(ResponseCache(cache_path))) if cache_path is not None else None
+        http = http_client(cache=cache, timeout=request_timeout)
+        stack.push_async_callback(http.aclose)
+        if spec.strip() == "test" and task is not None:
+            yield PreparedModel(ResolvedModel(task.test_model(mode), "test", None, local=True), tool_choice)
+        elif spec.startswith("replay:"):
+            yield PreparedModel(resolve_replay(spec.removeprefix("replay:")), tool_choice)
+        elif spec.startswith("local:"):
+            local = locate_local_model(spec, chat_format=chat_format)
+            check_mode(local, mode)
+            if on_status is not None:
+                on_status(f"starting llama-cpp-python's server for {spec} ({local.path.name})")
+            server = stack.enter_context(LlamaServer(local))
+            resolved = replace(resolve_model(local.path.stem, base_url=server.url, http_client=http), name=spec)
+            yield PreparedModel(
+                resolved, tool_choice or "auto",
+                None if tool_choice else "llama-cpp-python's server accepts only tool_choice auto",
+                concurrency=1, max_tokens=512, short_run=True, model_file=str(local.path),
+                chat_format=local.chat_format,
+            )  # fmt: skip
+        elif spec.startswith("ollama:"):
+            from farel_eval.ollama_models import ensure_ollama_model, ollama_host  # only here: 0.1 s of start-up
+
+            host = ollama_host(base_url)
+            ensure_ollama_model(host, spec.removeprefix("ollama:"), mode=mode, pull=pull, console=console)
+            resolved = resolve_model(spec, base_url=f"{host}/v1", api_key=api_key, http_client=http)
+            yield PreparedModel(resolved, tool_choice)
+        else:
+            resolved = resolve_model(spec, base_url=base_url, api_key=api_key, http_client=http)
+            yield PreparedModel(resolved, tool_choice)

@@ -1,0 +1,274 @@
+"""A stored run's whole life: create or continue it, pose what is left, append every record, write the summary.
+
+`result/<model-slug>/<run-id>/` holds `samples.jsonl` (one record a line, appended and flushed as each sample
+finishes) and `summary.json` (written as `partial` when the run starts, and again at its end). Resume, the
+retry of failed calls and the summary live here, so a library user gets them as the command line does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
+
+from farel_eval.attempts import UserPrices
+from farel_eval.datasets import Dataset, dataset_from_cases
+from farel_eval.engine import EvaluationResult, RunControl, ToolChoice, default_retries, evaluate
+from farel_eval.errors import EvaluatorError, InputError
+from farel_eval.models import PreparedModel, open_model
+from farel_eval.providers import ResolvedModel
+from farel_eval.schemas import AnswerMode, Case, RunSettings, RunStatus, RunSummary, SampleRecord
+from farel_eval.scoring import ScoreBook
+from farel_eval.storage import (
+    RECORDS_FILE,
+    SUMMARY_FILE,
+    RunWriter,
+    StoredRun,
+    drop_torn_line,
+    load_runs,
+    model_slug,
+    new_run_id,
+    read_records,
+    rewrite_records,
+)
+from farel_eval.tasks import Task
+
+__all__ = ["INTERRUPTED", "RUNNING", "RunOutcome", "model_name", "program_version", "run"]
+
+RUNNING = "running: not finished (resume it to carry on)"
+INTERRUPTED = "interrupted by the user"
+
+_SAME_RUN_SETTINGS = ("model", "mode", "retries", "temperature", "seed", "max_tokens", "system_prompt")
+"""Settings that must match for a resume to continue a run (the task, the dataset's MD5 and limit too)."""
+
+
+def program_version() -> str:
+    try:
+        return version("farel-eval")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def model_name(model: Model) -> str:
+    """How a run names a model it was handed as an object: `system:model_name` (e.g. `openai:gpt-4o`)."""
+    return f"{model.system}:{model.model_name}" if model.system else model.model_name
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A stored run after this call: where it is, its summary, and what this call posed (None: nothing)."""
+
+    run_dir: Path
+    summary: RunSummary
+    result: EvaluationResult | None
+    posed: int
+    """Samples posed by this call (a resumed run poses only what is left)."""
+
+
+def _differences(summary: RunSummary, settings: RunSettings, task: Task[Any], dataset: Dataset) -> list[str]:
+    mine = settings.model_dump()
+    theirs = summary.settings.model_dump()
+    changed = [f"{k} {theirs[k]!r} != {mine[k]!r}" for k in _SAME_RUN_SETTINGS if theirs[k] != mine[k]]
+    if summary.task != task.name:
+        changed.append(f"task {summary.task!r} != {task.name!r}")
+    if (summary.dataset.md5, summary.dataset.limit) != (dataset.info.md5, dataset.info.limit):
+        changed.append("the dataset (its MD5 or limit) differs")
+    return changed
+
+
+def _run_to_continue(
+    resume: bool | str | Path, retry_errors: bool, results_dir: Path, settings: RunSettings, task: Task[Any],
+    dataset: Dataset,
+) -> StoredRun | None:  # fmt: skip
+    """The stored run a resume (or a retry of errors) continues, checked against this call's settings."""
+    if resume is False and not retry_errors:
+        return None
+    if not isinstance(resume, bool):
+        (found,) = load_runs(Path(resume) / SUMMARY_FILE)
+        if changed := _differences(found.summary, settings, task, dataset):
+            raise InputError(f"cannot resume {resume} with other settings: {'; '.join(changed)}")
+        return found
+    folder = results_dir / model_slug(settings.model)
+    runs = load_runs(folder) if folder.exists() else []
+    wanted = {"finished", "partial", "dnf"} if retry_errors else {"partial", "dnf"}
+    matching = [r for r in runs if r.summary.status in wanted and not _differences(r.summary, settings, task, dataset)]
+    if not matching:
+        raise InputError(
+            f"no {'stored' if retry_errors else 'unfinished'} run of {settings.model} in {settings.mode} mode "
+            f"with these settings and dataset under {folder}"
+        )
+    return matching[-1]
+
+
+async def run(
+    task: Task[Any],
+    cases: Dataset | Iterable[Case],
+    model: str | Model | PreparedModel,
+    *,
+    results_dir: Path | str = "result",
+    mode: AnswerMode = "tool",
+    retries: int | None = None,
+    system_prompt: str | None = None,
+    temperature: float | None = None,
+    seed: int | None = None,
+    max_tokens: int | None = None,
+    concurrency: int | None = None,
+    prices: UserPrices | None = None,
+    tool_choice: ToolChoice | None = None,
+    max_transport_retries: int | None = None,
+    request_timeout: float | None = None,
+    resume: bool | str | Path = False,
+    retry_errors: bool = False,
+    control: RunControl | None = None,
+    on_record: Callable[[SampleRecord], None] | None = None,
+    on_start: Callable[[int, Path], None] | None = None,
+) -> RunOutcome:
+    """Evaluate and store: a new run under `results_dir`, or the one `resume` names (True: the latest
+    unfinished run with the same model, task, settings and dataset; or a run folder). A resumed run keeps its
+    finished samples and poses the rest; `retry_errors` poses again only the samples whose call failed and
+    keeps one record per sample. Every finished sample is on disk before it counts, so an interrupted run
+    (Ctrl-C, kill -9, a reboot) loses nothing: resume it. `on_start(to_pose, run_dir)` is called before the
+    first request. Returns the final summary; `summary.status` says `finished`, `partial` or `dnf`.
+    """
+    async with AsyncExitStack() as stack:
+        if isinstance(model, str):
+            model = await stack.enter_async_context(
+                open_model(model, mode=mode, task=task, request_timeout=request_timeout, tool_choice=tool_choice)
+            )
+        elif not isinstance(model, PreparedModel):
+            model = PreparedModel(ResolvedModel(model, model_name(model), None, local=False), tool_choice)
+        dataset = cases if isinstance(cases, Dataset) else dataset_from_cases(cases, suite=task.name)
+        return await _run(
+            task, dataset, model, results_dir=Path(results_dir), mode=mode,
+            retries=default_retries(mode) if retries is None else retries, system_prompt=system_prompt,
+            temperature=temperature, seed=seed, max_tokens=max_tokens or model.max_tokens,
+            concurrency=concurrency or model.concurrency or 8, prices=prices,
+            tool_choice=tool_choice or model.tool_choice, max_transport_retries=max_transport_retries,
+            request_timeout=request_timeout, resume=resume, retry_errors=retry_errors,
+            control=control or RunControl(), on_record=on_record, on_start=on_start,
+        )  # fmt: skip
+
+
+async def _run(
+    task: Task[Any],
+    dataset: Dataset,
+    prepared: PreparedModel,
+    *,
+    results_dir: Path,
+    mode: AnswerMode,
+    retries: int,
+    system_prompt: str | None,
+    temperature: float | None,
+    seed: int | None,
+    max_tokens: int | None,
+    concurrency: int,
+    prices: UserPrices | None,
+    tool_choice: ToolChoice | None,
+    max_transport_retries: int | None,
+    request_timeout: float | None,
+    resume: bool | str | Path,
+    retry_errors: bool,
+    control: RunControl,
+    on_record: Callable[[SampleRecord], None] | None,
+    on_start: Callable[[int, Path], None] | None,
+) -> RunOutcome:
+    resolved = prepared.resolved
+    model_settings = ModelSettings()
+    if temperature is not None:
+        model_settings["temperature"] = temperature
+    if seed is not None:
+        model_settings["seed"] = seed
+    if max_transport_retries is not None:  # else the SDK's default, with no client copy per request
+        model_settings["max_retries"] = max_transport_retries
+    if request_timeout is not None:
+        model_settings["timeout"] = request_timeout
+    if max_tokens is not None:
+        model_settings["max_tokens"] = max_tokens
+    settings = RunSettings(
+        model=resolved.name, base_url=resolved.base_url, mode=mode, retries=retries, temperature=temperature,
+        seed=seed, max_tokens=max_tokens, system_prompt=system_prompt, instructions=task.instructions_for(mode),
+        tool_choice=tool_choice if mode == "tool" else None,
+        tool_choice_reason=prepared.tool_choice_reason if mode == "tool" else None, concurrency=concurrency,
+        price_in=prices.input_per_million if prices else None, price_out=prices.output_per_million if prices else None,
+        local=resolved.local, model_file=prepared.model_file, chat_format=prepared.chat_format,
+    )  # fmt: skip
+    continued = _run_to_continue(resume, retry_errors, results_dir, settings, task, dataset)
+    posed, to_pose = dataset, dataset.size
+    earlier_s = 0.0
+    if continued is None:
+        started_at = datetime.now(UTC)
+        run_dir = results_dir / model_slug(resolved.name) / new_run_id(mode, started_at)
+    else:
+        run_dir, started_at, earlier_s = continued.path, continued.summary.started_at, continued.summary.wall_s
+        drop_torn_line(run_dir)
+        if continued.summary.settings.tool_choice == "auto" and tool_choice is None:
+            settings = continued.summary.settings.model_copy(update={"concurrency": concurrency})
+        kept = {r.case_id: r.status for r in read_records(run_dir)}
+        if retry_errors:
+            redo = [case_id for case_id, status in kept.items() if status == "error"]
+            posed, to_pose = dataset.only(redo), len(redo)
+        else:
+            posed, to_pose = dataset.without(kept), dataset.size - len(kept)
+    segment_started = time.perf_counter()
+
+    def summary(result: EvaluationResult | None, status: RunStatus, reason: str | None) -> RunSummary:
+        used: dict[str, Any] = {"tool_choice": result.tool_choice if result is not None else settings.tool_choice}
+        if result is not None and result.tool_choice_reason and not settings.tool_choice_reason:
+            used["tool_choice_reason"] = result.tool_choice_reason
+        book, excluded = ScoreBook(dataset.group_sizes, aggregate=task.aggregate, metrics=task.metrics), []
+        for record in read_records(run_dir):
+            book.add(record)
+            if record.excluded:
+                excluded.append(record.case_id)
+        return RunSummary(
+            program_version=program_version(), run_id=run_dir.name, suite=dataset.info.suite, task=task.name,
+            model=resolved.name, mode=mode, status=status, reason=reason, started_at=started_at,
+            finished_at=datetime.now(UTC), wall_s=round(earlier_s + time.perf_counter() - segment_started, 3),
+            settings=settings.model_copy(update=used), dataset=dataset.info, scores=book.scores(),
+            excluded_case_ids=sorted(excluded),
+        )  # fmt: skip
+
+    result: EvaluationResult | None = None
+    with RunWriter(run_dir, resume=continued is not None) as writer:
+        writer.write_summary(summary(None, "partial", RUNNING))
+
+        def on_each(record: SampleRecord) -> None:
+            writer.append(record)
+            if on_record is not None:
+                on_record(record)
+
+        if on_start is not None:
+            on_start(to_pose, run_dir)
+        try:
+            if to_pose > 0:
+                result = await evaluate(
+                    task, posed.cases(), resolved.model, mode=mode, retries=retries, system_prompt=system_prompt,
+                    model_settings=model_settings, concurrency=concurrency, local=resolved.local, prices=prices,
+                    tool_choice=settings.tool_choice, on_record=on_each, control=control, keep_records=False,
+                )  # fmt: skip
+        except EvaluatorError:
+            if continued is None and not (run_dir / RECORDS_FILE).stat().st_size:
+                writer.discard()
+            else:
+                writer.write_summary(summary(None, "partial", "stopped by an error"))
+            raise
+        except BaseException:  # Ctrl-C, cancellation: what is written is kept, and the run can be resumed
+            writer.write_summary(summary(None, "partial", INTERRUPTED))
+            raise
+        if retry_errors:
+            latest = {r.case_id: r for r in read_records(run_dir)}
+            rewrite_records(run_dir, (latest[c.id] for c in dataset.cases() if c.id in latest))
+        status: RunStatus = "finished" if result is None else result.status
+        final = summary(result, status, None if result is None else result.reason)
+        if final.status == "finished" and final.scores.samples < dataset.size:
+            final = final.model_copy(update={"status": "partial", "reason": "some cases have no record yet"})
+        writer.write_summary(final)
+    return RunOutcome(run_dir, final, result, to_pose)

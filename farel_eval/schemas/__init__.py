@@ -1,0 +1,54 @@
+"""Pydantic models that are the contracts between cases, agent, records, scores and tables."""
+
+from farel_eval.schemas.case import Case, Quiz
+from farel_eval.schemas.leaderboard import LeaderboardRow
+from farel_eval.schemas.record import (
+    AnswerMode,
+    Attempt,
+    Cost,
+    CostSource,
+    InvalidKind,
+    SampleRecord,
+    SampleStatus,
+    TokenUsage,
+    is_text_mode,
+)
+from farel_eval.schemas.run import (
+    SCHEMA_VERSION,
+    Aggregate,
+    Compliance,
+    DatasetInfo,
+    GroupScore,
+    RunSettings,
+    RunStatus,
+    RunSummary,
+    Scores,
+    SourceLog,
+    Totals,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Aggregate",
+    "AnswerMode",
+    "Attempt",
+    "Case",
+    "Compliance",
+    "Cost",
+    "CostSource",
+    "DatasetInfo",
+    "GroupScore",
+    "InvalidKind",
+    "LeaderboardRow",
+    "Quiz",
+    "RunSettings",
+    "RunStatus",
+    "RunSummary",
+    "SampleRecord",
+    "SampleStatus",
+    "Scores",
+    "SourceLog",
+    "TokenUsage",
+    "Totals",
+    "is_text_mode",
+]

@@ -1,0 +1,128 @@
+"""What one case posed to one model leaves behind: its attempts, output, score, usage and cost."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, JsonValue
+
+__all__ = [
+    "AnswerMode",
+    "Attempt",
+    "Cost",
+    "CostSource",
+    "InvalidKind",
+    "SampleRecord",
+    "SampleStatus",
+    "TokenUsage",
+    "is_text_mode",
+]
+
+AnswerMode = Literal["tool", "native", "prompted", "text", "tag"]
+"""How the model must answer: a typed tool call, a JSON-schema response format, a schema stated in the
+prompt, or plain text read by the task's reader. `tag` is FaRel's name for its text mode (farel-bench's
+`<ANSWER>` tag), kept so its runs read as they always did."""
+
+SampleStatus = Literal["correct", "partial", "incorrect", "missing", "error"]
+"""From the score: `correct` 1, `partial` between 0 and 1, `incorrect` 0. `missing`: no valid output after
+all retries (scored 0); `error`: the call itself failed (not the model's output), left out of the score."""
+
+InvalidKind = Literal[
+    "no_tool_call",
+    "unknown_tool",
+    "malformed_json",
+    "wrong_type",
+    "missing_field",
+    "extra_fields",
+    "invalid_value",
+    "out_of_range",
+    "no_tag",
+    "unreadable",
+    "empty",
+    "other",
+]
+"""Why an output was rejected. `no_tool_call`: text where a tool call was required; `invalid_value`: the
+right type but a value the schema does not allow (not in an enum, failed a constraint); `out_of_range`: an
+option number that the question does not have; `no_tag` / `unreadable`: text the task's reader could not read."""
+
+CostSource = Literal["provider", "genai-prices", "user", "local", "unknown"]
+"""Where a cost came from, most trusted first; `unknown` goes with a cost of None, never 0."""
+
+
+def is_text_mode(mode: AnswerMode) -> bool:
+    """Modes where the model answers in plain text and the task's reader turns it into an output."""
+    return mode in ("text", "tag")
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Attempt(_Record):
+    """One model response to the case: the first output or a reply to a corrective retry."""
+
+    valid: bool
+    invalid_kind: InvalidKind | None = None
+    """Set when `valid` is False."""
+    raw: str
+    """The reply text, or the tool call's arguments as sent by the model."""
+    feedback: str | None = None
+    """Why the output was rejected, as told to the model (or as it would have been on the last try)."""
+
+
+class TokenUsage(_Record):
+    """Tokens and requests, summed over all attempts; None means not reported (or not known, for imported logs)."""
+
+    requests: int = 0
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
+    reasoning_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+
+
+class Cost(_Record):
+    """Cost in USD with its source; `usd` None means unknown (never shown as free)."""
+
+    usd: float | None
+    source: CostSource
+
+
+class SampleRecord(_Record):
+    """Everything recorded for one case posed to one model (one JSONL line of a run)."""
+
+    case_id: str
+    group: str | None = None
+    """The case's group (FaRel: the relation class); scores are also reported per group."""
+    expected: JsonValue = None
+    """What the scorer compared the output with, as JSON (FaRel: the correct option number)."""
+    metadata: dict[str, JsonValue] = {}
+    """The case's metadata (FaRel: degree and options)."""
+    excluded: bool = False
+    """Recorded but left out of the score (FaRel: an ambiguous quiz, whose correct option's text repeats)."""
+    mode: AnswerMode
+    status: SampleStatus
+    output: JsonValue = None
+    """The validated output as JSON (text modes: what the task's reader took from the reply); None if none."""
+    score: float | None = None
+    """In [0, 1]; None when there is no valid output (missing, error) or the case is excluded."""
+    score_details: dict[str, JsonValue] | None = None
+    """What the task's scorer reported beside the score (e.g. the valid, invalid and missing edges)."""
+    relaxed_output: JsonValue = None
+    """Text modes, missing replies only: what a relaxed reading finds (not counted in the score)."""
+    relaxed_score: float | None = None
+    """The score `relaxed_output` would have had."""
+    attempts: list[Attempt]
+    corrective_retries: int
+    """Requests made to correct an invalid output (attempts after the first)."""
+    usage: TokenUsage
+    cost: Cost
+    latency_s: float | None
+    """Seconds from the first request to the final output; None when not known (imported logs)."""
+    transport_retries: int = 0
+    """Requests the SDK sent again after a transport failure (429, 5xx, timeout, dropped connection):
+    counted apart from corrective retries, never as invalid output."""
+    cache_hits: int = 0
+    """Responses served from the request cache instead of the network."""
+    error: str | None = None
+    """Why the call failed, for status `error`."""
