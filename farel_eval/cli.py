@@ -44,22 +44,19 @@ SHORT_RUN_CASES = 45
 EXIT_DNF = 3
 EXIT_INTERRUPTED = 130
 
-FLAGS = {
-    "max_cost": "--max-cost",
-    "max_requests": "--max-requests",
-    "prices": "--price-in/--price-out",
-    "concurrency": "--concurrency",
-    "limit": "--limit",
-    "length and number": "--length and --number",
-    "resume": "--resume",
-}
-"""Library parameter names, as the command line calls them (library messages speak of parameters)."""
+PARAMETERS = ("max_cost", "max_requests", "concurrency", "limit", "api_key", "base_url", "resume")
+"""Library parameters named in library messages, which the command line calls by their flags."""
 
 
 def _as_flags(message: str) -> str:
-    for name, flag in FLAGS.items():
-        message = re.sub(rf"\b{re.escape(name)}\b", flag, message)
-    return message
+    """A library message as the command line's user reads it: `mode='tag'` -> `--mode tag`, `api_key` ->
+    `--api-key`, `pull=True` -> `--pull`, `prices` -> `--price-in/--price-out`."""
+    message = re.sub(r"\b([a-z_]+)='([^']*)'", lambda m: f"--{m[1].replace('_', '-')} {m[2]}", message)
+    message = re.sub(r"\b([a-z_]+)=True\b", lambda m: f"--{m[1].replace('_', '-')}", message)
+    message = re.sub(r"\bprices\b", "--price-in/--price-out", message)
+    message = re.sub(r"\blength and number\b", "--length and --number", message)
+    names = "|".join(PARAMETERS)
+    return re.sub(rf"(?<![-\w])({names})\b", lambda m: "--" + m[1].replace("_", "-"), message)
 
 
 def _positive(text: str) -> int:

@@ -213,7 +213,7 @@ def match_replies(log: FarelLog, quizzes: Sequence[Quiz]) -> list[tuple[Quiz, st
         if found is None:
             raise InputError(
                 f"{log.path}: the quiz at line {entry.line} is not in the dataset; "
-                "pass --quizzes FILE naming the dataset this log was run on"
+                "pass quizzes='FILE' naming the dataset this log was run on"
             )
         taken.add(found[0])
         matched.append((quizzes[found[0]], found[1]))

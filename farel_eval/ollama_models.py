@@ -30,7 +30,7 @@ class OllamaModel:
 
 
 def ollama_host(base_url: str | None) -> str:
-    """`--base-url`, else `OLLAMA_BASE_URL`, else localhost; with or without the `/v1` of its OpenAI endpoint."""
+    """`base_url`, else `OLLAMA_BASE_URL`, else localhost; with or without the `/v1` of its OpenAI endpoint."""
     url = (base_url or os.environ.get("OLLAMA_BASE_URL") or DEFAULT_OLLAMA_HOST).rstrip("/")
     return url.removesuffix("/v1")
 
@@ -44,7 +44,7 @@ def _listed(client: ollama.Client, host: str) -> list[ollama.ListResponse.Model]
         return list(client.list().models)
     except (ConnectionError, httpx.HTTPError) as exc:
         raise ModelSetupError(
-            f"no Ollama server answers at {host}: start it (`ollama serve`) or pass --base-url ({exc})"
+            f"no Ollama server answers at {host}: start it (`ollama serve`) or pass base_url ({exc})"
         ) from None
     except ollama.ResponseError as exc:
         raise ModelSetupError(f"the Ollama server at {host} answered HTTP {exc.status_code}: {exc.error}") from None
@@ -66,7 +66,7 @@ def ensure_ollama_model(host: str, model: str, *, mode: AnswerMode, pull: bool, 
     client = _client(host)
     found = _find([m.model for m in _listed(client, host) if m.model], model)
     if found is None and not pull:
-        raise ModelSetupError(f"Ollama at {host} has no model {model!r}: add --pull, or run `ollama pull {model}`")
+        raise ModelSetupError(f"Ollama at {host} has no model {model!r}: pass pull=True, or run `ollama pull {model}`")
     if found is None:
         _pull(client, model, console)
         found = _find([m.model for m in _listed(client, host) if m.model], model)
@@ -79,7 +79,7 @@ def ensure_ollama_model(host: str, model: str, *, mode: AnswerMode, pull: bool, 
     if mode == "tool" and capabilities is not None and "tools" not in capabilities:
         raise ModelSetupError(
             f"Ollama model {model!r} does not support tools (capabilities: {', '.join(capabilities) or 'none'}): "
-            "use --mode tag or --mode prompted, or a model with tool support"
+            "use mode='tag' or mode='prompted', or a model with tool support"
         )
 
 

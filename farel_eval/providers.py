@@ -90,10 +90,10 @@ def resolve_model(
     provider, name = _split(spec)
     if base_url is not None and provider in (None, "openai", "openai-chat"):
         if not urlsplit(base_url).scheme.startswith("http"):
-            raise ModelSetupError(f"bad --base-url {safe_url(base_url)!r}: expected http(s)://host:port/v1")
+            raise ModelSetupError(f"bad base_url {safe_url(base_url)!r}: expected http(s)://host:port/v1")
         key = api_key or os.environ.get("OPENAI_API_KEY") or (_NO_KEY if is_loopback(base_url) else None)
         if key is None:
-            raise ModelSetupError(f"missing API key for {safe_url(base_url)}: pass --api-key or set OPENAI_API_KEY")
+            raise ModelSetupError(f"missing API key for {safe_url(base_url)}: pass api_key or set OPENAI_API_KEY")
         # OpenAI-compatible servers (llama.cpp, vLLM, LM Studio) take `max_tokens`; llama-cpp-python ignores
         # `max_completion_tokens`, which pydantic-ai sends by default, and generates until the context is full.
         profile = OpenAIModelProfile(openai_chat_supports_max_completion_tokens=False)
@@ -103,7 +103,7 @@ def resolve_model(
     if provider is None:
         raise ModelSetupError(
             f"unknown model {spec!r}: name it as provider:model (e.g. openai:{spec}), "
-            "or give --base-url for an OpenAI-compatible server"
+            "or give base_url for an OpenAI-compatible server"
         )
     full = f"{provider}:{name}"
     try:
@@ -115,7 +115,7 @@ def resolve_model(
     except ValueError:
         raise ModelSetupError(
             f"unknown model provider {provider!r} in {spec!r}: use one of pydantic-ai's providers "
-            "(openai, openrouter, anthropic, google, ollama, groq, mistral, ...) or --base-url"
+            "(openai, openrouter, anthropic, google, ollama, groq, mistral, ...) or base_url"
         ) from None
     except ImportError as exc:
         raise ModelSetupError(
@@ -137,8 +137,7 @@ def _provider(
     try:
         return cls(**options)
     except TypeError:
-        flags = " or ".join("--" + k.replace("_", "-") for k in options)
-        raise ModelSetupError(f"provider {name!r} does not take {flags}") from None
+        raise ModelSetupError(f"provider {name!r} does not take {' or '.join(options)}") from None
 
 
 def _provider_url(model: Model) -> str | None:
@@ -152,8 +151,8 @@ def _setup_message(spec: str, text: str) -> str:
     if env and "environment variable" in first:
         variable = env.group(1)
         if variable.endswith("_BASE_URL"):
-            return f"no server URL for {spec}: set {variable} or pass --base-url"
-        return f"missing API key for {spec}: set {variable} or pass --api-key"
+            return f"no server URL for {spec}: set {variable} or pass base_url"
+        return f"missing API key for {spec}: set {variable} or pass api_key"
     if first.startswith("Unknown model"):
         return f"unknown model {spec!r}: check the provider prefix and name ({first})"
     return f"cannot use model {spec!r}: {first}"

@@ -113,7 +113,7 @@ def test_missing_model_is_refused_unless_pulled(tmp_path: Path) -> None:
         )
     assert refused.returncode == 2
     assert refused.stderr.strip() == (
-        f"main.py: error: Ollama at {host_of(server)} has no model 'llama3': add --pull, or run `ollama pull llama3`"
+        f"main.py: error: Ollama at {host_of(server)} has no model 'llama3': pass --pull, or run `ollama pull llama3`"
     )
     assert pulled.returncode == 0, pulled.stderr
     assert [p["model"] for p in ollama.pulled] == ["llama3"]

@@ -44,7 +44,7 @@ def test_model_strings_resolve_with_aliases_keys_and_base_urls(monkeypatch: pyte
 
 def test_remote_base_url_without_a_key_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(ModelSetupError, match=r"missing API key for https://api\.example\.com/v1: pass --api-key"):
+    with pytest.raises(ModelSetupError, match=r"missing API key for https://api\.example\.com/v1: pass api_key"):
         resolve_model("m", base_url="https://api.example.com/v1")
 
 

@@ -64,7 +64,7 @@ def read_dataset(path: str) -> Dataset:
     """FaRel CSV from a file, or from standard input when `path` is `-` (read once, kept as text)."""
     if path == "-":
         if sys.stdin is None or sys.stdin.isatty():
-            raise InputError("--quizzes - reads FaRel CSV from standard input, but nothing is piped in")
+            raise InputError("quizzes='-' reads FaRel CSV from standard input, but nothing is piped in")
         raw = sys.stdin.buffer.read()
         where = "standard input"
     else:
