@@ -85,7 +85,12 @@ def kinds(attempts: list[Attempt]) -> list[str | None]:
 def test_valid_answer_on_the_first_try() -> None:
     result = run([quiz(1)], scripted({"q1": [call({"answer": 2, "reasoning": "b fits"})]}))
     record = result.records[0]
-    assert (record.status, answer(record), record.output["reasoning"], record.corrective_retries) == ("correct", "2", "b fits", 0)
+    assert (record.status, answer(record), record.output["reasoning"], record.corrective_retries) == (
+        "correct",
+        "2",
+        "b fits",
+        0,
+    )
     assert record.attempts == [Attempt(valid=True, raw='{"answer": 2, "reasoning": "b fits"}')]
     assert (record.usage.requests, record.usage.input_tokens, record.usage.output_tokens) == (1, 50, 7)
     assert (record.cost.usd, record.cost.source) == (None, "unknown")

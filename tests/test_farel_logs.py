@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
+import evaluator
 import farel_bench
 from farel_eval.farel_logs import parse_log
 from farel_eval.schemas import RunSummary
+from farel_eval.storage import read_records
+from farel_eval.suites.farel import FAREL_TASK
 from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
 
 LOGS = FAREL_FIXTURES / "logs"
@@ -191,3 +195,21 @@ def test_logs_of_unknown_quizzes_are_refused_until_the_dataset_is_named(tmp_path
     done = cli("main.py", "import-farel", str(log), "--quizzes", str(dataset), "--results-dir", str(tmp_path / "r"))
     assert done.returncode == 0, done.stderr
     assert summaries(tmp_path / "r")["other"].scores.samples == 1
+
+
+@pytest.mark.parametrize("log", ["Phi-4-Q8_0", "deepseek-v3"])
+def test_the_library_replays_a_log_and_its_cost_is_the_imported_runs(
+    imported: tuple[Path, subprocess.CompletedProcess[str]], log: str
+) -> None:
+    """`replay:` strings run in the library too, in every mode; a replay costs what the import does: unknown."""
+    cases = [quiz.to_case() for quiz in QUIZZES[:20]]
+    tagged = asyncio.run(evaluator.evaluate(FAREL_TASK, cases, f"replay:{LOGS / log}.log", mode="tag"))
+    (summary_path,) = (imported[0] / log).rglob("summary.json")
+    stored = {r.case_id: r for r in read_records(summary_path.parent)}
+    assert [(r.status, r.output, r.cost) for r in tagged.records] == [
+        (stored[r.case_id].status, stored[r.case_id].output, stored[r.case_id].cost) for r in tagged.records
+    ]
+    assert {r.cost.source for r in tagged.records} == {"unknown"}
+    assert tagged.scores.totals.cost_usd is None
+    structured = asyncio.run(evaluator.evaluate(FAREL_TASK, cases[:2], f"replay:{LOGS / log}.log", retries=0))
+    assert [r.attempts[0].invalid_kind for r in structured.records] == ["no_tool_call", "no_tool_call"]

