@@ -165,10 +165,6 @@ class Task(Generic[OutputT]):
     def context_for(self, case: Case | None) -> Any:
         return self.validation_context(case) if self.validation_context is not None and case is not None else None
 
-    def validate(self, data: Any, case: Case | None) -> Any:
-        """Validate JSON-compatible `data` as the output type (raises pydantic's `ValidationError`)."""
-        return self._adapter.validate_python(data, context=self.context_for(case))
-
     def test_model(self, mode: AnswerMode) -> Model:
         """pydantic-ai's TestModel answering with this task's example, so every mode runs offline."""
         example = None if self.example is None else json.dumps(to_jsonable_python(self.example))
