@@ -235,6 +235,12 @@ def _refused_forced_choice(exc: BaseException | None) -> bool:
     return isinstance(exc, ModelHTTPError) and exc.status_code in (400, 422, 500)
 
 
+def _names_tool_choice(exc: BaseException | None) -> bool:
+    """The refusal says it is about the tool choice (else it may be a passing fault: ask once more first)."""
+    body = " ".join(str(exc.body).split()).lower() if isinstance(exc, ModelHTTPError) else ""
+    return "tool_choice" in body or "tool choice" in body
+
+
 class _Collector:
     """Takes each finished sample: scores it, keeps it if asked, reports it, and applies the budgets."""
 
@@ -348,6 +354,9 @@ async def _evaluate(
     started = time.perf_counter()
     current = poser(model)
     first = await current.pose(head[1])
+    if chosen == "required" and tool_choice is None and _refused_forced_choice(first.exception):
+        if not _names_tool_choice(first.exception):
+            first = await current.pose(head[1])  # a transient fault passes on a second try; a refusal repeats
     if chosen == "required" and tool_choice is None and _refused_forced_choice(first.exception):
         fallback = poser(without_forced_tool_choice(model))
         retried = await fallback.pose(head[1])
