@@ -354,10 +354,10 @@ async def _evaluate(
     started = time.perf_counter()
     current = poser(model)
     first = await current.pose(head[1])
-    if chosen == "required" and tool_choice is None and _refused_forced_choice(first.exception):
-        if not _names_tool_choice(first.exception):
-            first = await current.pose(head[1])  # a transient fault passes on a second try; a refusal repeats
-    if chosen == "required" and tool_choice is None and _refused_forced_choice(first.exception):
+    may_free = chosen == "required" and tool_choice is None
+    if may_free and _refused_forced_choice(first.exception) and not _names_tool_choice(first.exception):
+        first = await current.pose(head[1])  # a transient fault passes on a second try; a refusal repeats
+    if may_free and _refused_forced_choice(first.exception):
         fallback = poser(without_forced_tool_choice(model))
         retried = await fallback.pose(head[1])
         if retried.exception is None:
