@@ -222,7 +222,8 @@ def _suite(args: argparse.Namespace) -> tuple[Task[Any], Dataset]:
     if name != "farel":
         given = [f"--{flag.replace('_', '-')}" for flag in _FAREL_ONLY if getattr(args, flag) not in (None, False)]
         if given:
-            raise InputError(f"{', '.join(given)} belong to the farel suite, not {name}")
+            verb = "belongs" if len(given) == 1 else "belong"
+            raise InputError(f"{', '.join(given)} {verb} to the farel suite, not {name}")
         if args.mode == "tag":
             raise InputError(
                 f"tag mode is farel-bench's <ANSWER> tag, for the farel suite: use --mode text with {name}"

@@ -28,10 +28,7 @@ def _import(path: Path) -> ModuleType:
         spec.loader.exec_module(module)
     except Exception as exc:
         sys.modules.pop(name, None)
-        where = ""
-        if isinstance(exc, SyntaxError) and exc.lineno is not None:
-            where = f" (line {exc.lineno})"
-        raise TaskError(f"suite file {path} failed to load{where}: {type(exc).__name__}: {exc}") from None
+        raise TaskError(f"suite file {path} failed to load: {type(exc).__name__}: {exc}") from None
     return module
 
 
@@ -53,4 +50,7 @@ def load_suite_file(path: Path) -> tuple[Task[object], Dataset]:
             raise TaskError(f"suite file {path}: cases() failed: {type(exc).__name__}: {exc}") from None
     if cases is None or isinstance(cases, str | bytes) or not hasattr(cases, "__iter__"):
         raise TaskError(f"suite file {path} must define CASES (a list of evaluator.Case) or a cases() function")
-    return task, dataset_from_cases(cases, suite=path.stem, source="file", path=str(path))
+    try:
+        return task, dataset_from_cases(cases, suite=path.stem, source="file", path=str(path))
+    except TaskError as exc:
+        raise TaskError(f"suite file {path}: {exc}") from None
