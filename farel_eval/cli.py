@@ -29,6 +29,7 @@ from farel_eval.models import open_model
 from farel_eval.progress import Progress
 from farel_eval.runs import INTERRUPTED, program_version, run
 from farel_eval.schemas import RunSettings, RunSummary, is_text_mode
+from farel_eval.secrets import Redactor
 from farel_eval.storage import SUMMARY_FILE, RunWriter, model_slug
 from farel_eval.suites.farel import FAREL_TASK, generated_dataset, quiz_of, read_dataset
 from farel_eval.suites.farel_import import import_log, imported_run_id
@@ -474,6 +475,7 @@ def _prog() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    redact = Redactor.for_run(api_key=getattr(args, "api_key", None), urls=[getattr(args, "base_url", None)])
     try:
         if args.command == "run":
             return command_run(args)
@@ -482,7 +484,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "models":
             return command_models(args)
     except EvaluatorError as exc:
-        print(f"{_prog()}: error: {_as_flags(str(exc))}", file=sys.stderr)
+        print(f"{_prog()}: error: {redact(_as_flags(str(exc)))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:  # a second Ctrl-C while shutting down: records written so far are kept
         print(f"{_prog()}: interrupted; finished samples are kept (--resume continues)", file=sys.stderr)

@@ -32,6 +32,7 @@ from farel_eval.models import open_model
 from farel_eval.providers import forces_tool_choice, without_forced_tool_choice
 from farel_eval.schemas import AnswerMode, Case, RunStatus, SampleRecord, SampleStatus, Scores, is_text_mode
 from farel_eval.scoring import ScoreBook
+from farel_eval.secrets import Redactor
 from farel_eval.tasks import Score, Task, TextReply
 from farel_eval.transport import SampleTraffic, TrafficMeter, current_traffic, meter_model
 
@@ -114,8 +115,10 @@ class _Poser:
         local: bool,
         prices: UserPrices | None,
         traffic: TrafficMeter,
+        redact: Redactor,
     ) -> None:
         self.task = task
+        self.redact = redact
         self.mode = mode
         self.retries = retries
         self.local = local
@@ -207,7 +210,7 @@ class _Poser:
             usage=usage,
             cost=sample_cost(messages, usage, local=self.local, prices=self.prices),
             latency_s=round(latency, 4),
-            error=_describe(exception) if exception is not None else None,
+            error=self.redact(_describe(exception)) if exception is not None else None,
             transport_retries=traffic.transport_retries,
             cache_hits=traffic.cache_hits,
         )
@@ -338,6 +341,7 @@ async def _evaluate(
     keep_records: bool,
 ) -> EvaluationResult:
     meter_model(model)
+    redact = Redactor.for_run(model=model)
     if tool_choice == "auto":
         model = without_forced_tool_choice(model)
     chosen: ToolChoice | None = None
@@ -348,7 +352,7 @@ async def _evaluate(
     def poser(for_model: Model) -> _Poser:
         return _Poser(
             task, for_model, mode=mode, retries=retries, system_prompt=system_prompt, model_settings=model_settings,
-            local=local, prices=prices, traffic=control.traffic,
+            local=local, prices=prices, traffic=control.traffic, redact=redact,
         )  # fmt: skip
 
     started = time.perf_counter()

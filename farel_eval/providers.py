@@ -88,6 +88,11 @@ def resolve_model(
     if not spec:
         raise ModelSetupError("empty model name: pass provider:name, e.g. openai:gpt-4o-mini, or 'test'")
     provider, name = _split(spec)
+    if base_url is not None and urlsplit(base_url).query:
+        raise ModelSetupError(
+            f"base_url {safe_url(base_url)!r} has a query string, which the client would put in the middle of every "
+            "request path: give the URL without it"
+        )
     if base_url is not None and provider in (None, "openai", "openai-chat"):
         if not urlsplit(base_url).scheme.startswith("http"):
             raise ModelSetupError(f"bad base_url {safe_url(base_url)!r}: expected http(s)://host:port/v1")

@@ -97,6 +97,8 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     drop: bool = False
+    echo: bool = False
+    """Answer with the request line and headers in the error body, as some servers do (keys and all)."""
 
 
 Route = Callable[[dict[str, Any]], "tuple[int, dict[str, Any] | list[dict[str, Any]]]"]
@@ -162,7 +164,11 @@ class FakeOpenAI:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
-                data = fault.body if isinstance(fault.body, bytes) else json.dumps(fault.body).encode()
+                body = fault.body
+                if fault.echo:
+                    echoed = f"{self.command} {self.path} {dict(self.headers.items())}"
+                    body = {"error": {"message": f"cannot serve {echoed}", "type": "invalid_request_error"}}
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(fault.status)
                 for name, value in {"Content-Type": "application/json", **fault.headers}.items():
                     self.send_header(name, value)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +14,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 import evaluator
 import farel_bench
+from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
 
 QUIZZES = list(farel_bench.generate(1, 3, 42, shuffle=True))
@@ -85,3 +89,41 @@ def test_a_refusal_that_repeats_frees_the_tool_choice_after_one_more_try() -> No
     assert result.tool_choice == "auto"
     assert requests == ["required", "required"] + ["auto"] * len(QUIZZES)
     assert [r.status for r in result.records] == ["correct"] * len(QUIZZES)
+
+
+KEY_TEXT = "sk-test-0123456789abcdef"
+
+
+@pytest.mark.parametrize("userinfo", ["alice:s3cret-pass@", ""], ids=["basic-auth", "bearer"])
+def test_a_server_echoing_the_request_gets_no_secret_stored_or_printed(userinfo: str, tmp_path: Path) -> None:
+    """The key (plain, base64) and the URL's user and password never reach a file or the screen, even when
+    the server puts the whole request, headers and all, in its error body."""
+    with FakeOpenAI(lambda _: Fault(400, echo=True)) as server:
+        base = server.url.replace("http://", f"http://{userinfo}")
+        done = subprocess.run(
+            [PYTHON, "main.py", "run", "--model", "m", "--base-url", base, "--api-key", KEY_TEXT,
+             "--limit", "3", "--results-dir", str(tmp_path), "--max-transport-retries", "0"],
+            cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    stored = "".join(p.read_text() for p in tmp_path.rglob("*.json*"))
+    assert "cannot serve POST" in stored
+    assert f"uthorization': '{'Basic' if userinfo else 'Bearer'} [REDACTED]'" in stored
+    secrets = [KEY_TEXT, base64.b64encode(KEY_TEXT.encode()).decode(), "s3cret-pass", "alice:s3cret-pass",
+               base64.b64encode(b"alice:s3cret-pass").decode()]  # fmt: skip
+    for text in (stored, done.stdout, done.stderr):
+        assert [s for s in secrets if s in text] == []
+
+
+def test_a_base_url_with_a_query_string_is_refused_in_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [PYTHON, "main.py", "run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1?api-version=2024&key=abcd1234",
+         "--results-dir", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "main.py: error: --base-url 'http://127.0.0.1:9/v1' has a query string, which the client would put in the "
+        "middle of every request path: give the URL without it\n"
+    )
+    assert not list(tmp_path.iterdir())

@@ -1,0 +1,78 @@
+"""Keep every secret the program knows out of what it stores and prints.
+
+A server may echo the request in an error body: the `Authorization` header, a `?key=...` query, the
+basic-auth userinfo of its URL. Those texts end up in a record's error, the run's reason and the screen,
+so each is passed through a `Redactor` built from the secrets in play: the API key, the credentials and
+query values of the URLs, and the model client's own key, in their plain, URL-encoded and base64 forms.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from collections.abc import Iterable
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
+
+__all__ = ["REDACTED", "Redactor", "secrets_of_model", "secrets_of_url"]
+
+REDACTED = "[REDACTED]"
+_MIN_LENGTH = 4
+"""Shorter values (a `?v=1` query) are not secrets worth hiding and would garble ordinary text."""
+_MIN_ENV_LENGTH = 8
+"""An environment variable named like a secret but holding `true` or `1` is a setting, not a key."""
+_SECRET_VARIABLE = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
+
+
+def secrets_of_url(url: str | None) -> list[str]:
+    """The user, password, `user:password` and query values of a URL."""
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+        username, password = parts.username, parts.password
+    except ValueError:
+        return []
+    found = [unquote(v) for v in (username, password) if v]
+    if username and password:
+        found.append(f"{unquote(username)}:{unquote(password)}")
+    found += [value for _, value in parse_qsl(parts.query, keep_blank_values=False)]
+    return found
+
+
+def secrets_of_model(model: object) -> list[str]:
+    """The API key and URL secrets held by a model's SDK client (OpenAI, Anthropic...), if it has one."""
+    client = getattr(model, "client", None)
+    key = getattr(client, "api_key", None)
+    url = getattr(client, "base_url", None)
+    return ([key] if isinstance(key, str) else []) + secrets_of_url(str(url) if url is not None else None)
+
+
+def _variants(secret: str) -> set[str]:
+    encoded = base64.b64encode(secret.encode()).decode()
+    return {secret, quote(secret, safe=""), quote_plus(secret), encoded, encoded.rstrip("=")}
+
+
+class Redactor:
+    """Replaces each known secret (and its encoded forms) with `[REDACTED]`."""
+
+    def __init__(self, secrets: Iterable[str | None] = ()) -> None:
+        variants: set[str] = set()
+        for secret in secrets:
+            if secret and len(secret) >= _MIN_LENGTH:
+                variants |= _variants(secret)
+        ordered = sorted(variants, key=len, reverse=True)  # the longest first, so no part of one is left
+        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    @classmethod
+    def for_run(cls, *, api_key: str | None = None, urls: Iterable[str | None] = (), model: object = None) -> Redactor:
+        """The secrets a run knows: the key given, the URLs' secrets, the model client's key, and every
+        environment variable named like a key or token (what the providers read)."""
+        found: list[str | None] = [api_key, *secrets_of_model(model)]
+        for url in urls:
+            found += secrets_of_url(url)
+        found += [v for name, v in os.environ.items() if _SECRET_VARIABLE.search(name) and len(v) >= _MIN_ENV_LENGTH]
+        return cls(found)
+
+    def __call__(self, text: str) -> str:
+        return self._pattern.sub(REDACTED, text) if self._pattern is not None else text
