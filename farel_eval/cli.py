@@ -44,6 +44,8 @@ SHORT_RUN_CASES = 45
 """A local model's default run: 5 quizzes per FaRel-3 class (--full for all 450)."""
 EXIT_DNF = 3
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+TERMINATED = "terminated (SIGTERM)"
 
 PARAMETERS = ("max_cost", "max_requests", "concurrency", "limit", "api_key", "base_url", "resume")
 """Library parameters named in library messages, which the command line calls by their flags."""
@@ -323,11 +325,15 @@ async def _run(args: argparse.Namespace, task: Task[Any], dataset: Dataset) -> i
         control.stop(INTERRUPTED)
         loop.remove_signal_handler(signal.SIGINT)
 
+    def terminate() -> None:  # SIGTERM (kill, a service manager): stop as the first Ctrl-C does
+        control.stop(TERMINATED)
+
     def status(text: str) -> None:
         if not args.quiet:
             print(text, file=sys.stderr)
 
     loop.add_signal_handler(signal.SIGINT, first_interrupt)
+    loop.add_signal_handler(signal.SIGTERM, terminate)
     try:
         async with open_model(
             args.model or DEFAULT_LOCAL_MODEL, mode=args.mode, base_url=args.base_url, api_key=args.api_key,
@@ -349,6 +355,7 @@ async def _run(args: argparse.Namespace, task: Task[Any], dataset: Dataset) -> i
                 )  # fmt: skip
     finally:
         loop.remove_signal_handler(signal.SIGINT)
+        loop.remove_signal_handler(signal.SIGTERM)
     final, run_dir = outcome.summary, outcome.run_dir
     if final.status == "dnf":
         where = f" at {final.settings.base_url}" if final.settings.base_url else ""
@@ -356,9 +363,9 @@ async def _run(args: argparse.Namespace, task: Task[Any], dataset: Dataset) -> i
               f"(run stored as DNF in {run_dir})", file=sys.stderr)  # fmt: skip
         return EXIT_DNF
     _report(final, run_dir)
-    if final.reason == INTERRUPTED:
-        print(f"{_prog()}: interrupted; finished samples are kept in {run_dir} (--resume continues)", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    if final.reason in (INTERRUPTED, TERMINATED):
+        print(f"{_prog()}: {final.reason}; finished samples are kept in {run_dir} (--resume continues)", file=sys.stderr)
+        return EXIT_INTERRUPTED if final.reason == INTERRUPTED else EXIT_TERMINATED
     return 0
 
 

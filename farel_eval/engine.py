@@ -357,7 +357,14 @@ async def _evaluate(
 
     started = time.perf_counter()
     current = poser(model)
-    first = await current.pose(head[1])
+    posed = await _pose_unless_stopped(current, head[1], control)
+    if posed is None:  # stopped (Ctrl-C) while the first case was in flight: nothing to record
+        return EvaluationResult(
+            records=[], scores=ScoreBook(aggregate=task.aggregate).scores(), status="partial", reason=control.reason,
+            tool_choice=chosen, tool_choice_reason=reason if mode == "tool" else None,
+            wall_s=round(time.perf_counter() - started, 3),
+        )  # fmt: skip
+    first = posed
     may_free = chosen == "required" and tool_choice is None
     if may_free and _refused_forced_choice(first.exception) and not _names_tool_choice(first.exception):
         first = await current.pose(head[1])  # a transient fault passes on a second try; a refusal repeats
@@ -395,6 +402,21 @@ async def _evaluate(
         tool_choice_reason=reason if mode == "tool" else None,
         wall_s=round(time.perf_counter() - started, 3),
     )
+
+
+async def _pose_unless_stopped(poser: _Poser, case: Case, control: RunControl) -> _Outcome | None:
+    """Pose one case; a stop while it is in flight gives it `control.grace_s`, then cancels it (None)."""
+    posing = asyncio.create_task(poser.pose(case))
+    stop = asyncio.create_task(control.stopped())
+    try:
+        await asyncio.wait({posing, stop}, return_when=asyncio.FIRST_COMPLETED)
+        if not posing.done():
+            await asyncio.wait({posing}, timeout=control.grace_s)
+        return posing.result() if posing.done() else None
+    finally:
+        for task in (posing, stop):
+            task.cancel()
+        await asyncio.gather(posing, stop, return_exceptions=True)
 
 
 async def _pose_rest(

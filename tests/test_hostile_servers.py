@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 import evaluator
 import farel_bench
+from farel_eval.schemas import RunSummary
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
 
@@ -127,3 +130,56 @@ def test_a_base_url_with_a_query_string_is_refused_in_one_line(tmp_path: Path) -
         "middle of every request path: give the URL without it\n"
     )
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("signal_number", "code", "reason"),
+    [(signal.SIGINT, 130, "interrupted by the user"), (signal.SIGTERM, 143, "terminated (SIGTERM)")],
+    ids=["ctrl-c", "sigterm"],
+)
+def test_a_stop_during_the_first_case_ends_within_the_grace_period(
+    signal_number: int, code: int, reason: str, tmp_path: Path
+) -> None:
+    """The first case is posed alone; a server that holds it for a minute no longer holds the stop with it."""
+    with FakeOpenAI(lambda request: Fault(200, right(request), delay_s=60)) as server:
+        process = subprocess.Popen(
+            [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--limit", "3",
+             "--results-dir", str(tmp_path), "--quiet"],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not server.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        asked = time.monotonic()
+        process.send_signal(signal_number)
+        _, stderr = process.communicate(timeout=60)
+        waited = time.monotonic() - asked
+    assert process.returncode == code, stderr
+    assert waited < 20  # the 10 s grace period, not the server's 60 s
+    (summary_path,) = tmp_path.rglob("summary.json")
+    summary = RunSummary.model_validate_json(summary_path.read_text())
+    assert (summary.status, summary.reason, summary.scores.samples) == ("partial", reason, 0)
+    assert stderr.splitlines()[-1].startswith(f"main.py: {reason}; finished samples are kept in")
+
+
+def test_a_second_ctrl_c_stops_at_once_in_one_line(tmp_path: Path) -> None:
+    with FakeOpenAI(lambda request: Fault(200, right(request), delay_s=60)) as server:
+        process = subprocess.Popen(
+            [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--limit", "3",
+             "--results-dir", str(tmp_path), "--quiet"],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not server.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+    assert (process.returncode, stderr) == (
+        130,
+        "main.py: interrupted; finished samples are kept (--resume continues)\n",
+    )
+    (summary_path,) = tmp_path.rglob("summary.json")
+    summary = RunSummary.model_validate_json(summary_path.read_text())
+    assert (summary.status, summary.reason) == ("partial", "interrupted by the user")
