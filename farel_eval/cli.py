@@ -364,7 +364,8 @@ async def _run(args: argparse.Namespace, task: Task[Any], dataset: Dataset) -> i
         return EXIT_DNF
     _report(final, run_dir)
     if final.reason in (INTERRUPTED, TERMINATED):
-        print(f"{_prog()}: {final.reason}; finished samples are kept in {run_dir} (--resume continues)", file=sys.stderr)
+        kept = f"finished samples are kept in {run_dir} (--resume continues)"
+        print(f"{_prog()}: {final.reason}; {kept}", file=sys.stderr)
         return EXIT_INTERRUPTED if final.reason == INTERRUPTED else EXIT_TERMINATED
     return 0
 
