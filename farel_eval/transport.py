@@ -7,6 +7,7 @@ transport retry from a new request, apart from corrective retries, which are new
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import sqlite3
 import threading
@@ -101,7 +102,7 @@ class ResponseCache:
         return int(row[0]), [(name, value) for name, value in headers], bytes(row[2])
 
     def put(self, key: str, status: int, headers: httpx2.Headers, body: bytes) -> None:
-        kept = "\n".join(f"{k}: {v}" for k, v in headers.items() if k.lower() in ("content-type",))
+        kept = "\n".join(f"{k}: {v}" for k, v in headers.items() if k.lower() in ("content-type", "content-encoding"))
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", (key, status, kept, body))
 
@@ -111,11 +112,16 @@ class ResponseCache:
 
 
 class _MeteredTransport(httpx2.AsyncBaseTransport):
-    """Counts each request for the sample being posed (if any), and answers from the cache when it has one."""
+    """Counts each request for the sample being posed (if any), answers from the cache when it has one, and
+    bounds the whole request, body included, by `deadline_s` (a read timeout alone lets a server that drips
+    a byte a second hold a request forever)."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport, cache: ResponseCache | None) -> None:
+    def __init__(
+        self, inner: httpx2.AsyncBaseTransport, cache: ResponseCache | None, deadline_s: float | None = None
+    ) -> None:
         self._inner = inner
         self._cache = cache
+        self._deadline_s = deadline_s
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         traffic = current_traffic.get()
@@ -131,20 +137,26 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
                 return httpx2.Response(status, headers=headers, content=content, request=request)
         if traffic is not None:
             traffic.sent(request)
+        whole = self._deadline_s is not None or self._cache is not None
         try:
-            response = await self._inner.handle_async_request(request)
+            async with asyncio.timeout(self._deadline_s):
+                response = await self._inner.handle_async_request(request)
+                raw = b"".join([chunk async for chunk in response.aiter_raw()]) if whole else None
+        except TimeoutError:
+            if traffic is not None:
+                traffic.failed(None)
+            raise httpx2.ReadTimeout(f"no whole response within {self._deadline_s:g} s", request=request) from None
         except httpx2.TransportError:
             if traffic is not None:
                 traffic.failed(None)
             raise
-        if response.status_code != 200:
-            if traffic is not None:
-                traffic.failed(response.status_code)
-        elif self._cache is not None and key is not None:
-            content = await response.aread()
-            self._cache.put(key, response.status_code, response.headers, content)
-            return httpx2.Response(200, headers=response.headers, content=content, request=request)
-        return response
+        if response.status_code != 200 and traffic is not None:
+            traffic.failed(response.status_code)
+        if raw is None:
+            return response
+        if response.status_code == 200 and self._cache is not None and key is not None:
+            self._cache.put(key, response.status_code, response.headers, raw)
+        return httpx2.Response(response.status_code, headers=response.headers, content=raw, request=request)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -156,8 +168,9 @@ concurrency 32 the rest were reopened on every request: about 8% of the whole ru
 
 
 def http_client(*, cache: ResponseCache | None = None, timeout: float | None = None) -> httpx2.AsyncClient:
-    """pydantic-ai's own HTTP client (timeouts, user agent), sending every request through the meter."""
-    transport = _MeteredTransport(httpx2.AsyncHTTPTransport(limits=_POOL), cache)
+    """pydantic-ai's own HTTP client (timeouts, user agent), sending every request through the meter;
+    `timeout` bounds each whole request (connection, waiting, and reading the body)."""
+    transport = _MeteredTransport(httpx2.AsyncHTTPTransport(limits=_POOL), cache, timeout)
     if timeout is None:
         return create_async_httpx2_client(transport=transport)
     return create_async_httpx2_client(transport=transport, timeout=timeout)

@@ -97,6 +97,8 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     drop: bool = False
+    drip_s: float = 0.0
+    """Send the body one byte at a time, this many seconds apart (a server that is slow but never silent)."""
     echo: bool = False
     """Answer with the request line and headers in the error body, as some servers do (keys and all)."""
 
@@ -174,7 +176,13 @@ class FakeOpenAI:
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                if not fault.drip_s:
+                    self.wfile.write(data)
+                    return
+                for byte in data:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(fault.drip_s)
 
             def log_message(self, *_: object) -> None:
                 pass

@@ -183,3 +183,21 @@ def test_a_second_ctrl_c_stops_at_once_in_one_line(tmp_path: Path) -> None:
     (summary_path,) = tmp_path.rglob("summary.json")
     summary = RunSummary.model_validate_json(summary_path.read_text())
     assert (summary.status, summary.reason) == ("partial", "interrupted by the user")
+
+
+def test_the_request_timeout_bounds_a_server_that_drips_its_answer(tmp_path: Path) -> None:
+    """A byte a second never trips a read timeout; `--request-timeout` bounds the whole request."""
+    with FakeOpenAI(lambda request: Fault(200, right(request), drip_s=1.0)) as server:
+        started = time.monotonic()
+        done = subprocess.run(
+            [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--limit", "1", "--quiet",
+             "--request-timeout", "2", "--max-transport-retries", "1", "--results-dir", str(tmp_path)],
+            cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        took = time.monotonic() - started
+        sent = len(server.requests)
+    assert took < 15, done.stderr  # two tries of 2 s and a backoff; a whole answer would take minutes
+    assert sent == 2
+    (summary_path,) = tmp_path.rglob("summary.json")
+    summary = RunSummary.model_validate_json(summary_path.read_text())
+    assert summary.status == "dnf" and summary.reason is not None and "Timeout" in summary.reason
