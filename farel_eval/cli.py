@@ -21,7 +21,7 @@ from rich.console import Console
 
 from farel_eval.attempts import UserPrices
 from farel_eval.datasets import Dataset, dataset_from_cases
-from farel_eval.engine import RunControl
+from farel_eval.engine import CREDENTIALS_REFUSED, RunControl
 from farel_eval.errors import EvaluatorError, InputError, OneLineArgumentParser
 from farel_eval.farel_logs import log_files, parse_log
 from farel_eval.local_server import DEFAULT_LOCAL_MODEL, locate_local_model
@@ -363,6 +363,9 @@ async def _run(args: argparse.Namespace, task: Task[Any], dataset: Dataset) -> i
               f"(run stored as DNF in {run_dir})", file=sys.stderr)  # fmt: skip
         return EXIT_DNF
     _report(final, run_dir)
+    if final.reason is not None and final.reason.startswith(CREDENTIALS_REFUSED):
+        print(f"{_prog()}: error: {final.reason} (run stored as partial in {run_dir})", file=sys.stderr)
+        return EXIT_DNF
     if final.reason in (INTERRUPTED, TERMINATED):
         kept = f"finished samples are kept in {run_dir} (--resume continues)"
         print(f"{_prog()}: {final.reason}; {kept}", file=sys.stderr)

@@ -36,9 +36,12 @@ from farel_eval.secrets import Redactor
 from farel_eval.tasks import Score, Task, TextReply
 from farel_eval.transport import SampleTraffic, TrafficMeter, current_traffic, meter_model
 
-__all__ = ["EvaluationResult", "RunControl", "ToolChoice", "default_retries", "evaluate"]
+__all__ = ["CREDENTIALS_REFUSED", "EvaluationResult", "RunControl", "ToolChoice", "default_retries", "evaluate"]
 
 ToolChoice = Literal["required", "auto"]
+
+CREDENTIALS_REFUSED = "stopped: the server refused the credentials mid-run"
+"""The start of a run's reason when a 401 or 403 came after the first case (the run is `partial`)."""
 
 
 def default_retries(mode: AnswerMode) -> int:
@@ -233,6 +236,11 @@ def _unreachable(exc: BaseException | None) -> bool:
     return isinstance(exc, ModelHTTPError) and exc.status_code in (401, 403, 404)
 
 
+def _refused_credentials(exc: BaseException | None) -> bool:
+    """A key revoked or refused mid-run: every later request would fail the same way."""
+    return isinstance(exc, ModelHTTPError) and exc.status_code in (401, 403)
+
+
 def _refused_forced_choice(exc: BaseException | None) -> bool:
     """A request error that a server refusing `tool_choice: required` gives (llama-cpp-python: HTTP 500)."""
     return isinstance(exc, ModelHTTPError) and exc.status_code in (400, 422, 500)
@@ -255,13 +263,15 @@ class _Collector:
         self._on_record = on_record
         self._control = control
 
-    def add(self, index: int, record: SampleRecord) -> None:
+    def add(self, index: int, record: SampleRecord, exception: BaseException | None = None) -> None:
         self.book.add(record, index)
         if self.records is not None:
             self.records.append((index, record))
         if self._on_record is not None:
             self._on_record(record)
         control = self._control
+        if _refused_credentials(exception):
+            control.stop(f"{CREDENTIALS_REFUSED}: {record.error}")
         if control.max_requests is not None and self.book.requests >= control.max_requests:
             control.stop(f"max_requests {control.max_requests} reached")
         spent = self.book.cost_usd
@@ -434,7 +444,7 @@ async def _pose_rest(
             if control.stopping:
                 return
             outcome = await poser.pose(case)
-            collected.add(index, outcome.record)
+            collected.add(index, outcome.record, outcome.exception)
 
     workers = {asyncio.create_task(worker()) for _ in range(concurrency)}
     stop = asyncio.create_task(control.stopped())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import signal
 import subprocess
 import time
@@ -20,7 +21,7 @@ from farel_eval.schemas import RunSummary
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
 
-QUIZZES = list(farel_bench.generate(1, 3, 42, shuffle=True))
+QUIZZES = list(farel_bench.generate(1, 10, 42, shuffle=True))
 KEY = answer_key(QUIZZES)
 
 
@@ -105,7 +106,7 @@ def test_a_server_echoing_the_request_gets_no_secret_stored_or_printed(userinfo:
         base = server.url.replace("http://", f"http://{userinfo}")
         done = subprocess.run(
             [PYTHON, "main.py", "run", "--model", "m", "--base-url", base, "--api-key", KEY_TEXT,
-             "--limit", "3", "--results-dir", str(tmp_path), "--max-transport-retries", "0"],
+             "--length", "1", "--limit", "3", "--results-dir", str(tmp_path), "--max-transport-retries", "0"],
             cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
     assert done.returncode == 3, done.stderr
@@ -143,7 +144,7 @@ def test_a_stop_during_the_first_case_ends_within_the_grace_period(
     """The first case is posed alone; a server that holds it for a minute no longer holds the stop with it."""
     with FakeOpenAI(lambda request: Fault(200, right(request), delay_s=60)) as server:
         process = subprocess.Popen(
-            [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--limit", "3",
+            [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--length", "1", "--limit", "3",
              "--results-dir", str(tmp_path), "--quiet"],
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
@@ -165,7 +166,7 @@ def test_a_stop_during_the_first_case_ends_within_the_grace_period(
 def test_a_second_ctrl_c_stops_at_once_in_one_line(tmp_path: Path) -> None:
     with FakeOpenAI(lambda request: Fault(200, right(request), delay_s=60)) as server:
         process = subprocess.Popen(
-            [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--limit", "3",
+            [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--length", "1", "--limit", "3",
              "--results-dir", str(tmp_path), "--quiet"],
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
@@ -190,8 +191,8 @@ def test_the_request_timeout_bounds_a_server_that_drips_its_answer(tmp_path: Pat
     with FakeOpenAI(lambda request: Fault(200, right(request), drip_s=1.0)) as server:
         started = time.monotonic()
         done = subprocess.run(
-            [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--limit", "1", "--quiet",
-             "--request-timeout", "2", "--max-transport-retries", "1", "--results-dir", str(tmp_path)],
+            [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--length", "1", "--limit", "1",
+             "--quiet", "--request-timeout", "2", "--max-transport-retries", "1", "--results-dir", str(tmp_path)],
             cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
         took = time.monotonic() - started
@@ -201,3 +202,42 @@ def test_the_request_timeout_bounds_a_server_that_drips_its_answer(tmp_path: Pat
     (summary_path,) = tmp_path.rglob("summary.json")
     summary = RunSummary.model_validate_json(summary_path.read_text())
     assert summary.status == "dnf" and summary.reason is not None and "Timeout" in summary.reason
+
+
+def test_a_key_revoked_mid_run_stops_the_run_as_partial(tmp_path: Path) -> None:
+    """After 10 answers every request gets 401: the run stops there, is stored as partial with the reason,
+    exits non-zero, and its score is never shown as a complete one."""
+    answered: list[str] = []
+
+    def reply(request: dict[str, Any]) -> dict[str, Any] | Fault:
+        if len(answered) >= 10:
+            return Fault(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+        answered.append(KEY(request).id)
+        return right(request)
+
+    with FakeOpenAI(reply) as server:
+        done = subprocess.run(
+            [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--length", "1", "--number", "10",
+             "--quiet", "--concurrency", "1", "--results-dir", str(tmp_path)],
+            cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        sent = len(server.requests)
+    assert done.returncode == 3, done.stderr
+    assert sent == 11
+    (summary_path,) = tmp_path.rglob("summary.json")
+    summary = RunSummary.model_validate_json(summary_path.read_text())
+    assert (summary.status, summary.scores.samples, summary.scores.correct, summary.scores.errors) == (
+        "partial", 11, 10, 1,
+    )  # fmt: skip
+    assert summary.reason == (
+        "stopped: the server refused the credentials mid-run: HTTP 401 from m: "
+        "{'message': 'Incorrect API key provided', 'type': 'invalid_request_error'}"
+    )
+    assert done.stderr.splitlines()[-1].startswith(f"main.py: error: {summary.reason} (run stored as partial in")
+    rows = json.loads(
+        subprocess.run(
+            [PYTHON, "format_result.py", str(tmp_path), "--format", "json"], cwd=REPO, capture_output=True,
+            text=True, check=True,
+        ).stdout
+    )  # fmt: skip
+    assert [(r["status"], r["samples"]) for r in rows] == [("partial", 11)]

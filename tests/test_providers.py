@@ -34,8 +34,10 @@ def test_model_strings_resolve_with_aliases_keys_and_base_urls(monkeypatch: pyte
     monkeypatch.setenv("GOOGLE_API_KEY", "g-key")
     google = resolve_model("google-gla:gemini-2.0-flash")
     assert (google.name, google.local) == ("google:gemini-2.0-flash", False)
-    local = resolve_model("qwen", base_url="http://user:pw@127.0.0.1:8080/v1?token=x")
+    local = resolve_model("qwen", base_url="http://user:pw@127.0.0.1:8080/v1#frag")
     assert (local.name, local.base_url, local.local) == ("qwen", "http://127.0.0.1:8080/v1", True)
+    with pytest.raises(ModelSetupError, match=r"base_url 'http://127\.0\.0\.1:8080/v1' has a query string"):
+        resolve_model("qwen", base_url="http://user:pw@127.0.0.1:8080/v1?token=x")
     remote = resolve_model("openai:m", base_url="https://api.example.com/v1", api_key="sk-x")
     assert (remote.base_url, remote.local) == ("https://api.example.com/v1", False)
     with pytest.raises(ModelSetupError, match="unknown model 'gpt-4o'"):
