@@ -253,7 +253,12 @@ def _names_tool_choice(exc: BaseException | None) -> bool:
 
 
 class _Collector:
-    """Takes each finished sample: scores it, keeps it if asked, reports it, and applies the budgets."""
+    """Takes each finished sample: scores it, keeps it if asked, reports it, and applies the budgets.
+
+    The cost budget also gates each new sample: one starts only if the spend so far plus what the samples
+    in flight and it are likely to cost (the mean cost of a sample so far) stays within `max_cost`, so a
+    run at high concurrency overshoots by at most about one sample's cost, not by all those in flight.
+    """
 
     def __init__(
         self, task: Task[Any], *, keep: bool, on_record: Callable[[SampleRecord], None] | None, control: RunControl
@@ -262,6 +267,8 @@ class _Collector:
         self.records: list[tuple[int, SampleRecord]] | None = [] if keep else None
         self._on_record = on_record
         self._control = control
+        self._in_flight = 0
+        self._settled = asyncio.Event()
 
     def add(self, index: int, record: SampleRecord, exception: BaseException | None = None) -> None:
         self.book.add(record, index)
@@ -276,7 +283,29 @@ class _Collector:
             control.stop(f"max_requests {control.max_requests} reached")
         spent = self.book.cost_usd
         if control.max_cost is not None and spent is not None and spent >= control.max_cost:
-            control.stop(f"max_cost ${control.max_cost:g} reached (${spent:.6f} spent)")
+            control.stop(f"max_cost ${control.max_cost:g} reached")
+
+    async def admit(self) -> bool:
+        """Wait until one more sample fits the budgets beside those in flight; False once none may start."""
+        control = self._control
+        while not control.stopping:
+            each = self.book.cost_per_sample
+            spent = self.book.cost_usd or 0.0
+            if control.max_cost is None or each is None or spent + (self._in_flight + 1) * each <= control.max_cost:
+                self._in_flight += 1
+                return True
+            if not self._in_flight:
+                control.stop(f"max_cost ${control.max_cost:g} reached: the next sample would pass it")
+                return False
+            settled = self._settled
+            await settled.wait()
+        return False
+
+    def release(self) -> None:
+        """A sample admitted by `admit` is done (recorded or not): wake those waiting for room."""
+        self._in_flight -= 1
+        self._settled.set()
+        self._settled = asyncio.Event()
 
 
 async def evaluate(
@@ -440,11 +469,15 @@ async def _pose_rest(
     """
 
     async def worker() -> None:
-        for index, case in pending:
-            if control.stopping:
-                return
-            outcome = await poser.pose(case)
-            collected.add(index, outcome.record, outcome.exception)
+        while await collected.admit():
+            try:
+                item = next(pending, None)
+                if item is None:
+                    return
+                outcome = await poser.pose(item[1])
+                collected.add(item[0], outcome.record, outcome.exception)
+            finally:
+                collected.release()
 
     workers = {asyncio.create_task(worker()) for _ in range(concurrency)}
     stop = asyncio.create_task(control.stopped())

@@ -106,6 +106,11 @@ class ScoreBook:
         return self._cost if self._costed else None
 
     @property
+    def cost_per_sample(self) -> float | None:
+        """The mean known cost of a sample so far; None before any is known."""
+        return self._cost / self._costed if self._costed else None
+
+    @property
     def answered(self) -> int:
         """Samples that got at least one model response."""
         return self._answered

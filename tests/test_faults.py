@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import farel_bench
 from farel_eval.schemas import Quiz, RunSummary, SampleRecord
 from tests.conftest import PYTHON, REPO
@@ -213,9 +215,25 @@ def test_budgets_stop_new_samples_and_mark_the_run_partial(tmp_path: Path) -> No
     summary, records = stored(tmp_path / "r")
     assert (summary.status, summary.reason, len(records)) == ("partial", "max_requests 5 reached", 5)
     summary, records = stored(tmp_path / "c")
-    assert (summary.status, len(records)) == ("partial", 5)  # 100 in + 10 out tokens: $0.00012 a request
-    assert summary.reason == "max_cost $0.0005 reached ($0.000600 spent)"
+    assert (summary.status, len(records)) == ("partial", 4)  # 100 in + 10 out tokens: $0.00012 a request
+    assert summary.reason == "max_cost $0.0005 reached: the next sample would pass it"
+    assert summary.scores.totals.cost_usd == pytest.approx(0.00048)
     assert {r.cost.source for r in records} == {"user"}
+
+
+def test_the_cost_budget_holds_at_high_concurrency(tmp_path: Path) -> None:
+    """32 requests in flight do not all start past the budget: the overshoot stays under one sample's cost,
+    and the summary's total is what the stored samples cost."""
+    with FakeOpenAI(Flaky(lambda quiz, n: None, delay_s=0.05)) as server:
+        done = run_against(server, tmp_path, "--limit", "45", "--concurrency", "32", "--price-in", "1",
+                           "--price-out", "2", "--max-cost", "0.002")  # fmt: skip
+        sent = len(server.requests)
+    assert done.returncode == 0, done.stderr
+    summary, records = stored(tmp_path)
+    spent = summary.scores.totals.cost_usd
+    assert spent is not None and spent <= 0.002 + 0.00012
+    assert spent == pytest.approx(sum(r.cost.usd or 0.0 for r in records))
+    assert (summary.status, sent) == ("partial", len(records))
 
 
 def test_cache_answers_a_repeated_run_without_requests(tmp_path: Path) -> None:
