@@ -264,8 +264,8 @@ def iter_csv(lines: Iterable[str], *, source: str = "quizzes") -> Iterator[Quiz]
                 class_name=class_name,
                 prompt=prompt,
                 options=_options_from_prompt(prompt),
-                correct=int(match["correct"]),
-                degree=int(match["degree"]),
+                correct=_number(match["correct"], "the answer"),
+                degree=_number(match["degree"], "the degree"),
             )
         except ValidationError as exc:
             raise FarelFormatError(f"{where}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
@@ -273,6 +273,16 @@ def iter_csv(lines: Iterable[str], *, source: str = "quizzes") -> Iterator[Quiz]
             raise FarelFormatError(f"{where}: {exc}") from None
         count += 1
         yield quiz
+
+
+_MAX_DIGITS = 9
+
+
+def _number(field: str, what: str) -> int:
+    """A small whole number: a field of thousands of digits is refused, not handed to `int()`."""
+    if len(field) > _MAX_DIGITS:
+        raise FarelFormatError(f"{what} {field[:12]}... has {len(field)} digits")
+    return int(field)
 
 
 def _literal(field: str, what: str) -> str:

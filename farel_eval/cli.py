@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import re
 import signal
 import sys
@@ -76,10 +77,24 @@ def _non_negative(text: str) -> int:
     return value
 
 
-def _price(text: str) -> float:
+def _finite(text: str) -> float:
     value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+    return value
+
+
+def _price(text: str) -> float:
+    value = _finite(text)
     if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    value = _finite(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
     return value
 
 
@@ -128,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a system prompt; the bare flag uses farel-bench's default one",
     )
     model.add_argument(
-        "--temperature", type=float, default=0.01, help="sampling temperature (default 0.01, as farel-bench)"
+        "--temperature", type=_finite, default=0.01, help="sampling temperature (default 0.01, as farel-bench)"
     )
     model.add_argument(
         "--model-seed", type=int, default=42, help="sampling seed where the provider takes one (default 42)"
@@ -178,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     faults.add_argument(
         "--request-timeout",
-        type=float,
+        type=_seconds,
         help="seconds one request may take before it counts as failed (default: the provider SDK's, 600)",
     )
     faults.add_argument("--max-cost", type=_price, help="stop starting samples once this many USD are spent")

@@ -171,11 +171,16 @@ def render_markdown(rows: Sequence[LeaderboardRow], *, farel_only: bool = False)
     return "\n".join(f"### {suite}\n\n{table}" for suite, table in zip(suites, tables, strict=True))
 
 
+def _escape(cell: str) -> str:
+    """A `|` inside a cell (a model or class name) would end the cell: markdown writes it `\\|`."""
+    return cell.replace("|", "\\|")
+
+
 def _markdown_table(rows: Sequence[LeaderboardRow], suite: str, farel_only: bool) -> str:
     classes = _class_names(rows)
     count = 3 + len(classes) if farel_only else None
-    headers = _headers(classes, suite)[:count]
-    body = [_cells(row, classes)[:count] for row in rows]
+    headers = [_escape(h) for h in _headers(classes, suite)[:count]]
+    body = [[_escape(c) for c in _cells(row, classes)[:count]] for row in rows]
     widths = [max(len(h) + 2, *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
     left = {1, len(_headers(classes)) - 1}
 

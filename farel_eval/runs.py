@@ -33,6 +33,7 @@ from farel_eval.storage import (
     RunWriter,
     StoredRun,
     drop_torn_line,
+    latest_records,
     load_runs,
     model_slug,
     new_run_id,
@@ -208,15 +209,44 @@ async def _run(
         run_dir = results_dir / model_slug(resolved.name) / new_run_id(mode, started_at)
     else:
         run_dir, started_at, earlier_s = continued.path, continued.summary.started_at, continued.summary.wall_s
-        drop_torn_line(run_dir)
         if continued.summary.settings.tool_choice == "auto" and tool_choice is None:
             settings = continued.summary.settings.model_copy(update={"concurrency": concurrency})
-        kept = {r.case_id: r.status for r in read_records(run_dir)}
-        if retry_errors:
-            redo = [case_id for case_id, status in kept.items() if status == "error"]
-            posed, to_pose = dataset.only(redo), len(redo)
-        else:
-            posed, to_pose = dataset.without(kept), dataset.size - len(kept)
+    with RunWriter(run_dir, resume=continued is not None) as writer:  # the lock: one process writes a run
+        if continued is not None:
+            drop_torn_line(run_dir)
+            kept = {r.case_id: r.status for r in read_records(run_dir)}
+            if retry_errors:
+                redo = [case_id for case_id, status in kept.items() if status == "error"]
+                posed, to_pose = dataset.only(redo), len(redo)
+            else:
+                posed, to_pose = dataset.without(kept), dataset.size - len(kept)
+        return await _pose_and_store(
+            task, dataset, posed, to_pose, resolved, writer, settings, model_settings, prices=prices,
+            started_at=started_at, earlier_s=earlier_s, resumed=continued is not None, retry_errors=retry_errors,
+            control=control, on_record=on_record, on_start=on_start,
+        )  # fmt: skip
+
+
+async def _pose_and_store(
+    task: Task[Any],
+    dataset: Dataset,
+    posed: Dataset,
+    to_pose: int,
+    resolved: ResolvedModel,
+    writer: RunWriter,
+    settings: RunSettings,
+    model_settings: ModelSettings,
+    *,
+    prices: UserPrices | None,
+    started_at: datetime,
+    earlier_s: float,
+    resumed: bool,
+    retry_errors: bool,
+    control: RunControl,
+    on_record: Callable[[SampleRecord], None] | None,
+    on_start: Callable[[int, Path], None] | None,
+) -> RunOutcome:
+    run_dir, mode = writer.run_dir, settings.mode
     segment_started = time.perf_counter()
 
     def summary(result: EvaluationResult | None, status: RunStatus, reason: str | None) -> RunSummary:
@@ -224,7 +254,7 @@ async def _run(
         if result is not None and result.tool_choice_reason and not settings.tool_choice_reason:
             used["tool_choice_reason"] = result.tool_choice_reason
         book, excluded = ScoreBook(dataset.group_sizes, aggregate=task.aggregate, metrics=task.metrics), []
-        for record in read_records(run_dir):
+        for record in latest_records(run_dir):
             book.add(record)
             if record.excluded:
                 excluded.append(record.case_id)
@@ -237,38 +267,38 @@ async def _run(
         )  # fmt: skip
 
     result: EvaluationResult | None = None
-    with RunWriter(run_dir, resume=continued is not None) as writer:
-        writer.write_summary(summary(None, "partial", RUNNING))
+    writer.write_summary(summary(None, "partial", RUNNING))
 
-        def on_each(record: SampleRecord) -> None:
-            writer.append(record)
-            if on_record is not None:
-                on_record(record)
+    def on_each(record: SampleRecord) -> None:
+        writer.append(record)
+        if on_record is not None:
+            on_record(record)
 
-        if on_start is not None:
-            on_start(to_pose, run_dir)
-        try:
-            if to_pose > 0:
-                result = await evaluate(
-                    task, posed.cases(), resolved.model, mode=mode, retries=retries, system_prompt=system_prompt,
-                    model_settings=model_settings, concurrency=concurrency, local=resolved.local, prices=prices,
-                    tool_choice=settings.tool_choice, on_record=on_each, control=control, keep_records=False,
-                )  # fmt: skip
-        except EvaluatorError:
-            if continued is None and not (run_dir / RECORDS_FILE).stat().st_size:
-                writer.discard()
-            else:
-                writer.write_summary(summary(None, "partial", "stopped by an error"))
-            raise
-        except BaseException:  # Ctrl-C, cancellation: what is written is kept, and the run can be resumed
-            writer.write_summary(summary(None, "partial", INTERRUPTED))
-            raise
-        if retry_errors:
-            latest = {r.case_id: r for r in read_records(run_dir)}
-            rewrite_records(run_dir, (latest[c.id] for c in dataset.cases() if c.id in latest))
-        status: RunStatus = "finished" if result is None else result.status
-        final = summary(result, status, None if result is None else result.reason)
-        if final.status == "finished" and final.scores.samples < dataset.size:
-            final = final.model_copy(update={"status": "partial", "reason": "some cases have no record yet"})
-        writer.write_summary(final)
+    if on_start is not None:
+        on_start(to_pose, run_dir)
+    try:
+        if to_pose > 0:
+            result = await evaluate(
+                task, posed.cases(), resolved.model, mode=mode, retries=settings.retries,
+                system_prompt=settings.system_prompt, model_settings=model_settings,
+                concurrency=settings.concurrency, local=resolved.local, prices=prices,
+                tool_choice=settings.tool_choice, on_record=on_each, control=control, keep_records=False,
+            )  # fmt: skip
+    except EvaluatorError:
+        if not resumed and not (run_dir / RECORDS_FILE).stat().st_size:
+            writer.discard()
+        else:
+            writer.write_summary(summary(None, "partial", "stopped by an error"))
+        raise
+    except BaseException:  # Ctrl-C, cancellation: what is written is kept, and the run can be resumed
+        writer.write_summary(summary(None, "partial", INTERRUPTED))
+        raise
+    if retry_errors:
+        latest = {r.case_id: r for r in read_records(run_dir)}
+        rewrite_records(run_dir, (latest[c.id] for c in dataset.cases() if c.id in latest))
+    status: RunStatus = "finished" if result is None else result.status
+    final = summary(result, status, None if result is None else result.reason)
+    if final.status == "finished" and final.scores.samples < dataset.size:
+        final = final.model_copy(update={"status": "partial", "reason": "some cases have no record yet"})
+    writer.write_summary(final)
     return RunOutcome(run_dir, final, result, to_pose)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import re
 import secrets
 import shutil
+import socket
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,14 +27,18 @@ __all__ = [
     "SUMMARY_FILE",
     "RunWriter",
     "StoredRun",
+    "drop_torn_line",
+    "latest_records",
     "load_runs",
     "model_slug",
     "new_run_id",
     "read_records",
+    "rewrite_records",
 ]
 
 RECORDS_FILE = "samples.jsonl"
 SUMMARY_FILE = "summary.json"
+LOCK_FILE = ".lock"
 
 
 def model_slug(model: str) -> str:
@@ -44,13 +51,37 @@ def new_run_id(mode: str, now: datetime) -> str:
     return f"{now:%Y%m%dT%H%M%SZ}-{mode}-{secrets.token_hex(2)}"
 
 
+def _lock(run_dir: Path) -> IO[str]:
+    """Hold the run folder for this process: a second writer (a resume started twice) is refused in one line.
+
+    An OS lock (flock) is released when its process dies, however it dies, so no stale lock outlives a crash.
+    """
+    handle = (run_dir / LOCK_FILE).open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise ResultFileError(
+            f"the run {run_dir} is being written by {holder}: wait for it to end or stop it"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"process {os.getpid()} on {socket.gethostname()}")
+    handle.flush()
+    return handle
+
+
 class RunWriter:
-    """Appends each record as one flushed JSON line, so a stopped run keeps every finished sample."""
+    """Appends each record as one flushed JSON line, so a stopped run keeps every finished sample; holds the
+    run folder's lock while it is open."""
 
     def __init__(self, run_dir: Path, *, resume: bool = False) -> None:
         self.run_dir = run_dir
         try:
             run_dir.mkdir(parents=True, exist_ok=resume)
+            self._lock = _lock(run_dir)
             self._records: IO[str] = (run_dir / RECORDS_FILE).open("a", encoding="utf-8")
         except OSError as exc:
             raise ResultFileError(f"cannot create the run folder {run_dir}: {exc.strerror or exc}") from None
@@ -68,6 +99,7 @@ class RunWriter:
 
     def close(self) -> None:
         self._records.close()
+        self._lock.close()
 
     def discard(self) -> None:
         """Remove a run that stored nothing (it stopped on an error before its first record)."""
@@ -175,3 +207,14 @@ def read_records(run_dir: Path) -> Iterator[SampleRecord]:
                     raise ResultFileError(f"corrupt record at {path}:{number}: {exc}") from None
     except OSError as exc:
         raise ResultFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def latest_records(run_dir: Path) -> Iterator[SampleRecord]:
+    """One record per case, the newest winning: what a run's scores count, however often a case was written
+    (a retry of errors or a resume cut short by a kill). Two passes, so memory holds only the case ids."""
+    last: dict[str, int] = {}
+    for number, record in enumerate(read_records(run_dir)):
+        last[record.case_id] = number
+    for number, record in enumerate(read_records(run_dir)):
+        if last.get(record.case_id) == number:
+            yield record

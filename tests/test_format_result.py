@@ -142,3 +142,13 @@ def test_csv_and_json_carry_the_same_rows() -> None:
         (None, "gone", None, None),
     ]
     assert data[0]["classes"] == {"child": 100.0, "grandparent": 50.0}
+
+
+def test_a_pipe_in_a_name_does_not_break_the_markdown_table() -> None:
+    piped = stored("org|model", {"a|b": ["correct", "incorrect"]})
+    lines = format_result.render_markdown(format_result.build_rows([piped]), farel_only=True).splitlines()
+    assert lines == [
+        "|   Nr | Model             |   FaRel |   a\\|b |",
+        "|-----:|:------------------|--------:|-------:|",
+        "|    1 | org\\|model (tool) |   50.00 |  50.00 |",
+    ]

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import json
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -241,3 +242,105 @@ def test_a_key_revoked_mid_run_stops_the_run_as_partial(tmp_path: Path) -> None:
         ).stdout
     )  # fmt: skip
     assert [(r["status"], r["samples"]) for r in rows] == [("partial", 11)]
+
+
+def test_a_second_process_on_a_run_is_refused_while_the_first_writes_it(tmp_path: Path) -> None:
+    with FakeOpenAI(lambda request: Fault(200, right(request), delay_s=0.5)) as server:
+        command = [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--length", "1", "--number",
+                   "10", "--quiet", "--concurrency", "1", "--results-dir", str(tmp_path)]  # fmt: skip
+        first = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while len(server.requests) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        second = subprocess.run([*command, "--resume"], cwd=REPO, capture_output=True, text=True, timeout=60)
+        first.communicate(timeout=60)
+    assert (first.returncode, second.returncode, second.stdout) == (0, 2, "")
+    (summary_path,) = tmp_path.rglob("summary.json")
+    run_dir = summary_path.parent
+    assert second.stderr == (
+        f"main.py: error: the run {run_dir} is being written by process {first.pid} on {socket.gethostname()}: "
+        "wait for it to end or stop it\n"
+    )
+    summary = RunSummary.model_validate_json(summary_path.read_text())
+    assert (summary.status, summary.scores.samples, summary.scores.correct) == ("finished", 20, 20)
+    assert len((run_dir / "samples.jsonl").read_text().splitlines()) == 20
+
+
+def test_a_case_written_twice_counts_once_the_newest_winning(tmp_path: Path) -> None:
+    """What a retry of errors killed after rewriting nothing leaves: the error and its retried answer."""
+    with FakeOpenAI(right) as server:
+        command = [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--length", "1", "--number",
+                   "10", "--quiet", "--limit", "4", "--results-dir", str(tmp_path)]  # fmt: skip
+        assert subprocess.run(command, cwd=REPO, capture_output=True, timeout=60).returncode == 0
+        (summary_path,) = tmp_path.rglob("summary.json")
+        records = summary_path.parent / "samples.jsonl"
+        lines = records.read_text().splitlines()
+        failed = json.loads(lines[0]) | {"status": "error", "output": None, "score": None, "error": "HTTP 500"}
+        records.write_text("\n".join([json.dumps(failed), *lines[1:], lines[0], lines[1]]) + "\n")
+        again = subprocess.run([*command, "--resume", str(summary_path.parent)], cwd=REPO, capture_output=True,
+                               text=True, timeout=60)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    summary = RunSummary.model_validate_json(summary_path.read_text())
+    assert (summary.scores.samples, summary.scores.correct, summary.scores.errors) == (4, 4, 0)
+
+
+def _write(path: Path, text: str | bytes) -> str:
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return str(path)
+
+
+PUBLISHED_LINE = (REPO.parent / "shared" / "fixtures" / "farel-bench" / "farel-bench.csv").read_text().splitlines()[0]
+
+
+ARGUMENT = "main.py run: error: argument "
+CSV_DIGITS = "main.py: error: malformed CSV: {tmp}/digits.csv line 1: the degree 999999999999... has 5000 digits"
+CACHE_ON_A_FILE = "main.py: error: cannot open the response cache {tmp}/a-file/.cache/responses.sqlite: Not a directory"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--request-timeout", "nan"], ARGUMENT + "--request-timeout: must be a finite number, got nan (see --help)"),
+        (["--request-timeout", "0"], ARGUMENT + "--request-timeout: must be more than 0 seconds, got 0 (see --help)"),
+        (["--request-timeout", "-5"], ARGUMENT + "--request-timeout: must be more than 0 seconds, got -5 (see --help)"),
+        (["--price-in", "nan"], ARGUMENT + "--price-in: must be a finite number, got nan (see --help)"),
+        (["--price-out", "inf"], ARGUMENT + "--price-out: must be a finite number, got inf (see --help)"),
+        (["--temperature", "nan"], ARGUMENT + "--temperature: must be a finite number, got nan (see --help)"),
+        (["--quizzes", "{tmp}/digits.csv"], CSV_DIGITS),
+        (["--cache", "--results-dir", "{tmp}/a-file"], CACHE_ON_A_FILE),
+    ],
+    ids=["timeout-nan", "timeout-0", "timeout-negative", "price-nan", "price-inf", "temperature-nan", "csv-digits",
+         "cache-on-a-file"],
+)  # fmt: skip
+def test_bad_input_is_one_line_and_a_non_zero_exit(args: list[str], message: str, tmp_path: Path) -> None:
+    _write(tmp_path / "digits.csv", "9" * 5000 + PUBLISHED_LINE[1:] + "\n")
+    _write(tmp_path / "a-file", "not a folder")
+    filled = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    done = subprocess.run(
+        [PYTHON, "main.py", "run", "--model", "test", "--limit", "2", "--results-dir", str(tmp_path / "r"), *filled],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [message.replace("{tmp}", str(tmp_path))]
+
+
+def test_a_csv_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    path = _write(tmp_path / "bom.csv", "\ufeff".encode() + (PUBLISHED_LINE + "\n").encode())
+    done = subprocess.run(
+        [PYTHON, "main.py", "run", "--model", "test", "--quizzes", path, "--results-dir", str(tmp_path), "--quiet"],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "child: 100.00 (C: 1, I: 0, M: 0 A: 1)"
+
+
+def test_the_leaderboard_of_an_empty_folder_is_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [PYTHON, "format_result.py", str(tmp_path), "--format", "markdown"],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"format_result.py: error: no stored runs under {tmp_path}: run `python main.py run` first\n"

@@ -74,7 +74,7 @@ def read_dataset(path: str) -> Dataset:
             raise InputError(f"cannot read quizzes from {path}: {exc.strerror or exc}") from None
         where = path
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte-order mark (spreadsheet exports) is not part of the first line
     except UnicodeDecodeError:
         raise InputError(f"malformed CSV in {where}: not UTF-8 text") from None
 
