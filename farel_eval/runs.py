@@ -7,6 +7,7 @@ retry of failed calls and the summary live here, so a library user gets them as 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
@@ -22,7 +23,7 @@ from pydantic_ai.settings import ModelSettings
 from farel_eval.attempts import UserPrices
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.engine import EvaluationResult, RunControl, ToolChoice, default_retries, evaluate
-from farel_eval.errors import EvaluatorError, InputError
+from farel_eval.errors import EvaluatorError, InputError, ResultFileError
 from farel_eval.models import PreparedModel, open_model
 from farel_eval.providers import ResolvedModel
 from farel_eval.schemas import AnswerMode, Case, RunSettings, RunStatus, RunSummary, SampleRecord
@@ -284,11 +285,12 @@ async def _pose_and_store(
                 concurrency=settings.concurrency, local=resolved.local, prices=prices,
                 tool_choice=settings.tool_choice, on_record=on_each, control=control, keep_records=False,
             )  # fmt: skip
-    except EvaluatorError:
+    except EvaluatorError as exc:
         if not resumed and not (run_dir / RECORDS_FILE).stat().st_size:
             writer.discard()
         else:
-            writer.write_summary(summary(None, "partial", "stopped by an error"))
+            with contextlib.suppress(ResultFileError):  # the disk may be as full for the summary: keep the cause
+                writer.write_summary(summary(None, "partial", f"stopped by an error: {exc}"))
         raise
     except BaseException:  # Ctrl-C, cancellation: what is written is kept, and the run can be resumed
         writer.write_summary(summary(None, "partial", INTERRUPTED))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -87,18 +88,26 @@ class RunWriter:
             raise ResultFileError(f"cannot create the run folder {run_dir}: {exc.strerror or exc}") from None
 
     def append(self, record: SampleRecord) -> None:
-        self._records.write(record.model_dump_json() + "\n")
-        self._records.flush()
+        try:
+            self._records.write(record.model_dump_json() + "\n")
+            self._records.flush()
+        except OSError as exc:  # a full disk: what is on disk stays there, and a resume carries on
+            raise ResultFileError(f"cannot write to {self.run_dir / RECORDS_FILE}: {exc.strerror or exc}; the "
+                                  "records written so far are kept") from None  # fmt: skip
 
     def write_summary(self, summary: RunSummary) -> Path:
         path = self.run_dir / SUMMARY_FILE
         partial = path.with_suffix(".json.tmp")
-        partial.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        partial.replace(path)
+        try:
+            partial.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            partial.replace(path)
+        except OSError as exc:
+            raise ResultFileError(f"cannot write {path}: {exc.strerror or exc}") from None
         return path
 
     def close(self) -> None:
-        self._records.close()
+        with contextlib.suppress(OSError):  # the flush of a write that already failed (a full disk) fails again
+            self._records.close()
         self._lock.close()
 
     def discard(self) -> None:

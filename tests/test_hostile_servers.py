@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import resource
 import signal
 import socket
 import subprocess
@@ -344,3 +345,36 @@ def test_the_leaderboard_of_an_empty_folder_is_one_line(tmp_path: Path) -> None:
     )  # fmt: skip
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"format_result.py: error: no stored runs under {tmp_path}: run `python main.py run` first\n"
+
+
+def test_a_full_disk_is_one_line_and_keeps_what_was_written(tmp_path: Path) -> None:
+    """The records file meets the file-size limit (what a full disk looks like to a write): one line, and the
+    records and summary on disk say how far the run got."""
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (6000, 6000))
+
+    command = [PYTHON, "main.py", "run", "--model", "m", "--length", "1", "--number", "10", "--quiet",
+               "--concurrency", "1", "--results-dir", str(tmp_path)]  # fmt: skip
+    with FakeOpenAI(right) as server:
+        done = subprocess.run(
+            [*command, "--base-url", server.url], cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+            preexec_fn=small_files,
+        )  # fmt: skip
+        (summary_path,) = tmp_path.rglob("summary.json")
+        written = (summary_path.parent / "samples.jsonl").read_text()
+        summary = RunSummary.model_validate_json(summary_path.read_text())
+        resumed = subprocess.run(
+            [*command, "--base-url", server.url, "--resume"], cwd=REPO, capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"main.py: error: cannot write to {summary_path.parent / 'samples.jsonl'}: File too large; "
+        "the records written so far are kept"
+    ]
+    whole = written.split("\n")[:-1]  # the last line is cut where the disk filled
+    assert 0 < len(whole) < 20 and all(json.loads(line)["status"] == "correct" for line in whole)
+    assert summary.status == "partial"
+    assert resumed.returncode == 0, resumed.stderr
+    summary = RunSummary.model_validate_json(summary_path.read_text())
+    assert (summary.status, summary.scores.samples, summary.scores.correct) == ("finished", 20, 20)
