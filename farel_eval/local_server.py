@@ -119,7 +119,8 @@ def _die_with_parent() -> None:
 
 
 class LlamaServer:
-    """`python -m llama_cpp.server` on a free loopback port; started on enter, stopped on every exit path."""
+    """llama-cpp-python's server (through `farel_eval.llama_launcher`: prompts reach the model verbatim) on a free
+    loopback port; started on enter, stopped on every exit path."""
 
     def __init__(self, model: LocalModel, *, context: int = 4096, startup_timeout_s: float = 180.0) -> None:
         self.model = model
@@ -137,7 +138,7 @@ class LlamaServer:
     def __enter__(self) -> LlamaServer:
         threads = str(os.cpu_count() or 1)
         command = [
-            sys.executable, "-m", "llama_cpp.server", "--model", str(self.model.path), "--host", "127.0.0.1",
+            sys.executable, "-m", "farel_eval.llama_launcher", "--model", str(self.model.path), "--host", "127.0.0.1",
             "--port", str(self.port), "--chat_format", self.model.chat_format, "--n_ctx", str(self._context),
             "--n_threads", threads, "--n_threads_batch", threads,
         ]  # fmt: skip

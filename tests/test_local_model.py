@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -34,7 +35,7 @@ def llama_servers() -> set[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if b"llama_cpp.server" in (entry / "cmdline").read_bytes():
+                if b"farel_eval.llama_launcher" in (entry / "cmdline").read_bytes():
                     found.add(int(entry.name))
             except OSError:
                 continue
@@ -152,3 +153,14 @@ def test_the_library_runs_the_local_model_string_and_stops_its_server() -> None:
     assert [r.case_id for r in result.records] == ["q00001", "q00002"]
     assert all(r.status != "error" and r.cost.source == "local" for r in result.records)
     assert not llama_servers() - before
+
+
+def test_the_model_is_given_the_prompt_verbatim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No HTML escaping on the way to the model: read back what the server rendered for a tag-mode quiz."""
+    log = tmp_path / "rendered.jsonl"
+    monkeypatch.setenv("FAREL_EVAL_RENDER_LOG", str(log))
+    quiz = next(q for q in farel_bench.generate(2, 1, 42, shuffle=True) if "'" in q.prompt)
+    asyncio.run(evaluator.evaluate(FAREL_TASK, [quiz.to_case()], "local:smollm2-135m", mode="tag"))
+    (rendered,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert rendered.endswith(f"<|im_start|>user\n{quiz.prompt}<|im_end|>\n<|im_start|>assistant\n")
+    assert "<ANSWER>1</ANSWER>" in rendered and "&lt;" not in rendered and "&#39;" not in rendered
