@@ -317,7 +317,7 @@ async def evaluate(
     retries: int | None = None,
     system_prompt: str | None = None,
     model_settings: ModelSettings | None = None,
-    concurrency: int = 8,
+    concurrency: int | None = None,
     local: bool | None = None,
     prices: UserPrices | None = None,
     tool_choice: ToolChoice | None = None,
@@ -335,13 +335,14 @@ async def evaluate(
     None tries forcing and falls back to `auto` if the server refuses it on the first case. The first case
     is posed alone: if the model cannot be reached, the run stops there as `dnf`. `control` stops the run
     early (Ctrl-C, budgets); `keep_records=False` keeps memory flat on huge runs (records then reach only
-    `on_record`). If a worker fails, the others are cancelled before this raises.
+    `on_record`). If a worker fails, the others are cancelled before this raises. `concurrency` defaults to
+    8, or to what suits the model string (a local server: 1, with its 512-token answer cap).
     """
     if not isinstance(task, Task):
         raise TaskError(f"evaluate() takes a Task first, got {type(task).__name__}: see evaluator.Task")
     if mode not in ("tool", "native", "prompted", "text", "tag"):
         raise TaskError(f"unknown mode {mode!r}: use tool, native, prompted or text")
-    if concurrency < 1:
+    if concurrency is not None and concurrency < 1:
         raise EvaluatorError(f"concurrency must be at least 1, got {concurrency}")
     pending = enumerate(cases)
     head = next(pending, None)
@@ -353,9 +354,12 @@ async def evaluate(
             model = prepared.resolved.model
             local = prepared.resolved.local if local is None else local
             tool_choice = tool_choice or prepared.tool_choice
+            concurrency = concurrency or prepared.concurrency
+            if prepared.max_tokens is not None and "max_tokens" not in (model_settings or {}):
+                model_settings = ModelSettings(**(model_settings or {}), max_tokens=prepared.max_tokens)
         return await _evaluate(
             task, head, pending, model, mode=mode, retries=default_retries(mode) if retries is None else retries,
-            system_prompt=system_prompt, model_settings=model_settings, concurrency=concurrency,
+            system_prompt=system_prompt, model_settings=model_settings, concurrency=concurrency or 8,
             local=bool(local), prices=prices, tool_choice=tool_choice, on_record=on_record,
             control=control or RunControl(), keep_records=keep_records,
         )  # fmt: skip
