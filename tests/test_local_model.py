@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,23 @@ def test_the_model_is_given_the_prompt_verbatim(tmp_path: Path, monkeypatch: pyt
     (rendered,) = [json.loads(line) for line in log.read_text().splitlines()]
     assert rendered.endswith(f"<|im_start|>user\n{quiz.prompt}<|im_end|>\n<|im_start|>assistant\n")
     assert "<ANSWER>1</ANSWER>" in rendered and "&lt;" not in rendered and "&#39;" not in rendered
+
+
+def test_an_answer_does_not_depend_on_the_requests_before_it() -> None:
+    """A resumed run's server starts afresh mid-dataset: a request must be sampled the same whether it comes
+    first or after others (llama-cpp-python otherwise chains each request's seed from the previous one)."""
+    from farel_eval.local_server import LlamaServer, locate_local_model
+
+    def ask(url: str, prompt: str) -> str:
+        body = {"messages": [{"role": "user", "content": prompt}], "temperature": 1.5, "max_tokens": 24}
+        request = urllib.request.Request(
+            f"{url}/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return str(json.load(response)["choices"][0]["message"]["content"])
+
+    with LlamaServer(locate_local_model("smollm2-135m")) as server:
+        first = ask(server.url, "Tell me a story about a cat.")
+        others = [ask(server.url, f"Name a colour, number {n}.") for n in range(3)]
+        again = ask(server.url, "Tell me a story about a cat.")
+    assert first == again and others
