@@ -9,10 +9,15 @@ The importable core: no argument parsing, no printing.
     result.records[0].output, result.records[0].score, result.scores.score
 
 `evaluate()` poses and scores; `run()` does the same and stores the run (resumable) under a results folder.
+`analyse(records)` gives a run's interval and baselines, `compare(a, b)` pairs two runs case by case:
+
+    a, b = evaluator.analyse(result_a.records), evaluator.analyse(result_b.records)
+    a.score_ci95(), evaluator.compare(a, b).p_value
 """
 
 from __future__ import annotations
 
+from farel_eval.analysis import Comparison, RunAnalysis, analyse, compare
 from farel_eval.attempts import UserPrices
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.engine import EvaluationResult, RunControl, ToolChoice, default_retries, evaluate
@@ -44,6 +49,7 @@ __all__ = [
     "AnswerMode",
     "Attempt",
     "Case",
+    "Comparison",
     "Dataset",
     "EvaluationResult",
     "EvaluatorError",
@@ -53,6 +59,7 @@ __all__ = [
     "PreparedModel",
     "Quiz",
     "ResultFileError",
+    "RunAnalysis",
     "RunControl",
     "RunOutcome",
     "RunSummary",
@@ -65,6 +72,8 @@ __all__ = [
     "TextReader",
     "ToolChoice",
     "UserPrices",
+    "analyse",
+    "compare",
     "dataset_from_cases",
     "default_retries",
     "evaluate",

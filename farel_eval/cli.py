@@ -25,10 +25,11 @@ from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.engine import CREDENTIALS_REFUSED, RunControl
 from farel_eval.errors import EvaluatorError, InputError, OneLineArgumentParser
 from farel_eval.farel_logs import log_files, parse_log
+from farel_eval.leaderboard import build_rows, compare_runs, load_run
 from farel_eval.local_server import DEFAULT_LOCAL_MODEL, locate_local_model
 from farel_eval.models import open_model
 from farel_eval.progress import Progress
-from farel_eval.runs import INTERRUPTED, program_version, run
+from farel_eval.runs import INTERRUPTED, RunOutcome, program_version, run
 from farel_eval.schemas import RunSettings, RunSummary, is_text_mode
 from farel_eval.secrets import Redactor
 from farel_eval.storage import SUMMARY_FILE, RunWriter, model_slug
@@ -36,6 +37,7 @@ from farel_eval.suites.farel import FAREL_TASK, generated_dataset, quiz_of, read
 from farel_eval.suites.farel_import import import_log, imported_run_id
 from farel_eval.suites.files import load_suite_file
 from farel_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
+from farel_eval.tables import render_comparison, render_rich
 from farel_eval.tasks import Task
 
 PROG = "farel-eval"
@@ -113,9 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     model = run.add_argument_group("model")
     model.add_argument(
         "--model",
-        help="pydantic-ai model string (openai:gpt-4o-mini, openrouter:..., anthropic:..., google:..., ollama:NAME, "
+        action="append",
+        help="a pydantic-ai model string (openai:gpt-4o-mini, openrouter:..., anthropic:..., google:..., ollama:NAME, "
         "test), any model name with --base-url, local:smollm2-135m | local:gemma3-270m | local:/path/x.gguf "
-        "(served here by llama-cpp-python), or replay:LOGFILE (default: local:smollm2-135m)",
+        "(served here by llama-cpp-python), or replay:LOGFILE (default: local:smollm2-135m); repeat --model to "
+        "compare models on the identical cases, one stored run each",
     )
     model.add_argument(
         "--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (llama.cpp, vLLM)"
@@ -175,12 +179,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="name the two 'cousin Nx removed' classes of degree >= 5 apart (not farel-bench parity)",
     )
     data.add_argument("--limit", type=_positive, help="pose only N quizzes, spread evenly over the classes")
+    data.add_argument(
+        "--repeats", type=_positive, default=1, help="pose every case K times (scores are means; default 1)"
+    )
     out = run.add_argument_group("run")
     model.add_argument(
         "--chat-format", help="local models: llama-cpp-python chat handler (default chatml-function-calling)"
     )
     model.add_argument("--pull", action="store_true", help="ollama: pull the model first if Ollama does not have it")
-    data.add_argument("--full", action="store_true", help="local models: all quizzes (default there: 45, 5 per class)")
+    data.add_argument(
+        "--full", action="store_true", help="local models: all quizzes (default with a local: model: 45, 5 per class)"
+    )
     out.add_argument("--concurrency", type=_positive, help="requests in flight (default 8; 1 for local models)")
     out.add_argument("--results-dir", type=Path, default=Path("result"), help="where runs are stored (default result)")
     out.add_argument("--quiet", action="store_true", help="no progress display")
@@ -332,45 +341,89 @@ def command_run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace, task: Task[Any], dataset: Dataset) -> int:
-    prices = UserPrices(args.price_in, args.price_out) if args.price_in is not None else None
-    control = RunControl(max_cost=args.max_cost, max_requests=args.max_requests)
+    """Each `--model` in turn on the identical cases, under one progress display; then the comparison."""
+    models: list[str] = list(dict.fromkeys(args.model or [DEFAULT_LOCAL_MODEL]))
+    if args.resume not in (None, LATEST) and len(models) > 1:
+        raise InputError("--resume RUN_DIR continues one run: give one --model, or --resume alone for each model's")
+    short = any(name.startswith("local:") for name in models)  # the embedded model is slow: a short default
+    limit = args.limit if args.limit is not None or args.full or not short else SHORT_RUN_CASES
+    if limit is not None:
+        dataset = dataset.limited(limit)
+    current = RunControl()
+    stopped: list[str] = []
     loop = asyncio.get_running_loop()
 
+    def stop(reason: str) -> None:
+        stopped.append(reason)
+        current.stop(reason)
+
     def first_interrupt() -> None:  # stop sending, let requests in flight finish; a second Ctrl-C stops at once
-        control.stop(INTERRUPTED)
+        stop(INTERRUPTED)
         loop.remove_signal_handler(signal.SIGINT)
 
-    def terminate() -> None:  # SIGTERM (kill, a service manager): stop as the first Ctrl-C does
-        control.stop(TERMINATED)
+    loop.add_signal_handler(signal.SIGINT, first_interrupt)
+    loop.add_signal_handler(signal.SIGTERM, lambda: stop(TERMINATED))  # a service manager: as the first Ctrl-C
+    outcomes: list[RunOutcome] = []
+    code = 0
+    try:
+        with Progress(quiet=args.quiet) as progress:
+            for name in models:
+                if stopped:
+                    break
+                current = RunControl(max_cost=args.max_cost, max_requests=args.max_requests)  # budgets are per run
+                outcome = await _run_model(args, name, task, dataset, current, progress)
+                outcomes.append(outcome)
+                code = code or _outcome_code(outcome)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        loop.remove_signal_handler(signal.SIGTERM)
+    if len(outcomes) > 1:
+        _print_comparison([o.run_dir for o in outcomes])
+    return code
+
+
+def _print_comparison(run_dirs: Sequence[Path]) -> None:
+    """The runs of one command side by side, and with two models their paired comparison."""
+    runs = [load_run(run_dir) for run_dir in run_dirs]
+    print()
+    render_rich(build_rows(runs), Console())
+    if len(runs) == 2:
+        try:
+            comparison, a, b = compare_runs(*runs)
+        except EvaluatorError as exc:
+            print(f"paired comparison: none ({exc})")
+            return
+        print(render_comparison(comparison, a, b), end="")
+
+
+async def _run_model(
+    args: argparse.Namespace, name: str, task: Task[Any], dataset: Dataset, control: RunControl, progress: Progress
+) -> RunOutcome:
+    prices = UserPrices(args.price_in, args.price_out) if args.price_in is not None else None
 
     def status(text: str) -> None:
         if not args.quiet:
             print(text, file=sys.stderr)
 
-    loop.add_signal_handler(signal.SIGINT, first_interrupt)
-    loop.add_signal_handler(signal.SIGTERM, terminate)
-    try:
-        async with open_model(
-            args.model or DEFAULT_LOCAL_MODEL, mode=args.mode, base_url=args.base_url, api_key=args.api_key,
-            cache_path=args.results_dir / CACHE_FILE if args.cache else None, request_timeout=args.request_timeout,
-            tool_choice=args.tool_choice, chat_format=args.chat_format, pull=args.pull,
-            console=Console(stderr=True), on_status=status, task=task,
-        ) as prepared:  # fmt: skip
-            limit = args.limit if args.limit is not None or args.full or not prepared.short_run else SHORT_RUN_CASES
-            if limit is not None:
-                dataset = dataset.limited(limit)
-            with Progress(control.traffic, quiet=args.quiet) as progress:
-                outcome = await run(
-                    task, dataset, prepared, results_dir=args.results_dir, mode=args.mode, retries=args.retries,
-                    system_prompt=args.system_prompt, temperature=args.temperature, seed=args.model_seed,
-                    max_tokens=args.max_tokens, concurrency=args.concurrency, prices=prices,
-                    max_transport_retries=args.max_transport_retries, request_timeout=args.request_timeout,
-                    resume=True if args.resume == LATEST else (args.resume or False), retry_errors=args.retry_errors,
-                    control=control, on_record=progress.advance, on_start=progress.start,
-                )  # fmt: skip
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        loop.remove_signal_handler(signal.SIGTERM)
+    async with open_model(
+        name, mode=args.mode, base_url=args.base_url, api_key=args.api_key,
+        cache_path=args.results_dir / CACHE_FILE if args.cache else None, request_timeout=args.request_timeout,
+        tool_choice=args.tool_choice, chat_format=args.chat_format, pull=args.pull,
+        console=Console(stderr=True), on_status=status, task=task,
+    ) as prepared:  # fmt: skip
+        return await run(
+            task, dataset, prepared, results_dir=args.results_dir, mode=args.mode, retries=args.retries,
+            system_prompt=args.system_prompt, temperature=args.temperature, seed=args.model_seed,
+            max_tokens=args.max_tokens, concurrency=args.concurrency, prices=prices,
+            max_transport_retries=args.max_transport_retries, request_timeout=args.request_timeout,
+            resume=True if args.resume == LATEST else (args.resume or False), retry_errors=args.retry_errors,
+            repeats=args.repeats, control=control, on_record=progress.advance,
+            on_start=lambda total, _: progress.start(total, prepared.resolved.name, control.traffic),
+        )  # fmt: skip
+
+
+def _outcome_code(outcome: RunOutcome) -> int:
+    """Report one model's run; its exit code (0, or why it stopped)."""
     final, run_dir = outcome.summary, outcome.run_dir
     if final.status == "dnf":
         where = f" at {final.settings.base_url}" if final.settings.base_url else ""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic_core import PydanticSerializationError
@@ -28,29 +28,24 @@ class Dataset:
     """Cases per group, in dataset order (ungrouped cases count under the group name "all")."""
     _source: CaseSource
     _limit: int | None = None
-    _skip: frozenset[str] = field(default_factory=frozenset)
-    _only: frozenset[str] | None = None
 
     def cases(self) -> Iterator[Case]:
-        """The cases to pose, in dataset order, with the limit and any skipped ids applied."""
+        """The cases to pose, in dataset order, with the limit applied."""
         quota = self._quotas()
         taken: dict[str, int] = {}
         for case in self._source():
             group = _group(case)
             seen = taken.get(group, 0)
             taken[group] = seen + 1
-            if quota is not None and seen >= quota.get(group, 0):
-                continue
-            if case.id in self._skip or (self._only is not None and case.id not in self._only):
-                continue
-            yield case
+            if quota is None or seen < quota.get(group, 0):
+                yield case
 
     def load(self) -> list[Case]:
         return list(self.cases())
 
     @property
     def size(self) -> int:
-        """How many cases the limit leaves (before skipping any)."""
+        """How many cases the limit leaves."""
         quota = self._quotas()
         return sum(quota.values()) if quota is not None else sum(self.group_sizes.values())
 
@@ -72,14 +67,6 @@ class Dataset:
         if limit < 1:
             raise InputError(f"limit must be at least 1, got {limit}")
         return Dataset(self.info.model_copy(update={"limit": limit}), self.group_sizes, self._source, limit)
-
-    def without(self, done: Iterable[str]) -> Dataset:
-        """Leave out cases already answered (a resumed run)."""
-        return Dataset(self.info, self.group_sizes, self._source, self._limit, self._skip | frozenset(done), self._only)
-
-    def only(self, ids: Iterable[str]) -> Dataset:
-        """Keep only these cases (the errors that a retry of errors poses again)."""
-        return Dataset(self.info, self.group_sizes, self._source, self._limit, self._skip, frozenset(ids))
 
 
 def _group(case: Case) -> str:

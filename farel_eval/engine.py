@@ -36,9 +36,37 @@ from farel_eval.secrets import Redactor
 from farel_eval.tasks import Score, Task, TextReply
 from farel_eval.transport import SampleTraffic, TrafficMeter, current_traffic, meter_model
 
-__all__ = ["CREDENTIALS_REFUSED", "EvaluationResult", "RunControl", "ToolChoice", "default_retries", "evaluate"]
+__all__ = [
+    "CREDENTIALS_REFUSED",
+    "EvaluationResult",
+    "RunControl",
+    "Sample",
+    "ToolChoice",
+    "default_retries",
+    "evaluate",
+    "evaluate_samples",
+    "repeated",
+]
 
 ToolChoice = Literal["required", "auto"]
+
+Sample = tuple[Case, int]
+"""A case and which posing of it this is (its repeat index, from 0)."""
+
+
+_Numbered = tuple[int, Case, int]
+"""A sample's position in the run, its case and its repeat index."""
+
+
+def repeated(cases: Iterable[Case], repeats: int) -> Iterator[Sample]:
+    """Every case `repeats` times, one whole pass after another (an interrupted run has whole passes first)."""
+    if repeats < 1:
+        raise EvaluatorError(f"repeats must be at least 1, got {repeats}")
+    if repeats == 1:
+        return ((case, 0) for case in cases)
+    kept = list(cases)
+    return ((case, repeat) for repeat in range(repeats) for case in kept)
+
 
 CREDENTIALS_REFUSED = "stopped: the server refused the credentials mid-run"
 """The start of a run's reason when a 401 or 403 came after the first case (the run is `partial`)."""
@@ -127,6 +155,7 @@ class _Poser:
         self.local = local
         self.prices = prices
         self.traffic = traffic
+        self.model_settings = model_settings or ModelSettings()
         context = task.validation_context
         self.agent: Agent[Case, Any] = Agent(
             model,
@@ -155,7 +184,18 @@ class _Poser:
             recheck=recheck if reader is None or not is_text_mode(self.mode) else None,
         )
 
-    async def pose(self, case: Case) -> _Outcome:
+    def _settings_for(self, repeat: int) -> ModelSettings | None:
+        """Each repeat after the first samples from its own seed: the run's seed plus the repeat index, or the
+        index alone on a local server (which otherwise derives the seed from the request, so repeats would all
+        answer alike). Repeats are then different requests, which a response cache does not merge."""
+        if not repeat:
+            return None
+        seed = self.model_settings.get("seed")
+        if seed is not None:
+            return ModelSettings(seed=seed + repeat)
+        return ModelSettings(seed=repeat) if self.local else None
+
+    async def pose(self, case: Case, repeat: int = 0) -> _Outcome:
         started = time.perf_counter()
         output: Any = None
         exception: BaseException | None = None
@@ -163,7 +203,8 @@ class _Poser:
         counting = current_traffic.set(traffic)
         with capture_run_messages() as messages:
             try:
-                output = (await self.agent.run(self.task.question(case, self.mode), deps=case)).output
+                question = self.task.question(case, self.mode)
+                output = (await self.agent.run(question, deps=case, model_settings=self._settings_for(repeat))).output
             except UserError as exc:
                 raise EvaluatorError(f"cannot ask this model in {self.mode} mode: {str(exc).splitlines()[0]}") from None
             except (EvaluatorError, asyncio.CancelledError):
@@ -197,6 +238,7 @@ class _Poser:
             status = "correct" if verdict.value == 1.0 else "incorrect" if verdict.value == 0.0 else "partial"
         record = SampleRecord(
             case_id=case.id,
+            repeat=repeat,
             group=case.group,
             expected=to_jsonable_python(case.expected),
             metadata=to_jsonable_python(case.metadata),
@@ -324,6 +366,7 @@ async def evaluate(
     on_record: Callable[[SampleRecord], None] | None = None,
     control: RunControl | None = None,
     keep_records: bool = True,
+    repeats: int = 1,
 ) -> EvaluationResult:
     """Pose every case of `task` to `model` in `mode`, validate and score the outputs.
 
@@ -336,15 +379,41 @@ async def evaluate(
     is posed alone: if the model cannot be reached, the run stops there as `dnf`. `control` stops the run
     early (Ctrl-C, budgets); `keep_records=False` keeps memory flat on huge runs (records then reach only
     `on_record`). If a worker fails, the others are cancelled before this raises. `concurrency` defaults to
-    8, or to what suits the model string (a local server: 1, with its 512-token answer cap).
+    8, or to what suits the model string (a local server: 1, with its 512-token answer cap). `repeats` poses
+    every case that many times (records carry the repeat index; scores are means over all of them).
     """
+    return await evaluate_samples(
+        task, repeated(cases, repeats), model, mode=mode, retries=retries, system_prompt=system_prompt,
+        model_settings=model_settings, concurrency=concurrency, local=local, prices=prices, tool_choice=tool_choice,
+        on_record=on_record, control=control, keep_records=keep_records,
+    )  # fmt: skip
+
+
+async def evaluate_samples(
+    task: Task[Any],
+    samples: Iterable[Sample],
+    model: Model | str,
+    *,
+    mode: AnswerMode = "tool",
+    retries: int | None = None,
+    system_prompt: str | None = None,
+    model_settings: ModelSettings | None = None,
+    concurrency: int | None = None,
+    local: bool | None = None,
+    prices: UserPrices | None = None,
+    tool_choice: ToolChoice | None = None,
+    on_record: Callable[[SampleRecord], None] | None = None,
+    control: RunControl | None = None,
+    keep_records: bool = True,
+) -> EvaluationResult:
+    """`evaluate()` over given (case, repeat) pairs: what a resumed run with repeats poses."""
     if not isinstance(task, Task):
         raise TaskError(f"evaluate() takes a Task first, got {type(task).__name__}: see evaluator.Task")
     if mode not in ("tool", "native", "prompted", "text", "tag"):
         raise TaskError(f"unknown mode {mode!r}: use tool, native, prompted or text")
     if concurrency is not None and concurrency < 1:
         raise EvaluatorError(f"concurrency must be at least 1, got {concurrency}")
-    pending = enumerate(cases)
+    pending = ((index, case, repeat) for index, (case, repeat) in enumerate(samples))
     head = next(pending, None)
     if head is None:
         raise EvaluatorError("no cases to evaluate")
@@ -367,8 +436,8 @@ async def evaluate(
 
 async def _evaluate(
     task: Task[Any],
-    head: tuple[int, Case],
-    pending: Iterator[tuple[int, Case]],
+    head: _Numbered,
+    pending: Iterator[_Numbered],
     model: Model,
     *,
     mode: AnswerMode,
@@ -400,7 +469,7 @@ async def _evaluate(
 
     started = time.perf_counter()
     current = poser(model)
-    posed = await _pose_unless_stopped(current, head[1], control)
+    posed = await _pose_unless_stopped(current, head[1], head[2], control)
     if posed is None:  # stopped (Ctrl-C) while the first case was in flight: nothing to record
         return EvaluationResult(
             records=[], scores=ScoreBook(aggregate=task.aggregate).scores(), status="partial", reason=control.reason,
@@ -410,10 +479,10 @@ async def _evaluate(
     first = posed
     may_free = chosen == "required" and tool_choice is None
     if may_free and _refused_forced_choice(first.exception) and not _names_tool_choice(first.exception):
-        first = await current.pose(head[1])  # a transient fault passes on a second try; a refusal repeats
+        first = await current.pose(head[1], head[2])  # a transient fault passes on a second try; a refusal repeats
     if may_free and _refused_forced_choice(first.exception):
         fallback = poser(without_forced_tool_choice(model))
-        retried = await fallback.pose(head[1])
+        retried = await fallback.pose(head[1], head[2])
         if retried.exception is None:
             reason = f"the server refused a forced tool choice ({first.record.error})"
             current, first, chosen = fallback, retried, "auto"
@@ -447,9 +516,9 @@ async def _evaluate(
     )
 
 
-async def _pose_unless_stopped(poser: _Poser, case: Case, control: RunControl) -> _Outcome | None:
+async def _pose_unless_stopped(poser: _Poser, case: Case, repeat: int, control: RunControl) -> _Outcome | None:
     """Pose one case; a stop while it is in flight gives it `control.grace_s`, then cancels it (None)."""
-    posing = asyncio.create_task(poser.pose(case))
+    posing = asyncio.create_task(poser.pose(case, repeat))
     stop = asyncio.create_task(control.stopped())
     try:
         await asyncio.wait({posing, stop}, return_when=asyncio.FIRST_COMPLETED)
@@ -463,7 +532,7 @@ async def _pose_unless_stopped(poser: _Poser, case: Case, control: RunControl) -
 
 
 async def _pose_rest(
-    poser: _Poser, pending: Iterator[tuple[int, Case]], collected: _Collector, concurrency: int, control: RunControl
+    poser: _Poser, pending: Iterator[_Numbered], collected: _Collector, concurrency: int, control: RunControl
 ) -> None:
     """Pose the remaining cases with `concurrency` workers pulling from one iterator (memory stays flat).
 
@@ -478,7 +547,7 @@ async def _pose_rest(
                 item = next(pending, None)
                 if item is None:
                     return
-                outcome = await poser.pose(item[1])
+                outcome = await poser.pose(item[1], item[2])
                 collected.add(item[0], outcome.record, outcome.exception)
             finally:
                 collected.release()

@@ -1,58 +1,99 @@
-#!/usr/bin/env python3
-"""Leaderboard of stored runs: farel-bench's FaRel table plus format-compliance, token and cost columns.
+"""Leaderboard rows of stored runs: scores with their intervals and baselines, rank groups, cost per correct answer
+and the Pareto frontier, ranked by score, cost, value or frontier. Rendering is `farel_eval.tables`.
 
-    python format_result.py [DIR] [--format rich|markdown|csv|json]
-
-Rows are built as data (`LeaderboardRow`) first, then rendered; every format shows the same rows.
+Each run's records are read once (`analysis.analyse`); a run stored without its records (a hand-made summary)
+gets a row from its summary alone, with no interval.
 """
 
 from __future__ import annotations
 
-import csv
 import io
-import json
-import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 
-from farel_eval.errors import EvaluatorError, OneLineArgumentParser, ResultFileError
+from farel_eval.analysis import Comparison, RunAnalysis, analyse, compare, tied_with_best
+from farel_eval.errors import EvaluatorError, InputError, OneLineArgumentParser, ResultFileError
+from farel_eval.html_report import invalid_examples, render_html
 from farel_eval.schemas import LeaderboardRow
-from farel_eval.storage import StoredRun, load_runs
+from farel_eval.stats import pareto_front
+from farel_eval.storage import RECORDS_FILE, SUMMARY_FILE, StoredRun, latest_records, load_runs, read_records
+from farel_eval.tables import comparison_json, render_comparison, render_csv, render_json, render_markdown, render_rich
 
-__all__ = ["build_rows", "class_header", "render_csv", "render_json", "render_markdown", "render_rich"]
+__all__ = ["RANK_BY", "RankBy", "analyse_run", "build_rows", "compare_runs", "load_run", "main", "newest_runs"]
+
+RankBy = Literal["score", "cost", "value", "pareto"]
+RANK_BY: tuple[RankBy, ...] = ("score", "cost", "value", "pareto")
 
 
-def build_rows(runs: Sequence[StoredRun]) -> list[LeaderboardRow]:
-    """One row per run, grouped by suite (FaRel first), best score first within a suite; equal scores (to two
-    decimals) share the smallest rank. Runs of different suites are never ranked against each other."""
-    rows = [_row(run) for run in runs]
+def analyse_run(run: StoredRun) -> RunAnalysis | None:
+    """The run's records reduced for statistics; None when the run was stored without them."""
+    if not (run.path / RECORDS_FILE).is_file():
+        return None
+    return analyse(latest_records(run.path), run.summary.scores.aggregate)
+
+
+def load_run(path: Path) -> StoredRun:
+    """One stored run, named by its folder or its summary file."""
+    summary = path / SUMMARY_FILE if path.is_dir() else path
+    if summary.name != SUMMARY_FILE or not summary.is_file():
+        raise ResultFileError(f"{path} is not a stored run: name a run folder (it holds {SUMMARY_FILE})")
+    (run,) = load_runs(summary)
+    return run
+
+
+def newest_runs(runs: Iterable[StoredRun]) -> list[StoredRun]:
+    """The newest run per model, mode, suite, task, cases and settings (`--latest`): older runs of the same
+    configuration are left out."""
+    newest: dict[tuple[str, ...], StoredRun] = {}
+    for run in runs:  # oldest first, as load_runs gives them
+        s = run.summary
+        settings = s.settings.model_dump_json(exclude={"concurrency", "tool_choice", "tool_choice_reason", "base_url"})
+        key = (s.model, s.mode, s.suite, s.task, s.dataset.md5, str(s.dataset.limit), settings)
+        newest.pop(key, None)
+        newest[key] = run
+    return list(newest.values())
+
+
+def build_rows(runs: Sequence[StoredRun], *, rank_by: RankBy = "score") -> list[LeaderboardRow]:
+    """One row per run, a block per suite (FaRel first); runs of different suites are never ranked against each
+    other. Complete runs are ranked (equal keys share the smallest rank); partial, limited and unscored runs
+    follow them unranked, so a 2-case run never stands above a full one."""
+    analyses = [analyse_run(run) for run in runs]
+    rows = [_row(run, analysis) for run, analysis in zip(runs, analyses, strict=True)]
+    by_path = dict(zip((r.path for r in rows), analyses, strict=True))
     ordered: list[LeaderboardRow] = []
-    for suite in _suites(rows):
-        mine = [r for r in rows if r.suite == suite]
-        scored = sorted(
-            (r for r in mine if r.score is not None), key=lambda r: (-round(r.score or 0, 2), r.model, r.mode)
-        )
-        ranked: list[LeaderboardRow] = []
-        for position, row in enumerate(scored, 1):
-            tied = ranked and round(ranked[-1].score or 0, 2) == round(row.score or 0, 2)
-            ranked.append(row.model_copy(update={"rank": ranked[-1].rank if tied else position}))
-        ordered += ranked + [r for r in mine if r.score is None]
+    for suite in sorted({r.suite for r in rows}, key=lambda name: (name != "farel", name)):
+        mine = _with_frontier([r for r in rows if r.suite == suite])
+        mine = _with_rank_groups(mine, by_path)
+        ordered += _ranked(mine, rank_by)
     return ordered
 
 
-def _suites(rows: Sequence[LeaderboardRow]) -> list[str]:
-    return sorted({r.suite for r in rows}, key=lambda name: (name != "farel", name))
+def _known_cost(row: LeaderboardRow) -> bool:
+    return row.cost_usd is not None and row.cost_complete
 
 
-def _row(run: StoredRun) -> LeaderboardRow:
+def _row(run: StoredRun, analysis: RunAnalysis | None) -> LeaderboardRow:
     s, scores = run.summary, run.summary.scores
     scored = s.status != "dnf"
     score = scores.score if scored else None
+    repeats = max(s.settings.repeats, analysis.repeats if analysis else 1)
+    complete = (
+        s.status == "finished"
+        and s.dataset.limit is None
+        and scores.errors == 0
+        and scores.samples >= s.dataset.cases * repeats
+        and score is not None
+    )
+    known_cost = scores.totals.cost_usd is not None and scores.totals.cost_complete
+    cost = scores.totals.cost_usd if known_cost else None
+    per_case = None if cost is None or not scores.samples else cost / scores.samples
+    correct_sum = analysis.score_sum if analysis else scores.correct + 0.0
+    ci = analysis.score_ci95() if analysis and scored else None
     return LeaderboardRow(
         rank=None,
         suite=s.suite,
@@ -86,236 +127,185 @@ def _row(run: StoredRun) -> LeaderboardRow:
         dataset_md5=s.dataset.md5,
         reason=s.reason,
         path=str(run.path),
+        cases=s.dataset.cases,
+        complete=complete,
+        repeats=repeats,
+        consistency=analysis.consistency if analysis else None,
+        score_ci95=list(ci) if ci else None,
+        class_ci95={k: list(v) for k, v in analysis.class_ci95().items()} if analysis and scored else {},
+        chance=analysis.chance if analysis else None,
+        positions=analysis.positions if analysis else {},
+        favourite_position=analysis.favourite_position if analysis else None,
+        favourite_position_score=analysis.favourite_position_score if analysis else None,
+        cost_per_case_usd=per_case,
+        cost_per_correct_usd=cost / correct_sum if cost is not None and correct_sum else None,
+        score_per_usd=score / per_case if score is not None and per_case else None,
+        latency_median_s=analysis.latency_median_s if analysis else None,
+        latency_p95_s=analysis.latency_p95_s if analysis else None,
+        valid_after_retries=scores.compliance.valid_after_retries,
+        invalid_by_kind=dict(scores.compliance.invalid_by_kind),
     )
 
 
-def class_header(name: str) -> str:
-    """Class names as the public FaRel table writes its headers: "grandchild" -> "grand-child"."""
-    return re.sub(r"grand(?=[a-z])", "grand-", name)
+def _with_frontier(rows: Sequence[LeaderboardRow]) -> list[LeaderboardRow]:
+    """Mark the complete runs with a known cost that no other such run beats on both cost per case and score."""
+    eligible = [r for r in rows if r.complete and _known_cost(r)]
+    front = pareto_front([(r.cost_per_case_usd, r.score) for r in eligible])
+    on_front = {id(r): flag for r, flag in zip(eligible, front, strict=True)}
+    return [r.model_copy(update={"pareto": on_front.get(id(r))}) for r in rows]
 
 
-def _class_names(rows: Sequence[LeaderboardRow]) -> list[str]:
-    names: dict[str, None] = {}
-    for row in rows:
-        names.update(dict.fromkeys(row.classes))
-    return list(names)
-
-
-def _label(row: LeaderboardRow) -> str:
-    marks = [row.mode] + (["imported"] if row.imported else []) + ([row.status] if row.status == "partial" else [])
-    return f"{row.model} ({', '.join(marks)})"
-
-
-def _num(value: float | None) -> str:
-    return "" if value is None else f"{value:.2f}"
-
-
-def _cost(row: LeaderboardRow) -> str:
-    if row.status == "dnf":
-        return "DNF"
-    if row.cost_usd is None:
-        return "unknown"
-    if row.cost_sources == ["local"]:
-        return "$0 (local)"
-    return f"{'' if row.cost_complete else '>='}${row.cost_usd:.6f}"
-
-
-def _cells(row: LeaderboardRow, classes: Sequence[str]) -> list[str]:
-    """The table's cells for one row, as text: Nr, Model, score, groups, then the compliance columns."""
-    dnf = row.status == "dnf"
-    return [
-        "" if row.rank is None else str(row.rank),
-        _label(row),
-        "DNF" if dnf else _num(row.score),
-        *["" if dnf else _num(row.classes.get(name)) for name in classes],
-        "DNF" if dnf else ("" if row.valid_first_try is None else f"{row.valid_first_try:.1f}%"),
-        str(row.corrective_retries),
-        str(row.invalid_outputs),
-        str(row.missing),
-        str(row.errors),
-        _cost(row),
-        " / ".join("unknown" if n is None else str(n) for n in (row.requests, row.input_tokens, row.output_tokens)),
-    ]
-
-
-def _score_title(suite: str) -> str:
-    return "FaRel" if suite == "farel" else "Score"
-
-
-def _headers(classes: Sequence[str], suite: str = "farel") -> list[str]:
-    return [
-        "Nr",
-        "Model",
-        _score_title(suite),
-        *map(class_header, classes),
-        "Valid 1st",
-        "Retries",
-        "Invalid",
-        "Missing",
-        "Errors",
-        "Cost",
-        "Req / In Tok / Out Tok",
-    ]
-
-
-def render_markdown(rows: Sequence[LeaderboardRow], *, farel_only: bool = False) -> str:
-    """A pipe table per suite, laid out as farel-bench's published one (tabulate's: each column at least its
-    header + 2); with several suites, each table under a `### suite` heading.
-
-    `farel_only` keeps just the FaRel runs and the public table's columns (Nr, Model, FaRel, classes).
-    """
-    suites = [s for s in _suites(rows) if s == "farel" or not farel_only]
-    tables = [_markdown_table([r for r in rows if r.suite == suite], suite, farel_only) for suite in suites]
-    if len(tables) == 1:
-        return tables[0]
-    return "\n".join(f"### {suite}\n\n{table}" for suite, table in zip(suites, tables, strict=True))
-
-
-def _escape(cell: str) -> str:
-    """A `|` inside a cell (a model or class name) would end the cell: markdown writes it `\\|`."""
-    return cell.replace("|", "\\|")
-
-
-def _markdown_table(rows: Sequence[LeaderboardRow], suite: str, farel_only: bool) -> str:
-    classes = _class_names(rows)
-    count = 3 + len(classes) if farel_only else None
-    headers = [_escape(h) for h in _headers(classes, suite)[:count]]
-    body = [[_escape(c) for c in _cells(row, classes)[:count]] for row in rows]
-    widths = [max(len(h) + 2, *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
-    left = {1, len(_headers(classes)) - 1}
-
-    def line(cells: Sequence[str]) -> str:
-        padded = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
-        return "| " + " | ".join(padded) + " |"
-
-    rule = "|" + "|".join(":" + "-" * (w + 1) if i in left else "-" * (w + 1) + ":" for i, w in enumerate(widths)) + "|"
-    return "\n".join([line(headers), rule, *(line(r) for r in body)]) + "\n"
-
-
-def render_rich(rows: Sequence[LeaderboardRow], console: Console) -> None:
-    """Per suite, two tables that fit a terminal: scores per group, then format compliance, cost and tokens."""
-    for suite in _suites(rows):
-        _rich_tables([r for r in rows if r.suite == suite], suite, console)
-
-
-def _rich_tables(rows: Sequence[LeaderboardRow], suite: str, console: Console) -> None:
-    classes = _class_names(rows)
-    headers = _headers(classes, suite)
-    cells = [_cells(row, classes) for row in rows]
-    split = 3 + len(classes)
-    name = "FaRel" if suite == "farel" else suite
-    for title, columns in (
-        (name, range(split)),
-        (f"{name}: format compliance and cost" if suite != "farel" else "Format compliance and cost",
-         [0, 1, *range(split, len(headers))]),
-    ):  # fmt: skip
-        table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-        for i in columns:
-            widest = max([len(c[i]) for c in cells] + [len(word) for word in headers[i].split()])
-            text = i == 1 or i == len(headers) - 1
-            table.add_column(headers[i], justify="left" if text else "right", no_wrap=i == 1, min_width=widest)
-        for row in cells:
-            table.add_row(*(row[i] for i in columns))
-        console.print(table)
-
-
-def render_csv(rows: Sequence[LeaderboardRow]) -> str:
-    classes = _class_names(rows)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(
-        [
-            "rank",
-            "suite",
-            "model",
-            "mode",
-            "run_id",
-            "status",
-            "imported",
-            "score",
-            *classes,
-            "samples",
-            "correct",
-            "incorrect",
-            "missing",
-            "errors",
-            "valid_first_try",
-            "corrective_retries",
-            "invalid_outputs",
-            "requests",
-            "input_tokens",
-            "output_tokens",
-            "cost_usd",
-            "wall_s",
-        ]
-    )
-    for r in rows:
-        writer.writerow(
-            [
-                r.rank,
-                r.suite,
-                r.model,
-                r.mode,
-                r.run_id,
-                r.status,
-                r.imported,
-                _num(r.score),
-                *(_num(r.classes.get(c)) for c in classes),
-                r.samples,
-                r.correct,
-                r.incorrect,
-                r.missing,
-                r.errors,
-                _num(r.valid_first_try),
-                r.corrective_retries,
-                r.invalid_outputs,
-                r.requests,
-                r.input_tokens,
-                r.output_tokens,
-                "" if r.cost_usd is None else f"{r.cost_usd:.6f}",
-                r.wall_s,
-            ]
+def _with_rank_groups(
+    rows: Sequence[LeaderboardRow], analyses: Mapping[str, RunAnalysis | None]
+) -> list[LeaderboardRow]:
+    """Among complete runs on the same cases: rank group 1 for the best and every run a paired test
+    (Holm-corrected) cannot tell from it, 2 for the rest."""
+    groups: dict[str, int] = {}
+    for md5 in dict.fromkeys(r.dataset_md5 for r in rows):
+        candidates = sorted(
+            (r for r in rows if r.complete and r.dataset_md5 == md5 and analyses.get(r.path) is not None),
+            key=lambda r: -(r.score or 0),
         )
-    return out.getvalue()
+        if not candidates:
+            continue
+        best, others = candidates[0], candidates[1:]
+        best_analysis = analyses[best.path]
+        assert best_analysis is not None
+        tied = tied_with_best(best_analysis, [analyses[r.path] for r in others])
+        groups[best.path] = 1
+        groups |= {r.path: 1 if flag else 2 for r, flag in zip(others, tied, strict=True) if flag is not None}
+    return [r.model_copy(update={"rank_group": groups.get(r.path)}) for r in rows]
 
 
-def render_json(rows: Sequence[LeaderboardRow]) -> str:
-    return json.dumps([r.model_dump(mode="json") for r in rows], indent=2, ensure_ascii=False) + "\n"
+def _sort_key(rank_by: RankBy) -> Callable[[LeaderboardRow], tuple[float, ...] | None]:
+    """The key a complete row is ranked by (smaller first), or None when the row cannot be ranked that way."""
+
+    def score(row: LeaderboardRow) -> tuple[float, ...] | None:
+        return None if row.score is None else (-round(row.score, 2),)
+
+    def cost(row: LeaderboardRow) -> tuple[float, ...] | None:
+        per_case = row.cost_per_case_usd
+        return None if per_case is None or row.score is None else (per_case, -round(row.score, 2))
+
+    def value(row: LeaderboardRow) -> tuple[float, ...] | None:
+        if row.score is None or row.cost_per_case_usd is None:
+            return None
+        if row.cost_per_case_usd == 0:  # free (a local model): worth more than any paid run, best score first
+            return (0, -round(row.score, 2))
+        return (1, -(row.score_per_usd or 0))
+
+    def pareto(row: LeaderboardRow) -> tuple[float, ...] | None:
+        if row.pareto is None or row.score is None or row.cost_per_case_usd is None:
+            return None
+        return (0 if row.pareto else 1, row.cost_per_case_usd, -round(row.score, 2))
+
+    return {"score": score, "cost": cost, "value": value, "pareto": pareto}[rank_by]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _ranked(rows: Sequence[LeaderboardRow], rank_by: RankBy) -> list[LeaderboardRow]:
+    key = _sort_key(rank_by)
+    rankable = sorted((r for r in rows if r.complete and key(r) is not None), key=lambda r: (key(r), r.model, r.mode))
+    ranked: list[LeaderboardRow] = []
+    for position, row in enumerate(rankable, 1):
+        tied = ranked and key(rankable[position - 2]) == key(row)
+        ranked.append(row.model_copy(update={"rank": ranked[-1].rank if tied else position}))
+    taken = {id(r) for r in rankable}
+    unranked = [r for r in rows if id(r) not in taken]
+    unranked.sort(key=lambda r: (r.score is None, -(r.score or 0), r.model, r.mode))
+    return ranked + unranked
+
+
+def _parser() -> OneLineArgumentParser:
     parser = OneLineArgumentParser(prog="format_result.py", description="Leaderboard of stored runs.")
     parser.add_argument("dir", nargs="?", type=Path, default=Path("result"), help="results folder (default result)")
     parser.add_argument(
         "--format",
-        choices=["rich", "markdown", "csv", "json"],
-        help="output format (default: rich on a terminal, markdown otherwise)",
+        choices=["rich", "markdown", "csv", "json", "html"],
+        help="output format (default: rich on a terminal, markdown otherwise; html needs -o)",
     )
+    parser.add_argument("-o", "--output", type=Path, help="write to this file (html: required)")
     parser.add_argument(
         "--farel-only",
         action="store_true",
         help="markdown with only the public FaRel table's columns (Nr, Model, FaRel, classes)",
     )
-    args = parser.parse_args(argv)
+    parser.add_argument("--rank-by", choices=RANK_BY, default="score", help="rank runs by (default score)")
+    parser.add_argument("--latest", action="store_true", help="only the newest run per model, mode, suite, settings")
+    parser.add_argument("--wide", action="store_true", help="rich: one table with every column")
+    parser.add_argument(
+        "--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="paired comparison of two run folders"
+    )
+    return parser
+
+
+def compare_runs(a: StoredRun, b: StoredRun) -> tuple[Comparison, LeaderboardRow, LeaderboardRow]:
+    """Pair two stored runs case by case; refused in one line when they do not share their cases."""
+    analysis_a, analysis_b = analyse_run(a), analyse_run(b)
+    if analysis_a is None or analysis_b is None:
+        raise ResultFileError("both runs need their records (samples.jsonl) to be compared case by case")
+    return compare(analysis_a, analysis_b), _row(a, analysis_a), _row(b, analysis_b)
+
+
+def _comparison(paths: Sequence[Path], fmt: str | None) -> str:
+    comparison, row_a, row_b = compare_runs(*(load_run(path) for path in paths))
+    if fmt == "json":
+        return comparison_json(comparison, row_a, row_b)
+    if fmt not in (None, "rich"):
+        raise InputError(f"--compare prints text or json, not {fmt}")
+    return render_comparison(comparison, row_a, row_b)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     try:
-        rows = build_rows(load_runs(args.dir))
+        if args.compare:
+            _write(_comparison(args.compare, args.format), args.output)
+            return 0
+        runs = load_runs(args.dir)
+        rows = build_rows(newest_runs(runs) if args.latest else runs, rank_by=args.rank_by)
         if not rows:
             raise ResultFileError(f"no stored runs under {args.dir}: run `python main.py run` first")
+        fmt = args.format or ("rich" if sys.stdout.isatty() and args.output is None else "markdown")
+        if fmt == "html":
+            if args.output is None:
+                raise InputError("--format html writes a file: name it with -o FILE")
+            _write(_html(rows), args.output)
+        elif fmt == "rich" and args.output is None:
+            render_rich(rows, Console(width=100_000) if args.wide else Console(), wide=args.wide)
+        else:
+            _write(_text(rows, fmt, args.farel_only, args.wide), args.output)
     except EvaluatorError as exc:
         print(f"format_result.py: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    fmt = args.format or ("rich" if sys.stdout.isatty() else "markdown")
-    if fmt == "rich":
-        render_rich(rows, Console())
-    else:
-        text = {
-            "markdown": lambda: render_markdown(rows, farel_only=args.farel_only),
-            "csv": lambda: render_csv(rows),
-            "json": lambda: render_json(rows),
-        }[fmt]()
-        sys.stdout.write(text)
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _text(rows: Sequence[LeaderboardRow], fmt: str, farel_only: bool, wide: bool) -> str:
+    if fmt == "rich":
+        console = Console(file=io.StringIO(), width=100_000 if wide else 100, color_system=None)
+        render_rich(rows, console, wide=wide)
+        return console.file.getvalue()  # type: ignore[attr-defined,no-any-return]
+    return {
+        "markdown": lambda: render_markdown(rows, farel_only=farel_only),
+        "csv": lambda: render_csv(rows),
+        "json": lambda: render_json(rows),
+    }[fmt]()
+
+
+def _html(rows: Sequence[LeaderboardRow]) -> str:
+    examples = {row.path: invalid_examples(read_records(Path(row.path))) for row in rows if _has_records(row)}
+    return render_html(rows, examples)
+
+
+def _has_records(row: LeaderboardRow) -> bool:
+    return (Path(row.path) / RECORDS_FILE).is_file()
+
+
+def _write(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None

@@ -34,8 +34,6 @@ class PreparedModel:
     concurrency: int | None = None
     """What suits the model (local servers: 1); None for the caller's default."""
     max_tokens: int | None = None
-    short_run: bool = False
-    """Local models: a short run by default (the CLI poses 5 quizzes per class unless told otherwise)."""
     model_file: str | None = None
     chat_format: str | None = None
 
@@ -82,7 +80,7 @@ async def open_model(
             yield PreparedModel(
                 resolved, tool_choice or "auto",
                 None if tool_choice else "llama-cpp-python's server accepts only tool_choice auto",
-                concurrency=1, max_tokens=512, short_run=True, model_file=str(local.path),
+                concurrency=1, max_tokens=512, model_file=str(local.path),
                 chat_format=local.chat_format,
             )  # fmt: skip
         elif spec.startswith("ollama:"):

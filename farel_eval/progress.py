@@ -13,6 +13,7 @@ from rich.progress import (
     MofNCompleteColumn,
     ProgressColumn,
     Task,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -36,16 +37,17 @@ class _StatsColumn(ProgressColumn):
         self._progress = progress
 
     def render(self, task: Task) -> Text:
-        return Text(self._progress.stats())
+        return Text(str(task.fields.get("final", "")) or self._progress.stats())
 
 
 class Progress:
     """Done/total, rate, ETA, mean score, invalid outputs, corrective retries, errors, transport retries and
     backoff waits in progress (so a run waiting on a rate limit never looks stuck), tokens and cost so far."""
 
-    def __init__(self, traffic: TrafficMeter, *, quiet: bool = False) -> None:
+    def __init__(self, *, quiet: bool = False) -> None:
         self.total = 0
-        self._traffic = traffic
+        self.label = "cases"
+        self._traffic = TrafficMeter()
         self.done = self.invalid = self.retries = self.errors = self.requests = self.tokens = 0
         self.score = 0.0
         self.cost: float | None = None
@@ -57,10 +59,11 @@ class Progress:
         self._rich: RichProgress | None = None
         if not quiet and console.is_terminal:
             self._rich = RichProgress(
-                TextColumn("[bold]cases"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                 TimeRemainingColumn(), _StatsColumn(self), console=console,
             )  # fmt: skip
-        self._task = self._rich.add_task("cases", total=0) if self._rich is not None else None
+        self._task: TaskID | None = None
+        self._began = False
 
     def stats(self) -> str:
         answered = self.done - self.errors
@@ -88,18 +91,27 @@ class Progress:
         if self._rich is not None and self._task is not None:
             self._rich.update(self._task, advance=1)
 
-    def start(self, total: int, _run_dir: object = None) -> None:
-        """The run knows how many cases it poses (a resumed run: only those left)."""
-        self.total = total
+    def start(self, total: int, label: str = "cases", traffic: TrafficMeter | None = None) -> None:
+        """A run starts posing `total` samples (a resumed run: only those left): a bar of its own, named
+        `label` (the model), below those of the runs before it; the counters start again."""
         if self._rich is not None and self._task is not None:
-            self._rich.update(self._task, total=total)
+            self._rich.update(self._task, final=self.stats())  # an earlier model's bar keeps its own figures
+        elif self._ticker is not None and self._began:
+            self._line()  # the earlier model's last figures, before the counters start again
+        self._began = True
+        self.total, self.label, self._started = total, label, time.monotonic()
+        self._traffic = traffic or TrafficMeter()
+        self.done = self.invalid = self.retries = self.errors = self.requests = self.tokens = 0
+        self.score, self.cost = 0.0, None
+        if self._rich is not None:
+            self._task = self._rich.add_task(label, total=total)
 
     def _tick(self) -> None:
         while not self._stop.wait(_PLAIN_EVERY_S):
             self._line()
 
     def _line(self) -> None:
-        print(f"progress: {self.done}/{self.total} | {self.stats()}", file=sys.stderr, flush=True)
+        print(f"progress: {self.label} {self.done}/{self.total} | {self.stats()}", file=sys.stderr, flush=True)
 
     def __enter__(self) -> Progress:
         if self._rich is not None:
@@ -115,4 +127,5 @@ class Progress:
         elif self._ticker is not None:
             self._stop.set()
             self._ticker.join()
-            self._line()
+            if self._began:
+                self._line()

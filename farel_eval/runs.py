@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,7 +22,7 @@ from pydantic_ai.settings import ModelSettings
 
 from farel_eval.attempts import UserPrices
 from farel_eval.datasets import Dataset, dataset_from_cases
-from farel_eval.engine import EvaluationResult, RunControl, ToolChoice, default_retries, evaluate
+from farel_eval.engine import EvaluationResult, RunControl, Sample, ToolChoice, default_retries, evaluate_samples
 from farel_eval.errors import EvaluatorError, InputError, ResultFileError
 from farel_eval.models import PreparedModel, open_model
 from farel_eval.providers import ResolvedModel
@@ -48,7 +48,7 @@ __all__ = ["INTERRUPTED", "RUNNING", "RunOutcome", "model_name", "program_versio
 RUNNING = "running: not finished (resume it to carry on)"
 INTERRUPTED = "interrupted by the user"
 
-_SAME_RUN_SETTINGS = ("model", "mode", "retries", "temperature", "seed", "max_tokens", "system_prompt")
+_SAME_RUN_SETTINGS = ("model", "mode", "retries", "temperature", "seed", "max_tokens", "system_prompt", "repeats")
 """Settings that must match for a resume to continue a run (the task, the dataset's MD5 and limit too)."""
 
 
@@ -129,6 +129,7 @@ async def run(
     request_timeout: float | None = None,
     resume: bool | str | Path = False,
     retry_errors: bool = False,
+    repeats: int = 1,
     control: RunControl | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
     on_start: Callable[[int, Path], None] | None = None,
@@ -138,8 +139,11 @@ async def run(
     finished samples and poses the rest; `retry_errors` poses again only the samples whose call failed and
     keeps one record per sample. Every finished sample is on disk before it counts, so an interrupted run
     (Ctrl-C, kill -9, a reboot) loses nothing: resume it. `on_start(to_pose, run_dir)` is called before the
-    first request. Returns the final summary; `summary.status` says `finished`, `partial` or `dnf`.
+    first request. Returns the final summary; `summary.status` says `finished`, `partial` or `dnf`. `repeats`
+    poses every case that many times; resume and the retry of errors work per (case, repeat).
     """
+    if repeats < 1:
+        raise InputError(f"repeats must be at least 1, got {repeats}")
     async with AsyncExitStack() as stack:
         if isinstance(model, str):
             model = await stack.enter_async_context(
@@ -154,9 +158,17 @@ async def run(
             temperature=temperature, seed=seed, max_tokens=max_tokens or model.max_tokens,
             concurrency=concurrency or model.concurrency or 8, prices=prices,
             tool_choice=tool_choice or model.tool_choice, max_transport_retries=max_transport_retries,
-            request_timeout=request_timeout, resume=resume, retry_errors=retry_errors,
+            request_timeout=request_timeout, resume=resume, retry_errors=retry_errors, repeats=repeats,
             control=control or RunControl(), on_record=on_record, on_start=on_start,
         )  # fmt: skip
+
+
+def _samples(dataset: Dataset, repeats: int, wanted: Callable[[str, int], bool]) -> Iterator[Sample]:
+    """The (case, repeat) pairs still to pose, one whole pass over the dataset per repeat (streamed)."""
+    for repeat in range(repeats):
+        for case in dataset.cases():
+            if wanted(case.id, repeat):
+                yield case, repeat
 
 
 async def _run(
@@ -178,6 +190,7 @@ async def _run(
     request_timeout: float | None,
     resume: bool | str | Path,
     retry_errors: bool,
+    repeats: int,
     control: RunControl,
     on_record: Callable[[SampleRecord], None] | None,
     on_start: Callable[[int, Path], None] | None,
@@ -196,14 +209,15 @@ async def _run(
         model_settings["max_tokens"] = max_tokens
     settings = RunSettings(
         model=resolved.name, base_url=resolved.base_url, mode=mode, retries=retries, temperature=temperature,
-        seed=seed, max_tokens=max_tokens, system_prompt=system_prompt, instructions=task.instructions_for(mode),
+        seed=seed, max_tokens=max_tokens, system_prompt=system_prompt, repeats=repeats,
+        instructions=task.instructions_for(mode),
         tool_choice=tool_choice if mode == "tool" else None,
         tool_choice_reason=prepared.tool_choice_reason if mode == "tool" else None, concurrency=concurrency,
         price_in=prices.input_per_million if prices else None, price_out=prices.output_per_million if prices else None,
         local=resolved.local, model_file=prepared.model_file, chat_format=prepared.chat_format,
     )  # fmt: skip
     continued = _run_to_continue(resume, retry_errors, results_dir, settings, task, dataset)
-    posed, to_pose = dataset, dataset.size
+    posed, to_pose = _samples(dataset, repeats, lambda _, __: True), dataset.size * repeats
     earlier_s = 0.0
     if continued is None:
         started_at = datetime.now(UTC)
@@ -215,12 +229,13 @@ async def _run(
     with RunWriter(run_dir, resume=continued is not None) as writer:  # the lock: one process writes a run
         if continued is not None:
             drop_torn_line(run_dir)
-            kept = {r.case_id: r.status for r in read_records(run_dir)}
+            kept = {(r.case_id, r.repeat): r.status for r in read_records(run_dir)}
             if retry_errors:
-                redo = [case_id for case_id, status in kept.items() if status == "error"]
-                posed, to_pose = dataset.only(redo), len(redo)
+                redo = {key for key, status in kept.items() if status == "error"}
+                posed, to_pose = _samples(dataset, repeats, lambda *key: key in redo), len(redo)
             else:
-                posed, to_pose = dataset.without(kept), dataset.size - len(kept)
+                posed = _samples(dataset, repeats, lambda *key: key not in kept)
+                to_pose = dataset.size * repeats - len(kept)
         return await _pose_and_store(
             task, dataset, posed, to_pose, resolved, writer, settings, model_settings, prices=prices,
             started_at=started_at, earlier_s=earlier_s, resumed=continued is not None, retry_errors=retry_errors,
@@ -231,7 +246,7 @@ async def _run(
 async def _pose_and_store(
     task: Task[Any],
     dataset: Dataset,
-    posed: Dataset,
+    posed: Iterator[Sample],
     to_pose: int,
     resolved: ResolvedModel,
     writer: RunWriter,
@@ -279,8 +294,8 @@ async def _pose_and_store(
         on_start(to_pose, run_dir)
     try:
         if to_pose > 0:
-            result = await evaluate(
-                task, posed.cases(), resolved.model, mode=mode, retries=settings.retries,
+            result = await evaluate_samples(
+                task, posed, resolved.model, mode=mode, retries=settings.retries,
                 system_prompt=settings.system_prompt, model_settings=model_settings,
                 concurrency=settings.concurrency, local=resolved.local, prices=prices,
                 tool_choice=settings.tool_choice, on_record=on_each, control=control, keep_records=False,
@@ -296,11 +311,12 @@ async def _pose_and_store(
         writer.write_summary(summary(None, "partial", INTERRUPTED))
         raise
     if retry_errors:
-        latest = {r.case_id: r for r in read_records(run_dir)}
-        rewrite_records(run_dir, (latest[c.id] for c in dataset.cases() if c.id in latest))
+        latest = {(r.case_id, r.repeat): r for r in read_records(run_dir)}
+        in_order = (latest[c.id, r] for c, r in _samples(dataset, settings.repeats, lambda *key: key in latest))
+        rewrite_records(run_dir, in_order)
     status: RunStatus = "finished" if result is None else result.status
     final = summary(result, status, None if result is None else result.reason)
-    if final.status == "finished" and final.scores.samples < dataset.size:
+    if final.status == "finished" and final.scores.samples < dataset.size * settings.repeats:
         final = final.model_copy(update={"status": "partial", "reason": "some cases have no record yet"})
     writer.write_summary(final)
     return RunOutcome(run_dir, final, result, to_pose)

@@ -219,11 +219,11 @@ def read_records(run_dir: Path) -> Iterator[SampleRecord]:
 
 
 def latest_records(run_dir: Path) -> Iterator[SampleRecord]:
-    """One record per case, the newest winning: what a run's scores count, however often a case was written
-    (a retry of errors or a resume cut short by a kill). Two passes, so memory holds only the case ids."""
-    last: dict[str, int] = {}
+    """One record per case and repeat, the newest winning: what a run's scores count, however often a case was
+    written (a retry of errors or a resume cut short by a kill). Two passes, so memory holds only the keys."""
+    last: dict[tuple[str, int], int] = {}
     for number, record in enumerate(read_records(run_dir)):
-        last[record.case_id] = number
+        last[record.case_id, record.repeat] = number
     for number, record in enumerate(read_records(run_dir)):
-        if last.get(record.case_id) == number:
+        if last.get((record.case_id, record.repeat)) == number:
             yield record

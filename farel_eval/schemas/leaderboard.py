@@ -16,7 +16,8 @@ class LeaderboardRow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     rank: int | None
-    """Rank by score within the row's suite, ties sharing the smallest rank; None for runs without a score."""
+    """Rank within the row's suite (by score unless told otherwise), ties sharing the smallest rank; None for
+    incomplete runs and for runs the ranking cannot place (no score; unknown cost in a cost ranking)."""
     suite: str
     task: str
     model: str
@@ -55,3 +56,40 @@ class LeaderboardRow(BaseModel):
     dataset_md5: str
     reason: str | None = None
     path: str
+    cases: int = 0
+    """How many cases the run's dataset has (a run that scored fewer is not complete)."""
+    complete: bool = True
+    """False for a run that scored fewer cases than its dataset has, or that lacks some of its groups."""
+    repeats: int = 1
+    """How many times each case was posed; scores are means over repeats."""
+    consistency: float | None = None
+    """With repeats: percent of cases whose repeats all gave the same output."""
+    score_ci95: list[float] | None = None
+    """[low, high], 0-100: stratified bootstrap over cases (groups kept), seeded."""
+    class_ci95: dict[str, list[float]] = {}
+    """Group -> [low, high], 0-100: Wilson interval of the group's accuracy."""
+    rank_group: int | None = None
+    """Among complete runs on the same cases: 1 for the best and every run statistically tied with it (paired test
+    at 0.05, Holm-corrected), else 2; None for runs not compared."""
+    chance: float | None = None
+    """The score of answering at random: mean of 1/options per group, aggregated as the score is."""
+    positions: dict[str, int] = {}
+    """Option number ("1" = first) -> how many answers chose it; "last" -> how many chose the last option."""
+    favourite_position: str | None = None
+    """The position most answers chose: an option number, or "last" (quizzes with different numbers of options)."""
+    favourite_position_score: float | None = None
+    """The score of always choosing the model's favourite position."""
+    cost_per_case_usd: float | None = None
+    """None when the cost is unknown or only partly known."""
+    cost_per_correct_usd: float | None = None
+    """Cost per correct answer (scored tasks: per score point x 100); None when cost is unknown."""
+    score_per_usd: float | None = None
+    """The score divided by the cost of one case; None when that cost is unknown or zero."""
+    pareto: bool | None = None
+    """On the (cost per case, score) Pareto frontier of its suite's complete runs; None when cost is unknown or
+    the run is not complete."""
+    latency_median_s: float | None = None
+    """Seconds per case, from the first request to the final output."""
+    latency_p95_s: float | None = None
+    valid_after_retries: float | None = None
+    invalid_by_kind: dict[str, int] = {}

@@ -92,6 +92,8 @@ class SampleRecord(_Record):
     """Everything recorded for one case posed to one model (one JSONL line of a run)."""
 
     case_id: str
+    repeat: int = 0
+    """Which posing of the case this is (0, 1, ... with `repeats`); a record is keyed by (case_id, repeat)."""
     group: str | None = None
     """The case's group (FaRel: the relation class); scores are also reported per group."""
     expected: JsonValue = None

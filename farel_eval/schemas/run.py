@@ -161,6 +161,8 @@ class RunSettings(_Model):
     seed: int | None
     max_tokens: int | None
     system_prompt: str | None
+    repeats: int = 1
+    """How many times each case is posed."""
     instructions: str | None
     """What the evaluator adds to tell the model how to answer in this mode."""
     tool_choice: Literal["required", "auto"] | None = None

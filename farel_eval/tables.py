@@ -1,0 +1,332 @@
+"""Leaderboard rows rendered as text: rich tables that fit a 100-column terminal (or one wide table), farel-bench's
+markdown table with our columns after its own, CSV and JSON; and a paired comparison of two runs."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from farel_eval.analysis import ALPHA, Comparison
+from farel_eval.schemas import LeaderboardRow
+
+__all__ = [
+    "class_header",
+    "comparison_json",
+    "render_comparison",
+    "render_csv",
+    "render_json",
+    "render_markdown",
+    "render_rich",
+]
+
+NOTES = (
+    "Grp 1: tied with the best run (paired test at 0.05, Holm-corrected). Cases a/b: a partial or limited run, "
+    "not ranked. Chance: the score of random answers. Fav. pos.: the score of always choosing the option "
+    "position the model chose most (#n, or last)."
+)
+
+
+def class_header(name: str) -> str:
+    """Class names as the public FaRel table writes its headers: "grandchild" -> "grand-child"."""
+    return re.sub(r"grand(?=[a-z])", "grand-", name)
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def _usd(value: float | None, row: LeaderboardRow) -> str:
+    if row.status == "dnf":
+        return "DNF"
+    if row.cost_sources == ["local"]:
+        return "$0 (local)"
+    if value is None:
+        return "unknown"
+    return f"${value:.6f}" if value < 1 else f"${value:,.2f}"
+
+
+def _cost(row: LeaderboardRow) -> str:
+    if row.status == "dnf" or row.cost_usd is None or row.cost_sources == ["local"]:
+        return _usd(row.cost_usd, row)
+    return ("" if row.cost_complete else ">=") + _usd(row.cost_usd, row)
+
+
+def _label(row: LeaderboardRow) -> str:
+    marks = [row.mode, *(["imported"] if row.imported else [])]
+    if row.status == "partial":
+        marks.append("partial")
+    elif not row.complete and row.status == "finished":
+        marks.append("incomplete")
+    return f"{row.model} ({', '.join(marks)})"
+
+
+def _cases(row: LeaderboardRow) -> str:
+    scored = (row.samples - row.errors) // max(row.repeats, 1)
+    text = str(row.cases) if row.complete else f"{scored}/{row.cases}"
+    return text + (f"x{row.repeats}" if row.repeats > 1 else "")
+
+
+def _ci(row: LeaderboardRow) -> str:
+    return "" if row.score_ci95 is None else f"{row.score_ci95[0]:.1f}-{row.score_ci95[1]:.1f}"
+
+
+def _favourite(row: LeaderboardRow) -> str:
+    if row.favourite_position is None:
+        return ""
+    position = row.favourite_position
+    return f"{row.favourite_position_score:.1f} {'last' if position == 'last' else '#' + position}"
+
+
+def _percent(value: float | None) -> str:
+    return "" if value is None else f"{value:.1f}%"
+
+
+def _latency(row: LeaderboardRow) -> str:
+    if row.latency_median_s is None or row.latency_p95_s is None:
+        return ""
+    return f"{row.latency_median_s:.1f} / {row.latency_p95_s:.1f}"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One leaderboard column: its header and how a row's cell reads."""
+
+    header: str
+    cell: Callable[[LeaderboardRow], str]
+    text: bool = False
+    """Left-aligned (names); numbers are right-aligned."""
+
+
+def _dnf(cell: Callable[[LeaderboardRow], str]) -> Callable[[LeaderboardRow], str]:
+    return lambda row: "DNF" if row.status == "dnf" else cell(row)
+
+
+NR = Column("Nr", lambda r: "" if r.rank is None else str(r.rank))
+MODEL = Column("Model", _label, text=True)
+GROUP = Column("Grp", lambda r: "" if r.rank_group is None else str(r.rank_group))
+CASES = Column("Cases", _cases)
+CI = Column("95% CI", _ci)
+CHANCE = Column("Chance", lambda r: _num(r.chance, 1))
+FAVOURITE = Column("Fav. pos.", _favourite)
+VALID = Column("Valid 1st", _dnf(lambda r: _percent(r.valid_first_try)))
+VALID_FINAL = Column("Valid final", _dnf(lambda r: _percent(r.valid_after_retries)))
+RETRIES = Column("Retries", lambda r: str(r.corrective_retries))
+INVALID = Column("Invalid", lambda r: str(r.invalid_outputs))
+MISSING = Column("Missing", lambda r: str(r.missing))
+ERRORS = Column("Errors", lambda r: str(r.errors))
+COST = Column("Cost", _cost)
+PER_CORRECT = Column("$/correct", lambda r: _usd(r.cost_per_correct_usd, r))
+PARETO = Column("Pareto", lambda r: {True: "yes", False: "no", None: ""}[r.pareto])
+LATENCY = Column("p50 / p95 s", _latency)
+CONSISTENCY = Column("Consistent", lambda r: _percent(r.consistency))
+USAGE = Column(
+    "Req / In Tok / Out Tok",
+    lambda r: " / ".join("unknown" if n is None else str(n) for n in (r.requests, r.input_tokens, r.output_tokens)),
+    text=True,
+)
+RUN = Column("Run", lambda r: r.run_id, text=True)
+MODEL_AND_RUN = Column("Model / run", lambda r: f"{_label(r)}\n{r.run_id}", text=True)
+
+
+def _score_column(suite: str) -> Column:
+    return Column("FaRel" if suite == "farel" else "Score", _dnf(lambda r: _num(r.score)))
+
+
+def _class_columns(rows: Sequence[LeaderboardRow]) -> list[Column]:
+    names: dict[str, None] = {}
+    for row in rows:
+        names.update(dict.fromkeys(row.classes))
+    return [Column(class_header(name), _group_cell(name)) for name in names]
+
+
+def _group_cell(name: str) -> Callable[[LeaderboardRow], str]:
+    return lambda row: "" if row.status == "dnf" else _num(row.classes.get(name))
+
+
+def _suites(rows: Sequence[LeaderboardRow]) -> list[str]:
+    return list(dict.fromkeys(r.suite for r in rows))
+
+
+def _by_suite(rows: Sequence[LeaderboardRow]) -> list[tuple[str, list[LeaderboardRow]]]:
+    return [(suite, [r for r in rows if r.suite == suite]) for suite in _suites(rows)]
+
+
+def _repeated(rows: Sequence[LeaderboardRow]) -> list[Column]:
+    return [CONSISTENCY] if any(r.repeats > 1 for r in rows) else []
+
+
+def _markdown_columns(rows: Sequence[LeaderboardRow], suite: str) -> list[Column]:
+    """farel-bench's columns first (Nr, Model, FaRel, classes), so its table is a prefix of ours."""
+    return [
+        NR, MODEL, _score_column(suite), *_class_columns(rows), CI, GROUP, CASES, CHANCE, FAVOURITE, VALID,
+        VALID_FINAL, RETRIES, INVALID, MISSING, ERRORS, COST, PER_CORRECT, PARETO, LATENCY, *_repeated(rows), USAGE,
+        RUN,
+    ]  # fmt: skip
+
+
+def render_markdown(rows: Sequence[LeaderboardRow], *, farel_only: bool = False) -> str:
+    """A pipe table per suite, laid out as farel-bench's published one (tabulate's: each column at least its
+    header + 2); with several suites, each table under a `### suite` heading.
+
+    `farel_only` keeps just the FaRel runs and the public table's columns (Nr, Model, FaRel, classes).
+    """
+    tables: list[tuple[str, str]] = []
+    for suite, mine in _by_suite(rows):
+        if farel_only and suite != "farel":
+            continue
+        columns = _markdown_columns(mine, suite)
+        tables.append(
+            (suite, _markdown_table(mine, columns[: 3 + len(_class_columns(mine))] if farel_only else columns))
+        )
+    if len(tables) == 1:
+        return tables[0][1]
+    return "\n".join(f"### {suite}\n\n{table}" for suite, table in tables)
+
+
+def _escape(cell: str) -> str:
+    """A `|` inside a cell (a model or class name) would end the cell: markdown writes it `\\|`."""
+    return cell.replace("|", "\\|")
+
+
+def _markdown_table(rows: Sequence[LeaderboardRow], columns: Sequence[Column]) -> str:
+    headers = [_escape(c.header) for c in columns]
+    body = [[_escape(c.cell(row)) for c in columns] for row in rows]
+    widths = [max(len(h) + 2, *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [cell.ljust(w) if c.text else cell.rjust(w) for c, cell, w in zip(columns, cells, widths, strict=True)]
+        return "| " + " | ".join(padded) + " |"
+
+    rule = (
+        "|"
+        + "|".join(":" + "-" * (w + 1) if c.text else "-" * (w + 1) + ":" for c, w in zip(columns, widths, strict=True))
+        + "|"
+    )
+    return "\n".join([line(headers), rule, *(line(r) for r in body)]) + "\n"
+
+
+def render_rich(rows: Sequence[LeaderboardRow], console: Console, *, wide: bool = False) -> None:
+    """Per suite: the headline table (scores, intervals, baselines, cost per correct answer, latency), the
+    scores per group, then format compliance and cost, each fitting 100 columns; `wide`: one table with
+    every column, as wide as it needs."""
+    for suite, mine in _by_suite(rows):
+        name = "FaRel" if suite == "farel" else suite
+        score, classes = _score_column(suite), _class_columns(mine)
+        if wide:
+            _rich_table(console, name, mine, _markdown_columns(mine, suite), wrap=False, notes=NOTES)
+            continue
+        headline = [NR, GROUP, MODEL_AND_RUN, CASES, score, CI, CHANCE, FAVOURITE, VALID, PER_CORRECT, LATENCY]
+        _rich_table(console, name, mine, headline + _repeated(mine), wrap=True, notes=NOTES)
+        if classes:
+            _rich_table(console, f"{name} by group" if suite != "farel" else "FaRel by class", mine,
+                        [NR, MODEL, score, *classes], wrap=True)  # fmt: skip
+        compliance = [NR, MODEL, VALID, VALID_FINAL, RETRIES, INVALID, MISSING, ERRORS, COST, USAGE]
+        _rich_table(console, f"{name}: format compliance and cost", mine, compliance, wrap=True)
+
+
+def _rich_table(
+    console: Console,
+    title: str,
+    rows: Sequence[LeaderboardRow],
+    columns: Sequence[Column],
+    *,
+    wrap: bool,
+    notes: str | None = None,
+) -> None:
+    table = Table(
+        title=title, title_justify="left", caption=notes, caption_justify="left", box=box.SIMPLE_HEAD,
+        pad_edge=False, padding=0, show_edge=False,
+    )  # fmt: skip
+    for column in columns:
+        header = column.header
+        if wrap and column.text:  # names fold onto more lines rather than push numbers off the screen
+            words = [len(word) for row in rows for word in column.cell(row).split()]
+            name = column in (MODEL, MODEL_AND_RUN)
+            table.add_column(header, overflow="fold", ratio=1 if name else None, min_width=min(max(words), 26))
+            continue
+        widest = max(len(column.cell(row)) for row in rows)
+        if wrap:  # a header stacks over a narrower column: "great grand-child" as great / grand- / child
+            header = textwrap.fill(header, max(widest, *(len(word) for word in re.split(r"[\s-]", header))))
+        table.add_column(header, justify="left" if column.text else "right", no_wrap=True, min_width=widest)
+    for row in rows:
+        table.add_row(*(column.cell(row) for column in columns))
+    console.print(table)
+    console.print()
+
+
+CSV_FIELDS = (
+    "samples", "correct", "incorrect", "missing", "errors", "valid_first_try", "corrective_retries", "invalid_outputs",
+    "requests", "input_tokens", "output_tokens", "cost_usd", "wall_s", "complete", "cases", "repeats",
+    "score_ci95_low", "score_ci95_high", "rank_group", "chance", "favourite_position", "favourite_position_score",
+    "cost_per_case_usd", "cost_per_correct_usd", "score_per_usd", "pareto", "latency_median_s", "latency_p95_s",
+    "valid_after_retries", "consistency",
+)  # fmt: skip
+
+
+def _csv_value(value: object) -> object:
+    if value is None:
+        return ""
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:.6f}".rstrip("0")
+    return value
+
+
+def render_csv(rows: Sequence[LeaderboardRow]) -> str:
+    classes = list(dict.fromkeys(name for row in rows for name in row.classes))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["rank", "suite", "model", "mode", "run_id", "status", "imported", "score", *classes, *CSV_FIELDS])
+    for r in rows:
+        values = r.model_dump()
+        low, high = r.score_ci95 or (None, None)
+        values |= {"score_ci95_low": low, "score_ci95_high": high}
+        writer.writerow(
+            [r.rank, r.suite, r.model, r.mode, r.run_id, r.status, r.imported, _num(r.score)]
+            + [_num(r.classes.get(c)) for c in classes]
+            + [_csv_value(values[field]) for field in CSV_FIELDS]
+        )
+    return out.getvalue()
+
+
+def render_json(rows: Sequence[LeaderboardRow]) -> str:
+    return json.dumps([r.model_dump(mode="json") for r in rows], indent=2, ensure_ascii=False) + "\n"
+
+
+def comparison_json(comparison: Comparison, a: LeaderboardRow, b: LeaderboardRow) -> str:
+    data = asdict(comparison) | {"a": _identity(a), "b": _identity(b)}
+    data["difference_ci95"] = list(comparison.difference_ci95)
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def _identity(row: LeaderboardRow) -> dict[str, object]:
+    return {"model": row.model, "mode": row.mode, "run_id": row.run_id, "path": row.path, "score": row.score}
+
+
+def render_comparison(comparison: Comparison, a: LeaderboardRow, b: LeaderboardRow) -> str:
+    """The paired comparison in a few lines: counts, the test, and the difference with its interval."""
+    c = comparison
+    test = "McNemar exact" if c.test == "mcnemar" else "sign test"
+    verdict = "a difference" if c.p_value < ALPHA else "no difference shown"
+    lines = [
+        f"A: {_label(a)}  {_num(a.score)}  [{a.run_id}]",
+        f"B: {_label(b)}  {_num(b.score)}  [{b.run_id}]",
+        f"paired cases {c.paired}: both right {c.both_correct}, only A {c.only_a}, only B {c.only_b}, "
+        f"neither {c.neither}",
+    ]
+    if c.test == "sign":
+        lines.append(f"A scored higher on {c.a_better} cases, B on {c.b_better}")
+    lines += [
+        f"{test}: p = {c.p_value:.4g} ({verdict} at {ALPHA})",
+        f"difference A - B: {c.difference:+.2f} points, 95% CI {c.difference_ci95[0]:+.2f} to "
+        f"{c.difference_ci95[1]:+.2f} (paired bootstrap)",
+    ]
+    return "\n".join(lines) + "\n"
