@@ -42,7 +42,7 @@ from farel_eval.suites.multiple_choice import (
     evaluate_quizzes,
     multiple_choice_task,
 )
-from farel_eval.tasks import Score, Task, TextReader
+from farel_eval.tasks import Conversation, Score, Task, TextReader
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
@@ -50,6 +50,7 @@ __all__ = [
     "Attempt",
     "Case",
     "Comparison",
+    "Conversation",
     "Dataset",
     "EvaluationResult",
     "EvaluatorError",

@@ -39,6 +39,8 @@ class RunAnalysis:
     case_scores: dict[str, float] = field(default_factory=dict)
     """Case id -> mean score over its scored repeats (errors and excluded cases left out)."""
     case_groups: dict[str, str] = field(default_factory=dict)
+    case_weights: dict[str, float] = field(default_factory=dict)
+    """Case id -> its weight in the score (1 unless the case gives one), in the order of `case_scores`."""
     repeats: int = 1
     consistency: float | None = None
     """Percent of cases posed more than once whose repeats all gave the same output."""
@@ -64,11 +66,21 @@ class RunAnalysis:
             groups.setdefault(self.case_groups[case_id], []).append(value)
         return groups
 
+    def weights_by_group(self, values: Mapping[str, float]) -> dict[str, list[float]] | None:
+        """The weights of `values`' cases, grouped and ordered as `by_group(values)` gives them; None when every
+        case weighs 1 (plain means)."""
+        if all(self.case_weights.get(case_id, 1.0) == 1.0 for case_id in values):
+            return None
+        return self.by_group({case_id: self.case_weights.get(case_id, 1.0) for case_id in values})
+
     def score_ci95(self) -> tuple[float, float] | None:
         """The headline's 95% interval, 0-100: stratified bootstrap over cases."""
         if not self.case_scores:
             return None
-        low, high = bootstrap_ci(self.by_group(self.case_scores), aggregate=self.aggregate)
+        low, high = bootstrap_ci(
+            self.by_group(self.case_scores), aggregate=self.aggregate,
+            weights_by_group=self.weights_by_group(self.case_scores),
+        )  # fmt: skip
         return 100 * low, 100 * high
 
     def class_ci95(self) -> dict[str, tuple[float, float]]:
@@ -83,13 +95,24 @@ class RunAnalysis:
         }
 
 
-def _aggregate(values_by_group: Mapping[str, Sequence[float]], aggregate: Aggregate) -> float | None:
-    groups = [values for values in values_by_group.values() if values]
-    if not groups:
+def _aggregate(
+    values_by_group: Mapping[str, Sequence[float]],
+    aggregate: Aggregate,
+    weights_by_group: Mapping[str, Sequence[float]] | None = None,
+) -> float | None:
+    """The score made from per-case values as the run's score is made: macro or mean, weighted when weights are
+    given."""
+    pairs = [
+        list(zip(values, weights_by_group[group] if weights_by_group else [1.0] * len(values), strict=True))
+        for group, values in values_by_group.items()
+        if values
+    ]
+    if not pairs:
         return None
+    sums = [(sum(w * x for x, w in p), sum(w for _, w in p)) for p in pairs]
     if aggregate == "macro":
-        return 100 * sum(sum(v) / len(v) for v in groups) / len(groups)
-    return 100 * sum(sum(v) for v in groups) / sum(len(v) for v in groups)
+        return 100 * sum(s / w for s, w in sums) / len(sums)
+    return 100 * sum(s for s, _ in sums) / sum(w for _, w in sums)
 
 
 def _option_picked(output: object) -> int | None:
@@ -109,6 +132,7 @@ def analyse(records: Iterable[SampleRecord], aggregate: Aggregate = "macro") -> 
     """Reduce a run's records (one per case and repeat) to per-case scores and the run's baselines."""
     result = RunAnalysis(aggregate=aggregate)
     sums: dict[str, list[float]] = {}
+    weights: dict[str, float] = {}
     outputs: dict[str, list[str]] = {}
     chance: dict[str, float] = {}
     expected: dict[str, int] = {}
@@ -129,6 +153,7 @@ def analyse(records: Iterable[SampleRecord], aggregate: Aggregate = "macro") -> 
             continue
         score = record.score or 0.0
         result.case_groups[record.case_id] = group
+        weights[record.case_id] = record.weight
         sums.setdefault(record.case_id, []).append(score)
         outputs.setdefault(record.case_id, []).append(repr(record.output))
         right, scored = result.group_counts.get(group, (0, 0))
@@ -141,12 +166,13 @@ def analyse(records: Iterable[SampleRecord], aggregate: Aggregate = "macro") -> 
                 result.positions[position] = result.positions.get(position, 0) + 1
     result.repeats = max(repeats, 1)
     result.case_scores = {case_id: sum(values) / len(values) for case_id, values in sums.items()}
+    result.case_weights = {case_id: weights[case_id] for case_id in result.case_scores}
     several = [values for values in outputs.values() if len(values) > 1]
     if several:
         result.consistency = 100 * sum(len(set(values)) == 1 for values in several) / len(several)
     scored_chance = {case_id: chance[case_id] for case_id in result.case_scores if case_id in chance}
     if scored_chance and len(scored_chance) == len(result.case_scores):
-        result.chance = _aggregate(result.by_group(scored_chance), aggregate)
+        result.chance = _aggregate(result.by_group(scored_chance), aggregate, result.weights_by_group(scored_chance))
     numbered = sorted((p for p in result.positions if p != "last"), key=int)
     result.positions = {p: result.positions[p] for p in [*numbered, "last"] if p in result.positions}
     if result.positions and len(scored_chance) == len(result.case_scores):
@@ -156,7 +182,8 @@ def analyse(records: Iterable[SampleRecord], aggregate: Aggregate = "macro") -> 
             for case_id in result.case_scores
         }
         result.favourite_position = favourite
-        result.favourite_position_score = _aggregate(result.by_group(always), aggregate)
+        by_weight = result.weights_by_group(always)
+        result.favourite_position_score = _aggregate(result.by_group(always), aggregate, by_weight)
     if latencies:
         result.latency_median_s = percentile(latencies, 50)
         result.latency_p95_s = percentile(latencies, 95)
@@ -190,6 +217,8 @@ def compare(a: RunAnalysis, b: RunAnalysis) -> Comparison:
         raise InputError("the two runs have no scored case in common: compare runs made on the same cases")
     if any(a.case_groups[c] != b.case_groups[c] for c in shared):
         raise InputError("the two runs group their cases differently: they were not made on the same cases")
+    if any(a.case_weights.get(c, 1.0) != b.case_weights.get(c, 1.0) for c in shared):
+        raise InputError("the two runs weight their cases differently: they were not made on the same cases")
     right_a = {c: a.case_scores[c] > 0.5 for c in shared}
     right_b = {c: b.case_scores[c] > 0.5 for c in shared}
     counts = Counter((right_a[c], right_b[c]) for c in shared)
@@ -199,9 +228,9 @@ def compare(a: RunAnalysis, b: RunAnalysis) -> Comparison:
     only_a, only_b = counts[True, False], counts[False, True]
     p_value = mcnemar_exact_p(only_a, only_b) if binary else binomial_two_sided_p(a_better, a_better + b_better)
     differences = {c: a.case_scores[c] - b.case_scores[c] for c in shared}
-    by_group = a.by_group(differences)
-    low, high = bootstrap_ci(by_group, aggregate=a.aggregate)
-    difference = _aggregate(by_group, a.aggregate) or 0.0
+    by_group, weights = a.by_group(differences), a.weights_by_group(differences)
+    low, high = bootstrap_ci(by_group, aggregate=a.aggregate, weights_by_group=weights)
+    difference = _aggregate(by_group, a.aggregate, weights) or 0.0
     return Comparison(
         paired=len(shared), both_correct=counts[True, True], only_a=only_a, only_b=only_b,
         neither=counts[False, False], test="mcnemar" if binary else "sign", p_value=p_value, difference=difference,

@@ -30,7 +30,16 @@ from pydantic_ai.exceptions import ToolRetryError
 
 from farel_eval.schemas import AnswerMode, Attempt, Cost, InvalidKind, TokenUsage, is_text_mode
 
-__all__ = ["UserPrices", "Verdicts", "read_attempts", "sample_cost", "sample_usage", "validation_errors"]
+__all__ = [
+    "UserPrices",
+    "Verdicts",
+    "added_cost",
+    "added_usage",
+    "read_attempts",
+    "sample_cost",
+    "sample_usage",
+    "validation_errors",
+]
 
 _KIND_BY_ERROR_TYPE: dict[str, InvalidKind] = {
     "json_invalid": "malformed_json",
@@ -205,13 +214,27 @@ def sample_usage(messages: Sequence[ModelMessage]) -> TokenUsage:
     )
 
 
+def _reported_cost(details: dict[str, Any]) -> Decimal | None:
+    """OpenRouter's `usage.cost`. With the user's own provider key (BYOK) that is only OpenRouter's fee: the
+    provider's own charge, `upstream_inference_cost`, is paid too (pydantic-ai drops a fee of 0 from the details)."""
+
+    def amount(key: str) -> Decimal | None:
+        value = details.get(key)
+        return Decimal(str(value)) if isinstance(value, int | float | Decimal) and not isinstance(value, bool) else None
+
+    fee, upstream = amount("cost"), amount("upstream_inference_cost")
+    if details.get("is_byok") is True and upstream is not None:
+        return (fee or Decimal(0)) + upstream
+    return fee
+
+
 def sample_cost(messages: Sequence[ModelMessage], usage: TokenUsage, *, local: bool, prices: UserPrices | None) -> Cost:
     """Cost by trust: the provider's reported cost, genai-prices, the user's prices, local (0), else unknown."""
     responses = [m for m in messages if isinstance(m, ModelResponse)]
     if responses:
-        reported = [(r.provider_details or {}).get("cost") for r in responses]
-        if all(isinstance(c, int | float | Decimal) for c in reported):
-            return Cost(usd=float(sum(Decimal(str(c)) for c in reported)), source="provider")
+        reported = [_reported_cost(r.provider_details or {}) for r in responses]
+        if all(c is not None for c in reported):
+            return Cost(usd=float(sum(c for c in reported if c is not None)), source="provider")
         estimated = [r.usage.cost for r in responses]
         if all(c is not None for c in estimated):
             return Cost(usd=float(sum(c for c in estimated if c is not None)), source="genai-prices")
@@ -222,3 +245,32 @@ def sample_cost(messages: Sequence[ModelMessage], usage: TokenUsage, *, local: b
     if local:
         return Cost(usd=0.0, source="local")
     return Cost(usd=None, source="unknown")
+
+
+def _sum(a: int | None, b: int | None) -> int | None:
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
+def added_usage(a: TokenUsage, b: TokenUsage) -> TokenUsage:
+    """Two usages of one sample (the answer, and a judge's grading of it) as one."""
+    return TokenUsage(
+        requests=a.requests + b.requests,
+        input_tokens=None if a.input_tokens is None or b.input_tokens is None else a.input_tokens + b.input_tokens,
+        output_tokens=None if a.output_tokens is None or b.output_tokens is None else a.output_tokens + b.output_tokens,
+        reasoning_tokens=_sum(a.reasoning_tokens, b.reasoning_tokens),
+        cache_read_tokens=_sum(a.cache_read_tokens, b.cache_read_tokens),
+        cache_write_tokens=_sum(a.cache_write_tokens, b.cache_write_tokens),
+    )
+
+
+_TRUST: tuple[str, ...] = ("provider", "genai-prices", "user", "local", "unknown")
+
+
+def added_cost(a: Cost, b: Cost) -> Cost:
+    """Two costs of one sample as one: unknown if either is; else the sum, with the less trusted source of the two
+    (a local model's 0 is exact, so it weakens neither)."""
+    if a.usd is None or b.usd is None:
+        return Cost(usd=None, source="unknown")
+    paid = [c.source for c in (a, b) if c.source != "local"]
+    source = max(paid, key=_TRUST.index) if paid else "local"
+    return Cost(usd=a.usd + b.usd, source=source)

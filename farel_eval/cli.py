@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Command line: `python main.py run --model M ...` evaluates a model on FaRel quizzes and stores the run.
+"""Command line: `python main.py run --model M ...` evaluates a model on a suite's cases and stores the run;
+`generate` writes a suite's quizzes as its original generator does, `import` stores published results as runs.
 
 Every expected failure (bad input, unknown model, missing key, unreachable server, corrupt file) ends
 as one line on stderr and a non-zero exit; records already written stay on disk.
@@ -25,24 +26,29 @@ from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.engine import CREDENTIALS_REFUSED, RunControl
 from farel_eval.errors import EvaluatorError, InputError, OneLineArgumentParser
 from farel_eval.farel_logs import log_files, parse_log
-from farel_eval.leaderboard import build_rows, compare_runs, load_run
+from farel_eval.leaderboard import build_rows, compare_runs, load_run, relaxed_score
 from farel_eval.local_server import DEFAULT_LOCAL_MODEL, locate_local_model
 from farel_eval.models import open_model
 from farel_eval.progress import Progress
 from farel_eval.runs import INTERRUPTED, RunOutcome, program_version, run
 from farel_eval.schemas import RunSettings, RunSummary, is_text_mode
 from farel_eval.secrets import Redactor
-from farel_eval.storage import SUMMARY_FILE, RunWriter, model_slug
+from farel_eval.storage import SUMMARY_FILE, RunWriter, latest_records, model_slug
+from farel_eval.suites import lineage
+from farel_eval.suites.case_files import CASE_FILE_SUFFIXES, judge_name, judged, load_case_file
 from farel_eval.suites.farel import FAREL_TASK, generated_dataset, quiz_of, read_dataset
 from farel_eval.suites.farel_import import import_log, imported_run_id
 from farel_eval.suites.files import load_suite_file
+from farel_eval.suites.lineage_import import read_results, result_files, store_run
 from farel_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
 from farel_eval.tables import render_comparison, render_rich
 from farel_eval.tasks import Task
 
 PROG = "farel-eval"
 CACHE_FILE = Path(".cache") / "responses.sqlite"
-BUILT_IN_SUITES = ("farel", "story-graph")
+BUILT_IN_SUITES = ("farel", "story-graph", "lineage", "novelty")
+TAG_SUITES = ("farel", "lineage")
+"""Suites whose text mode is the `<ANSWER>` tag, read as their benchmark reads it."""
 SHORT_RUN_CASES = 45
 """A local model's default run: 5 quizzes per FaRel-3 class (--full for all 450)."""
 EXIT_DNF = 3
@@ -50,7 +56,10 @@ EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 TERMINATED = "terminated (SIGTERM)"
 
-PARAMETERS = ("max_cost", "max_requests", "concurrency", "limit", "api_key", "base_url", "resume")
+PARAMETERS = (
+    "max_cost", "max_requests", "concurrency", "limit", "api_key", "embedding_base_url", "base_url", "embedding_model",
+    "resume",
+)  # fmt: skip
 """Library parameters named in library messages, which the command line calls by their flags."""
 
 
@@ -79,6 +88,15 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _lengths(text: str) -> list[int]:
+    """`3`, or a comma list of sizes (`8,16,32,64`) for lineage."""
+    values = [int(part) for part in text.split(",")]
+    for value in values:
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return values
+
+
 def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
@@ -93,6 +111,20 @@ def _price(text: str) -> float:
     return value
 
 
+def _coherence(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 10:
+        raise argparse.ArgumentTypeError(f"must be 0 to 10 (the judge scores 1 to 10), got {value}")
+    return value
+
+
+def _share(text: str) -> float:
+    value = _finite(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be 0 to 1, got {text}")
+    return value
+
+
 def _seconds(text: str) -> float:
     value = _finite(text)
     if value <= 0:
@@ -102,15 +134,16 @@ def _seconds(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineArgumentParser(
-        prog=_prog(), description="Evaluate models on typed tasks (FaRel, story-graph, your own suite files)."
+        prog=_prog(), description="Evaluate models on typed tasks (FaRel, lineage, story-graph, your own suite files)."
     )
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="pose a suite's cases to a model, score the outputs and store the run")
     run.add_argument(
         "--suite",
         default="farel",
-        help="farel (default: FaRel quizzes), story-graph (stories to relationship graphs), or a suite file "
-        "(path/to/file.py defining TASK and CASES or cases())",
+        help="farel (default: FaRel quizzes), lineage (lineage-bench quizzes), story-graph (stories to "
+        "relationship graphs), a suite file (path/to/file.py defining TASK and CASES or cases()), or a case "
+        "file in promptfoo's format (path/to/cases.yaml, scored by difficulty-weighted assertions)",
     )
     model = run.add_argument_group("model")
     model.add_argument(
@@ -132,12 +165,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["tool", "native", "prompted", "text", "tag"],
         default="tool",
         help="answer through a tool call (default), JSON schema output, a schema stated in the prompt, or text "
-        "read by the suite's reader (tag: farel-bench's <ANSWER> tag, for FaRel)",
+        "read by the suite's reader (tag: the <ANSWER> tag, read as farel-bench or lineage-bench reads it)",
     )
     model.add_argument(
         "--retries",
         type=_non_negative,
-        help="corrective retries after an invalid output (default: 3; 0 in tag mode, as farel-bench)",
+        help="corrective retries after an invalid output (default: 3; 0 in tag mode, as farel-bench and lineage-bench)",
     )
     model.add_argument(
         "--system-prompt",
@@ -163,15 +196,48 @@ def build_parser() -> argparse.ArgumentParser:
     )
     model.add_argument("--price-in", type=_price, help="USD per million input tokens, for models with no known price")
     model.add_argument("--price-out", type=_price, help="USD per million output tokens, for models with no known price")
+    model.add_argument(
+        "--judge-model",
+        help="case files: the model that grades llm-rubric assertions; novelty: the model that rates each answer's "
+        "coherence (default: the run's model)",
+    )
     data = run.add_argument_group("cases")
     data.add_argument(
-        "--quizzes", metavar="FILE", help="farel: a FaRel CSV file, or - for standard input (default: generate)"
+        "--quizzes", metavar="FILE", help="farel, lineage: a quiz CSV file, or - for standard input (default: generate)"
     )
-    data.add_argument("--length", type=_positive, default=3, help="farel: generate degrees 1..LENGTH (default 3)")
-    data.add_argument("--number", type=_positive, default=50, help="farel: quizzes per class (default 50)")
+    data.add_argument(
+        "--length",
+        type=_lengths,
+        help="farel: generate degrees 1..LENGTH (default 3); lineage: people per quiz, sizes 4 to 2048 separated "
+        f"by commas (default {','.join(map(str, lineage.DEFAULT_LENGTHS))})",
+    )
+    data.add_argument("--number", type=_positive, default=50, help="farel, lineage: quizzes per class (default 50)")
     data.add_argument("--people", type=_positive, default=8, help="story-graph: named people per story (default 8)")
     data.add_argument("--count", type=_positive, default=20, help="story-graph: number of stories (default 20)")
     data.add_argument("--seed", type=int, default=42, help="generator seed (default 42)")
+    data.add_argument(
+        "--questions", type=Path, metavar="FILE", help="novelty: one question a line (default: the shipped ones)"
+    )
+    data.add_argument(
+        "--max-answers", type=_positive, help="novelty: accepted answers per question at most (default 20)"
+    )
+    data.add_argument(
+        "--coherence-threshold",
+        type=_coherence,
+        help="novelty: an answer the judge scores at or below this (1-10) ends the loop (default 3, Aidan Bench's)",
+    )
+    data.add_argument(
+        "--novelty-threshold",
+        type=_share,
+        help="novelty: an answer whose novelty (1 - its highest cosine similarity to an accepted answer) is below "
+        "this ends the loop (default 0.1, Aidan Bench's)",
+    )
+    model.add_argument(
+        "--embedding-model",
+        help="novelty: a model at an OpenAI-compatible embeddings endpoint (with --embedding-base-url), or "
+        "openai:NAME (default: all-MiniLM-L6-v2 on this machine, the novelty extra)",
+    )
+    model.add_argument("--embedding-base-url", help="novelty: the embeddings endpoint, e.g. http://127.0.0.1:8080/v1")
     data.add_argument("--no-shuffle", action="store_true", help="keep statement and option order (default: shuffled)")
     data.add_argument(
         "--unambiguous",
@@ -226,42 +292,83 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="pose again only the samples recorded as error (failed calls) of that run, keeping one record each",
     )
-    imports = commands.add_parser("import-farel", help="store farel-bench log files as runs, re-scored and checked")
-    imports.add_argument("paths", nargs="+", metavar="PATH", help="log files, or folders searched for *.log")
-    imports.add_argument(
-        "--quizzes", metavar="FILE", help="the FaRel CSV the logs were run on (default: the published FaRel-3 dataset)"
+    generate = commands.add_parser(
+        "generate", help="write a suite's quizzes as CSV on stdout, the bytes its original generator writes"
     )
-    imports.add_argument(
+    generate.add_argument(
+        "suite", choices=TAG_SUITES, help="farel (farel_bench.py's flags) or lineage (lineage_bench.py's)"
+    )
+    generate.add_argument("arguments", nargs=argparse.REMAINDER, help="the generator's flags (-h lists them)")
+    sources = commands.add_parser("import", help="store published results as runs, re-scored").add_subparsers(
+        dest="source", required=True
+    )
+    _farel_import_arguments(sources.add_parser("farel", help="farel-bench log files, re-scored and checked"))
+    results = sources.add_parser(
+        "lineage", help="lineage-bench result CSVs: a run per model, problem size and reasoning effort"
+    )
+    results.add_argument("paths", nargs="+", metavar="PATH", help="result CSV files, or folders searched for *.csv")
+    results.add_argument(
         "--results-dir", type=Path, default=Path("result"), help="where runs are stored (default result)"
     )
+    _farel_import_arguments(commands.add_parser("import-farel", help="the same as `import farel`"))
     models = commands.add_parser("models", help="list the models a provider has on this machine")
     models.add_argument("--provider", choices=["ollama", "local"], default="ollama")
     models.add_argument("--base-url", help="the Ollama server (default: OLLAMA_BASE_URL or http://localhost:11434)")
     return parser
 
 
-_FAREL_ONLY = ("quizzes", "unambiguous", "no_shuffle")
+def _farel_import_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="log files, or folders searched for *.log")
+    parser.add_argument(
+        "--quizzes", metavar="FILE", help="the FaRel CSV the logs were run on (default: the published FaRel-3 dataset)"
+    )
+    parser.add_argument(
+        "--results-dir", type=Path, default=Path("result"), help="where runs are stored (default result)"
+    )
+
+
+_NOVELTY_FLAGS = (
+    "questions", "max_answers", "coherence_threshold", "novelty_threshold", "embedding_model", "embedding_base_url",
+)  # fmt: skip
+_QUIZ_FLAGS = {
+    "quizzes": TAG_SUITES,
+    "no_shuffle": TAG_SUITES,
+    "unambiguous": ("farel",),
+    **dict.fromkeys(_NOVELTY_FLAGS, ("novelty",)),
+}
+"""Flags that only some suites take."""
+
+
+def _suites(names: Sequence[str]) -> str:
+    return f"the {names[0]} suite" if len(names) == 1 else f"the {' and '.join(names)} suites"
 
 
 def _suite(args: argparse.Namespace) -> tuple[Task[Any], Dataset]:
     """The task and cases of `--suite`: a built-in one, or a suite file defining TASK and CASES."""
     name = args.suite
-    if name != "farel":
-        given = [f"--{flag.replace('_', '-')}" for flag in _FAREL_ONLY if getattr(args, flag) not in (None, False)]
-        if given:
-            verb = "belongs" if len(given) == 1 else "belong"
-            raise InputError(f"{', '.join(given)} {verb} to the farel suite, not {name}")
-        if args.mode == "tag":
-            raise InputError(
-                f"tag mode is farel-bench's <ANSWER> tag, for the farel suite: use --mode text with {name}"
-            )
+    for flag, suites in _QUIZ_FLAGS.items():
+        if name not in suites and getattr(args, flag) not in (None, False):
+            raise InputError(f"--{flag.replace('_', '-')} belongs to {_suites(suites)}, not {name}")
+    if name not in TAG_SUITES and args.mode == "tag":
+        raise InputError(f"tag mode is the <ANSWER> tag of {_suites(TAG_SUITES)}: use --mode text with {name}")
     if name == "farel":
         if args.quizzes is not None:
             return FAREL_TASK, read_dataset(args.quizzes)
+        length = args.length or [3]
+        if len(length) > 1:
+            raise InputError(f"--length takes one degree for the farel suite, got {','.join(map(str, length))}")
         dataset = generated_dataset(
-            args.length, args.number, args.seed, shuffle=not args.no_shuffle, unambiguous=args.unambiguous
+            length[0], args.number, args.seed, shuffle=not args.no_shuffle, unambiguous=args.unambiguous
         )
         return FAREL_TASK, dataset
+    if name == "lineage":
+        if args.quizzes is not None:
+            return lineage.LINEAGE_TASK, lineage.read_dataset(args.quizzes)
+        sizes = args.length or list(lineage.DEFAULT_LENGTHS)
+        shuffle = not args.no_shuffle
+        return lineage.LINEAGE_TASK, lineage.generated_dataset(sizes, args.number, args.seed, shuffle=shuffle)
+    if name == "novelty":
+        return _novelty_suite(args)
     if name == "story-graph":
         from farel_eval.suites import story_graph
 
@@ -275,9 +382,31 @@ def _suite(args: argparse.Namespace) -> tuple[Task[Any], Dataset]:
             params={"people": people, "count": count, "seed": seed},
         )  # fmt: skip
         return story_graph.TASK, dataset
+    if name.endswith(CASE_FILE_SUFFIXES):
+        return load_case_file(Path(name))
     if not name.endswith(".py"):
-        raise InputError(f"unknown suite {name!r}: use {' or '.join(BUILT_IN_SUITES)}, or a suite file (.py)")
+        names = f"{', '.join(BUILT_IN_SUITES[:-1])} or {BUILT_IN_SUITES[-1]}"
+        raise InputError(f"unknown suite {name!r}: use {names}, a suite file (.py) or a case file (.yaml)")
     return load_suite_file(Path(name))
+
+
+def _novelty_suite(args: argparse.Namespace) -> tuple[Task[Any], Dataset]:
+    """The questions, read first; then the embedder (loading the local model takes seconds)."""
+    from farel_eval.embeddings import open_embedder
+    from farel_eval.suites import novelty
+
+    coherence, similar = args.coherence_threshold, args.novelty_threshold
+    settings = novelty.NoveltySettings(
+        max_answers=args.max_answers or novelty.MAX_ANSWERS,
+        coherence_threshold=novelty.COHERENCE_THRESHOLD if coherence is None else coherence,
+        novelty_threshold=novelty.NOVELTY_THRESHOLD if similar is None else similar,
+    )
+    questions = novelty.read_questions(args.questions)
+    embedder = open_embedder(
+        args.embedding_model, args.embedding_base_url, api_key=args.api_key, request_timeout=args.request_timeout
+    )
+    dataset = novelty.novelty_dataset(questions, embedder.name, settings, path=args.questions)
+    return novelty.novelty_task(embedder, settings=settings), dataset
 
 
 def _count(value: int | None) -> str:
@@ -297,8 +426,11 @@ def _report(summary: RunSummary, run_dir: Path) -> None:
         length = summary.dataset.params.get("length")
         title = f"FaRel{'-' + str(length) if length else ''}"
     else:
-        title = f"{summary.suite} score"
+        title = "lineage" if summary.suite == "lineage" else f"{summary.suite} score"
     print(f"{title}: {headline}  ({summary.model}, {summary.mode} mode)")
+    if summary.suite == "lineage":
+        sizes = lineage.size_scores(scores.groups)
+        print("problem sizes: " + ", ".join(f"{name} {value:.2f}" for name, value in sizes.items()))
     if scores.metrics:
         print("metrics: " + ", ".join(f"{name} {value:.2f}" for name, value in scores.metrics.items()))
     comp, totals = scores.compliance, scores.totals
@@ -310,9 +442,11 @@ def _report(summary: RunSummary, run_dir: Path) -> None:
         f"invalid outputs {comp.invalid_outputs} ({kinds}), missing {scores.missing}, errors {scores.errors}"
     )
     if is_text_mode(summary.mode) and comp.relaxed_recoverable:
+        relaxed = relaxed_score(latest_records(run_dir), scores.aggregate)
         print(
             f"relaxed reading: {comp.relaxed_recoverable} missing replies state an answer without the tag "
             f"({comp.relaxed_recoverable_correct} of them correct); not counted"
+            + (f", the score with them: {relaxed:.2f}" if relaxed is not None else "")
         )
     if scores.excluded and summary.suite == "farel":
         print(
@@ -405,19 +539,22 @@ async def _run_model(
         if not args.quiet:
             print(text, file=sys.stderr)
 
+    cache_path = args.results_dir / CACHE_FILE if args.cache else None
     async with open_model(
-        name, mode=args.mode, base_url=args.base_url, api_key=args.api_key,
-        cache_path=args.results_dir / CACHE_FILE if args.cache else None, request_timeout=args.request_timeout,
-        tool_choice=args.tool_choice, chat_format=args.chat_format, pull=args.pull,
-        console=Console(stderr=True), on_status=status, task=task,
-    ) as prepared:  # fmt: skip
+        name, mode=args.mode, base_url=args.base_url, api_key=args.api_key, cache_path=cache_path,
+        request_timeout=args.request_timeout, tool_choice=args.tool_choice, chat_format=args.chat_format,
+        pull=args.pull, console=Console(stderr=True), on_status=status, task=task,
+    ) as prepared, judged(
+        task, args.judge_model, prepared, cache_path=cache_path, request_timeout=args.request_timeout, prices=prices,
+        temperature=args.temperature,
+    ) as task:  # fmt: skip
         return await run(
             task, dataset, prepared, results_dir=args.results_dir, mode=args.mode, retries=args.retries,
             system_prompt=args.system_prompt, temperature=args.temperature, seed=args.model_seed,
             max_tokens=args.max_tokens, concurrency=args.concurrency, prices=prices,
             max_transport_retries=args.max_transport_retries, request_timeout=args.request_timeout,
             resume=True if args.resume == LATEST else (args.resume or False), retry_errors=args.retry_errors,
-            repeats=args.repeats, control=control, on_record=progress.advance,
+            repeats=args.repeats, judge_model=judge_name(task), control=control, on_record=progress.advance,
             on_start=lambda total, _: progress.start(total, prepared.resolved.name, control.traffic),
         )  # fmt: skip
 
@@ -472,6 +609,44 @@ def command_models(args: argparse.Namespace) -> int:
         tools = "tools" if model.tool_calls else "no tools"
         print(f"{name}\t{model.path}\t{model.path.stat().st_size / 1e6:.0f} MB\t{model.chat_format}\t{tools}")
     return 0
+
+
+def command_generate(args: argparse.Namespace) -> int:
+    """The original generator's command line, writing the same bytes: `farel_bench.py`'s or `lineage_bench.py`'s."""
+    if args.suite == "farel":
+        import farel_bench
+
+        return farel_bench.main(args.arguments)
+    return lineage.main(args.arguments, prog=f"{_prog()} generate lineage")
+
+
+def command_import_lineage(args: argparse.Namespace) -> int:
+    """Each (model, problem size, reasoning effort) of each result file as an imported run; importing a file again
+    stores nothing new."""
+    failed = 0
+    for path in result_files(args.paths):
+        try:
+            runs = read_results(path)
+        except EvaluatorError as exc:
+            print(f"{_prog()}: error: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        for found in runs:
+            head = f"{path}: {found.model}, lineage-{found.problem_size}"
+            if (found.run_dir(args.results_dir) / SUMMARY_FILE).exists():
+                print(f"{head}: already imported in {found.run_dir(args.results_dir)}")
+                continue
+            run_dir, summary, records = asyncio.run(store_run(found, args.results_dir))
+            strict, relaxed = summary.scores.score, relaxed_score(records, summary.scores.aggregate)
+            print(
+                f"{head}: {len(records)} responses, score {_score(strict)}, relaxed {_score(relaxed)} "
+                f"(missing {summary.scores.missing}); stored in {run_dir}"
+            )
+    return 1 if failed else 0
+
+
+def _score(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 def command_import(args: argparse.Namespace) -> int:
@@ -554,12 +729,17 @@ def _prog() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    redact = Redactor.for_run(api_key=getattr(args, "api_key", None), urls=[getattr(args, "base_url", None)])
+    urls = [getattr(args, "base_url", None), getattr(args, "embedding_base_url", None)]
+    redact = Redactor.for_run(api_key=getattr(args, "api_key", None), urls=urls)
     try:
         if args.command == "run":
             return command_run(args)
-        if args.command == "import-farel":
+        if args.command == "generate":
+            return command_generate(args)
+        if args.command == "import-farel" or (args.command == "import" and args.source == "farel"):
             return command_import(args)
+        if args.command == "import":
+            return command_import_lineage(args)
         if args.command == "models":
             return command_models(args)
     except EvaluatorError as exc:

@@ -26,11 +26,31 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 from pydantic_core import to_jsonable_python
 
-from farel_eval.attempts import UserPrices, Verdicts, read_attempts, sample_cost, sample_usage, validation_errors
+from farel_eval.attempts import (
+    UserPrices,
+    Verdicts,
+    added_cost,
+    added_usage,
+    read_attempts,
+    sample_cost,
+    sample_usage,
+    validation_errors,
+)
 from farel_eval.errors import EvaluatorError, TaskError
 from farel_eval.models import open_model
 from farel_eval.providers import forces_tool_choice, without_forced_tool_choice
-from farel_eval.schemas import AnswerMode, Case, RunStatus, SampleRecord, SampleStatus, Scores, is_text_mode
+from farel_eval.schemas import (
+    AnswerMode,
+    Attempt,
+    Case,
+    Cost,
+    RunStatus,
+    SampleRecord,
+    SampleStatus,
+    Scores,
+    TokenUsage,
+    is_text_mode,
+)
 from farel_eval.scoring import ScoreBook
 from farel_eval.secrets import Redactor
 from farel_eval.tasks import Score, Task, TextReply
@@ -131,8 +151,43 @@ class _Outcome:
     exception: BaseException | None
 
 
+class _Turns:
+    """A sample's agent runs (one, or a task session's several): their attempts, usage and cost added up, and what
+    the session spent beside them (an LLM judge). The `Conversation` a task's session asks through."""
+
+    def __init__(self, poser: _Poser, case: Case, repeat: int) -> None:
+        self._poser, self._case, self._repeat = poser, case, repeat
+        self.attempts: list[Attempt] = []
+        self.corrective_retries = 0
+        self.usage = TokenUsage()
+        self._cost: Cost | None = None
+
+    @property
+    def cost(self) -> Cost:
+        if self._cost is None:  # nothing was asked
+            return sample_cost([], self.usage, local=self._poser.local, prices=self._poser.prices)
+        return self._cost
+
+    async def ask(self, prompt: str) -> Any:
+        return await self._poser._ask(self._case, self._repeat, prompt, self)
+
+    def add(self, attempts: list[Attempt], usage: TokenUsage, cost: Cost) -> None:
+        """One agent run's attempts (its corrective retries are those after its first) and what it used."""
+        self.attempts += attempts
+        self.corrective_retries += max(len(attempts) - 1, 0)
+        self.charge(usage, cost)
+
+    def charge(self, usage: TokenUsage, cost: Cost) -> None:
+        self.usage = added_usage(self.usage, usage)
+        self._cost = cost if self._cost is None else added_cost(self._cost, cost)
+
+
 class _Poser:
-    """Poses single cases with one agent; holds what every sample of a run shares."""
+    """Poses single cases with one agent; holds what every sample of a run shares.
+
+    A task whose cases are posed differently (`Task.pose_as`) gets one poser per way of posing, made on first use;
+    every one of them scores with the run's task.
+    """
 
     def __init__(
         self,
@@ -147,8 +202,13 @@ class _Poser:
         prices: UserPrices | None,
         traffic: TrafficMeter,
         redact: Redactor,
+        grader: Task[Any] | None = None,
     ) -> None:
         self.task = task
+        self.grader = grader or task
+        self.model = model
+        self.system_prompt = system_prompt
+        self._posers: dict[tuple[int, AnswerMode], tuple[Task[Any], _Poser]] = {}
         self.redact = redact
         self.mode = mode
         self.retries = retries
@@ -195,31 +255,71 @@ class _Poser:
             return ModelSettings(seed=seed + repeat)
         return ModelSettings(seed=repeat) if self.local else None
 
+    def _poser_for(self, case: Case) -> _Poser:
+        """This poser, or the one for the task and mode `pose_as` gives this case."""
+        if self.task.pose_as is None:
+            return self
+        task, mode = self.task.pose_as(case, self.mode)
+        if task is self.task and mode == self.mode:
+            return self
+        key = (id(task), mode)
+        if key not in self._posers:
+            poser = _Poser(
+                task, self.model, mode=mode, retries=self.retries, system_prompt=self.system_prompt,
+                model_settings=self.model_settings, local=self.local, prices=self.prices, traffic=self.traffic,
+                redact=self.redact, grader=self.grader,
+            )  # fmt: skip
+            self._posers[key] = (task, poser)  # the task is kept so its id is not reused
+        return self._posers[key][1]
+
     async def pose(self, case: Case, repeat: int = 0) -> _Outcome:
-        started = time.perf_counter()
+        return await self._poser_for(case)._pose(case, repeat)
+
+    async def _ask(self, case: Case, repeat: int, prompt: str, turns: _Turns) -> Any:
+        """One agent run, its attempts, usage and cost added to `turns`: the valid output, or None when the
+        corrective retries ran out on invalid ones. A failed call raises (the sample is then an `error`)."""
         output: Any = None
         exception: BaseException | None = None
-        traffic = SampleTraffic(self.traffic)
-        counting = current_traffic.set(traffic)
         with capture_run_messages() as messages:
             try:
-                question = self.task.question(case, self.mode)
-                output = (await self.agent.run(question, deps=case, model_settings=self._settings_for(repeat))).output
+                output = (await self.agent.run(prompt, deps=case, model_settings=self._settings_for(repeat))).output
             except UserError as exc:
                 raise EvaluatorError(f"cannot ask this model in {self.mode} mode: {str(exc).splitlines()[0]}") from None
             except (EvaluatorError, asyncio.CancelledError):
                 raise
             except Exception as exc:  # a failed call or a malformed response is this sample's error, not the run's
                 exception = exc
-            finally:
-                current_traffic.reset(counting)
-                traffic.set_waiting(False)
-        latency = time.perf_counter() - started
         value = output.output if isinstance(output, TextReply) else output
         attempts = read_attempts(messages, self._verdicts(case, value is not None, exception))
-        if isinstance(exception, UnexpectedModelBehavior) and len(attempts) > self.retries:
-            exception = None  # the retries ran out: every attempt is invalid and the sample is missing
         usage = sample_usage(messages)
+        turns.add(attempts, usage, sample_cost(messages, usage, local=self.local, prices=self.prices))
+        if isinstance(exception, UnexpectedModelBehavior) and len(attempts) > self.retries:
+            return None  # the retries ran out: every attempt is invalid
+        if exception is not None:
+            raise exception
+        return value
+
+    async def _pose(self, case: Case, repeat: int) -> _Outcome:
+        started = time.perf_counter()
+        value: Any = None
+        exception: BaseException | None = None
+        traffic = SampleTraffic(self.traffic)
+        counting = current_traffic.set(traffic)
+        turns = _Turns(self, case, repeat)
+        try:
+            if self.task.session is None:
+                value = await self._ask(case, repeat, self.task.question(case, self.mode), turns)
+            else:
+                value = await self.task.session(case, turns)
+        except (EvaluatorError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # a failed call or a malformed response is this sample's error, not the run's
+            exception = exc
+        finally:
+            current_traffic.reset(counting)
+            traffic.set_waiting(False)
+        latency = time.perf_counter() - started
+        attempts, usage = turns.attempts, turns.usage
         verdict: Score | None = None
         relaxed_output: Any = None
         relaxed: Score | None = None
@@ -232,10 +332,16 @@ class _Poser:
             if is_text_mode(self.mode) and reader is not None and reader.relaxed is not None and attempts:
                 relaxed_output = reader.relaxed(attempts[-1].raw)
                 if relaxed_output is not None:
-                    relaxed = await self.task.grade(case, relaxed_output)
+                    relaxed = await self.grader.grade(case, relaxed_output)
         else:
-            verdict = await self.task.grade(case, value)
+            verdict = await self.grader.grade(case, value)
             status = "correct" if verdict.value == 1.0 else "incorrect" if verdict.value == 0.0 else "partial"
+        cost = turns.cost
+        for graded in (verdict, relaxed):  # what an LLM judge spent grading counts with the sample
+            if graded is not None and graded.usage is not None:
+                usage = added_usage(usage, graded.usage)
+            if graded is not None and graded.cost is not None:
+                cost = added_cost(cost, graded.cost)
         record = SampleRecord(
             case_id=case.id,
             repeat=repeat,
@@ -243,6 +349,7 @@ class _Poser:
             expected=to_jsonable_python(case.expected),
             metadata=to_jsonable_python(case.metadata),
             excluded=case.excluded,
+            weight=case.weight,
             mode=self.mode,
             status=status,
             output=Task.dump(value) if value is not None else None,
@@ -251,9 +358,9 @@ class _Poser:
             relaxed_output=Task.dump(relaxed_output) if relaxed is not None else None,
             relaxed_score=relaxed.value if relaxed is not None else None,
             attempts=attempts,
-            corrective_retries=max(len(attempts) - 1, 0),
+            corrective_retries=turns.corrective_retries,
             usage=usage,
-            cost=sample_cost(messages, usage, local=self.local, prices=self.prices),
+            cost=cost,
             latency_s=round(latency, 4),
             error=self.redact(_describe(exception)) if exception is not None else None,
             transport_retries=traffic.transport_retries,

@@ -1,8 +1,14 @@
-"""farel-bench log files: parse both runners' formats, match each reply to its quiz, and replay them.
+"""farel-bench log files: split them into records, match each reply to its quiz by content, and replay them.
 
-API runners write, per quiz, one line with the Python repr of the message list, then the reply.
-The llama.cpp runner writes the command line (the templated prompt is its last argument and spans
-lines), then the reply. Both end with one summary line per class: `{class}: {acc} (C: c, I: i, M: m A: a)`.
+The published logs come in four layouts. The API runners write, per quiz, the Python repr of the message list
+on one line, then the reply; the Google runner writes `User prompt: ...` then `Response: ...`. The llama.cpp
+runner writes the command line (the templated prompt is its last argument and spans lines), then the reply;
+some local runs kept only the chat-template transcript (`<|im_start|>user ... <|im_end|>`), with no command
+line. All end with one summary line per class: `{class}: {acc} (C: c, I: i, M: m A: a)`.
+
+A record is matched to its quiz by the quiz's content (its relations, question and options, whitespace
+normalised), not by the prompt's exact text: runs reworded the instruction line, and chat templates put the
+prompt's first line on the command line.
 """
 
 from __future__ import annotations
@@ -35,7 +41,9 @@ from farel_eval.schemas import Quiz
 __all__ = [
     "ClassCounts",
     "FarelLog",
+    "Layout",
     "LogEntry",
+    "MatchedReplies",
     "log_files",
     "match_replies",
     "parse_log",
@@ -43,10 +51,21 @@ __all__ = [
     "resolve_replay",
 ]
 
+Layout = Literal["messages", "prompt-response", "command", "transcript"]
+"""How a log lays out its records: message lists, `User prompt:`/`Response:`, llama.cpp command lines, or
+bare chat-template transcripts."""
+
 _SUMMARY_LINE = re.compile(
     r"^(?P<name>.+): (?P<accuracy>\d+\.\d{2}) \(C: (?P<c>\d+), I: (?P<i>\d+), M: (?P<m>\d+) A: (?P<a>\d+)\)$"
 )
 _API_RECORD = "[{'role': "
+_USER_PROMPT = "User prompt: "
+_SYSTEM_PROMPT = "System prompt: "
+_RESPONSE = "Response: "
+_COMMAND_PROMPT = " -p "
+_CHAT_TURN = re.compile(r"^<[^\s<>]+>")
+"""A special token opening a chat-template turn: `<|im_start|>`, `<start_of_turn>`, `<s>`, `<|user|>`..."""
+_OPTION_LINE = re.compile(r"^\d+\. ")
 _END_OF_TEXT = " [end of text]"
 """What llama.cpp's CLI prints after the generated text."""
 
@@ -64,21 +83,34 @@ class LogEntry:
     line: int
     """1-based line where the record starts."""
     text: str
-    """API logs: the user message (the quiz). llama.cpp logs: the whole record (templated prompt, then reply)."""
+    """API logs: the user prompt (the quiz). llama.cpp logs: the whole record (templated prompt, then reply)."""
     reply: str | None
-    """API logs: the reply. llama.cpp logs: None until the record is matched to its quiz."""
+    """API logs: the reply. llama.cpp logs: None, the reply is the text after the quiz's instruction line."""
     system_prompt: str | None = None
 
 
 @dataclass(frozen=True)
 class FarelLog:
     path: Path
-    kind: Literal["api", "llama.cpp"]
+    layout: Layout
     entries: list[LogEntry]
     summary: dict[str, ClassCounts]
     """The log's own per-class counts: the published ground truth (empty if the log was cut short)."""
     notes: list[str] = field(default_factory=list)
     """Irregularities met while parsing (a truncated last record...)."""
+
+    @property
+    def kind(self) -> Literal["api", "llama.cpp"]:
+        """The runner that wrote the log: an API one, or a local llama.cpp one (command lines or transcripts)."""
+        return "api" if self.layout in ("messages", "prompt-response") else "llama.cpp"
+
+
+@dataclass(frozen=True)
+class MatchedReplies:
+    replies: list[tuple[Quiz, str]]
+    """Each counted record's quiz and reply, in log order."""
+    notes: list[str]
+    """Records left out, and why (a restarted run poses its first quizzes again)."""
 
 
 def log_files(paths: Iterable[str]) -> list[Path]:
@@ -125,8 +157,21 @@ def _messages(line: str) -> list[dict[str, str]] | None:
     return None
 
 
+def _layout(first: str) -> Layout | None:
+    """Told by the log's first line, which opens its first record."""
+    if first.startswith(_API_RECORD):
+        return "messages"
+    if first.startswith((_USER_PROMPT, _SYSTEM_PROMPT)):
+        return "prompt-response"
+    if _COMMAND_PROMPT in first:
+        return "command"
+    if _CHAT_TURN.match(first):
+        return "transcript"
+    return None
+
+
 def parse_log(path: Path) -> FarelLog:
-    """Read a farel-bench log of either format; raises `InputError` naming the file when it is neither."""
+    """Read a farel-bench log of any layout; raises `InputError` naming the file when it is none of them."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -135,11 +180,19 @@ def parse_log(path: Path) -> FarelLog:
     notes: list[str] = []
     if not summary:
         notes.append("no summary lines: the log is cut short or not finished, counts cannot be checked")
-    if lines and lines[0].startswith(_API_RECORD):
-        return FarelLog(path, "api", _api_entries(lines, notes), summary, notes)
-    if lines and " -p " in lines[0]:
-        return FarelLog(path, "llama.cpp", _cli_entries(lines), summary, notes)
-    raise InputError(f"{path} is not a farel-bench log: expected a message list or a llama.cpp command on line 1")
+    layout = _layout(lines[0]) if lines else None
+    if layout == "messages":
+        return FarelLog(path, layout, _api_entries(lines, notes), summary, notes)
+    if layout == "prompt-response":
+        return FarelLog(path, layout, _prompt_response_entries(lines), summary, notes)
+    if layout == "command":
+        return FarelLog(path, layout, _command_entries(lines), summary, notes)
+    if layout == "transcript":
+        return FarelLog(path, layout, _transcript_entries(lines), summary, notes)
+    raise InputError(
+        f"{path} is not a farel-bench log: expected a message list, `User prompt:`, a llama.cpp command "
+        "or a chat-template turn on line 1"
+    )
 
 
 def _api_entries(lines: list[str], notes: list[str]) -> list[LogEntry]:
@@ -169,55 +222,154 @@ def _api_entries(lines: list[str], notes: list[str]) -> list[LogEntry]:
     return entries
 
 
-def _cli_entries(lines: list[str]) -> list[LogEntry]:
-    command = lines[0][: lines[0].index(" -p ") + len(" -p ")]
-    starts = [i for i, line in enumerate(lines) if line.startswith(command)] + [len(lines)]
-    return [
-        LogEntry(begin + 1, "\n".join(lines[begin:end])[len(command) :], None)
-        for begin, end in itertools.pairwise(starts)
-    ]
+def _prompt_response_entries(lines: list[str]) -> list[LogEntry]:
+    """The Google runner's records: `System prompt:` (if any), `User prompt:`, errors it retried, `Response:`."""
+    starts = [i for i, line in enumerate(lines) if line.startswith(_USER_PROMPT)]
+    entries: list[LogEntry] = []
+    for begin, end in itertools.pairwise([*starts, len(lines)]):
+        record = lines[begin:end]
+        if end < len(lines) and record[-1].startswith(_SYSTEM_PROMPT):
+            record = record[:-1]  # the next record's system prompt
+        at = next((i for i, line in enumerate(record) if line.startswith(_RESPONSE)), len(record))
+        before = lines[begin - 1] if begin else ""
+        system = before.removeprefix(_SYSTEM_PROMPT) if before.startswith(_SYSTEM_PROMPT) else None
+        prompt = "\n".join(record[:at]).removeprefix(_USER_PROMPT)
+        entries.append(LogEntry(begin + 1, prompt, "\n".join(record[at:]).removeprefix(_RESPONSE), system))
+    return entries
 
 
-def _reply_after(prompt: str, record: str) -> str | None:
-    """In a llama.cpp record, the text after the line on which the quiz prompt ends (its chat template)."""
-    at = record.find(prompt)
-    if at < 0:
+def _command_entries(lines: list[str]) -> list[LogEntry]:
+    """Each record starts with the binary's command line; its text starts at the prompt (after ` -p `)."""
+    binary = lines[0].split(" ", 1)[0] + " "
+    starts = [i for i, line in enumerate(lines) if line.startswith(binary) and _COMMAND_PROMPT in line]
+    entries: list[LogEntry] = []
+    for begin, end in itertools.pairwise([*starts, len(lines)]):
+        record = "\n".join(lines[begin:end])
+        entries.append(LogEntry(begin + 1, record[record.index(_COMMAND_PROMPT) + len(_COMMAND_PROMPT) :], None))
+    return entries
+
+
+def _transcript_entries(lines: list[str]) -> list[LogEntry]:
+    """Each record starts with the line that opens the first one (`<|im_start|>user`, or the system turn)."""
+    starts = [i for i, line in enumerate(lines) if line == lines[0]]
+    return [LogEntry(b + 1, "\n".join(lines[b:e]), None) for b, e in itertools.pairwise([*starts, len(lines)])]
+
+
+def _normal(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _body(prompt: str) -> tuple[str, ...]:
+    """What identifies a quiz: its lines from the second to the last option (relations, question, options).
+
+    The first line is left out because some chat templates put it on the command line, and the instruction
+    after the options because runs reworded it (or, in the structured modes, it is not posed).
+    """
+    lines = [_normal(line) for line in prompt.split("\n")]
+    options = [i for i, line in enumerate(lines) if _OPTION_LINE.match(line)]
+    return tuple(lines[1 : options[-1] + 1] if options else lines)
+
+
+@dataclass(frozen=True)
+class _Record:
+    """A log entry's lines, raw and whitespace-normalised, with where each normalised line occurs."""
+
+    entry: LogEntry
+    lines: list[str]
+    normal: list[str]
+    where: dict[str, list[int]]
+
+    @classmethod
+    def of(cls, entry: LogEntry) -> _Record:
+        lines = entry.text.split("\n")
+        normal = [_normal(line) for line in lines]
+        where: dict[str, list[int]] = defaultdict(list)
+        for number, line in enumerate(normal):
+            where[line].append(number)
+        return cls(entry, lines, normal, where)
+
+    def _holds(self, body: tuple[str, ...], start: int) -> bool:
+        return tuple(self.normal[start : start + len(body)]) == body
+
+    def find(self, body: tuple[str, ...]) -> int | None:
+        """The line after the first place where the quiz's body stands in this record, if anywhere."""
+        starts = self.where.get(body[0], []) if body else []
+        return next((start + len(body) for start in starts if self._holds(body, start)), None)
+
+    def first_quiz(self, bodies: dict[str, list[tuple[str, ...]]]) -> tuple[tuple[str, ...], int] | None:
+        """The quiz body (of those indexed by first line) that stands first in this record, and the line after it."""
+        for start, line in enumerate(self.normal):
+            for body in bodies.get(line, []):
+                if self._holds(body, start):
+                    return body, start + len(body)
         return None
-    line_end = record.find("\n", at + len(prompt))
-    reply = record[line_end + 1 :] if line_end >= 0 else ""
-    reply = reply.rstrip("\n")
-    return reply.removesuffix(_END_OF_TEXT)
+
+    def reply(self, body_end: int) -> str:
+        """The recorded reply; in llama.cpp records, the text after the instruction line that follows the body."""
+        if self.entry.reply is not None:
+            return self.entry.reply
+        return "\n".join(self.lines[body_end + 1 :]).rstrip("\n").removesuffix(_END_OF_TEXT)
 
 
-def match_replies(log: FarelLog, quizzes: Sequence[Quiz]) -> list[tuple[Quiz, str]]:
-    """Each log entry's quiz and reply, in log order; raises `InputError` if a reply's quiz is not known."""
-    by_prompt: dict[str, list[int]] = defaultdict(list)
-    for index, quiz in enumerate(quizzes):
-        by_prompt[quiz.prompt].append(index)
-    taken: set[int] = set()
-    matched: list[tuple[Quiz, str]] = []
-    for position, entry in enumerate(log.entries):
-        found: tuple[int, str] | None = None
-        if entry.reply is not None:
-            free = [i for i in by_prompt.get(entry.text, []) if i not in taken]
-            found = (free[0], entry.reply) if free else None
-        else:
-            guesses = [position] if position < len(quizzes) else []
-            for index in guesses + list(range(len(quizzes))):
-                if index in taken:
-                    continue
-                reply = _reply_after(quizzes[index].prompt, entry.text)
-                if reply is not None:
-                    found = (index, reply)
-                    break
-        if found is None:
+@dataclass(frozen=True)
+class _Found:
+    entry: LogEntry
+    body: tuple[str, ...]
+    reply: str
+
+
+def _found(log: FarelLog, bodies: Iterable[tuple[str, ...]]) -> list[_Found]:
+    """Each record's quiz body and reply; raises `InputError` at the first record holding none of `bodies`."""
+    by_first: dict[str, list[tuple[str, ...]]] = defaultdict(list)
+    for body in bodies:
+        if body:
+            by_first[body[0]].append(body)
+    found: list[_Found] = []
+    for entry in log.entries:
+        record = _Record.of(entry)
+        hit = record.first_quiz(by_first)
+        if hit is None:
             raise InputError(
                 f"{log.path}: the quiz at line {entry.line} is not in the dataset; "
                 "pass quizzes='FILE' naming the dataset this log was run on"
             )
-        taken.add(found[0])
-        matched.append((quizzes[found[0]], found[1]))
-    return matched
+        found.append(_Found(entry, hit[0], record.reply(hit[1])))
+    return found
+
+
+def _restarted(found: list[_Found], copies: dict[tuple[str, ...], int]) -> tuple[list[_Found], list[str]]:
+    """Without the records a restarted run superseded: a quiz the dataset has once, posed twice in a row."""
+    kept: list[_Found] = []
+    notes: list[str] = []
+    for current, following in zip(found, [*found[1:], None], strict=True):
+        if following is not None and following.body == current.body and copies[current.body] == 1:
+            notes.append(
+                f"line {current.entry.line}: the same quiz is posed again at line {following.entry.line} "
+                "(a restarted run); only the later record counts"
+            )
+        else:
+            kept.append(current)
+    return kept, notes
+
+
+def match_replies(log: FarelLog, quizzes: Sequence[Quiz]) -> MatchedReplies:
+    """Each record's quiz, found by content, and reply; raises `InputError` if a record's quiz is not known."""
+    indices: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for index, quiz in enumerate(quizzes):
+        indices[_body(quiz.prompt)].append(index)
+    kept, notes = _restarted(_found(log, indices.keys()), {body: len(free) for body, free in indices.items()})
+    first_line: dict[tuple[str, ...], int] = {}
+    replies: list[tuple[Quiz, str]] = []
+    for item in kept:
+        free = indices[item.body]
+        if not free:
+            raise InputError(
+                f"{log.path}: the quiz at line {item.entry.line} was answered already at line "
+                f"{first_line[item.body]}, and the dataset has it only once"
+            )
+        first_line.setdefault(item.body, item.entry.line)
+        replies.append((quizzes[free.pop(0)], item.reply))
+    return MatchedReplies(replies, notes)
 
 
 def _question(prompt: str) -> str:
@@ -245,20 +397,13 @@ def _answering(reply_to: Callable[[str], str | None], name: str) -> FunctionMode
 
 
 def _log_replies(log: FarelLog) -> Callable[[str], str | None]:
-    """The reply a log holds for a prompt, found by the quiz's text (with or without its tag instruction)."""
-    by_question = {_question(e.text): e.reply for e in log.entries if e.reply is not None}
-    records = [e.text for e in log.entries if e.reply is None]
+    """The reply a log holds for a prompt (in any mode), found by the quiz's content. The latest record is
+    searched first: when a run was restarted, its later reply is the one that counts."""
+    records = [_Record.of(entry) for entry in reversed(log.entries)]
 
     def reply_to(prompt: str) -> str | None:
-        question = _question(prompt)
-        if question in by_question:
-            return by_question[question]
-        for full in (f"{question}\n{TAG_INSTRUCTION}", prompt):
-            for record in records:
-                reply = _reply_after(full, record)
-                if reply is not None:
-                    return reply
-        return None
+        body = _body(prompt)
+        return next((record.reply(end) for record in records if (end := record.find(body)) is not None), None)
 
     return reply_to
 

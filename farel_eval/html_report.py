@@ -176,12 +176,24 @@ _COLUMNS = [
 ]
 
 
+_NOVELTY_COLUMNS = [
+    ("Novelty", "novelty of every accepted answer, summed over the questions (Aidan Bench's score)"),
+    ("Answers", "accepted answers, over all questions"),
+]
+"""After Score, in the novelty suite's table."""
+
+
 def _table(rows: Sequence[LeaderboardRow]) -> str:
+    columns = _COLUMNS[:3] + (_NOVELTY_COLUMNS if _novelty(rows) else []) + _COLUMNS[3:]
     head = "".join(
-        f'<th scope="col" title="{_e(tip)}"><button type="button">{_e(name)}</button></th>' for name, tip in _COLUMNS
+        f'<th scope="col" title="{_e(tip)}"><button type="button">{_e(name)}</button></th>' for name, tip in columns
     )
     body = "".join(_table_row(r) for r in rows)
     return _scroll_table("leaderboard sortable", head, body)
+
+
+def _novelty(rows: Sequence[LeaderboardRow]) -> bool:
+    return bool(rows) and all(r.suite == "novelty" for r in rows)
 
 
 def _scroll_table(cls: str, head: str, body: str) -> str:
@@ -209,6 +221,7 @@ def _table_row(r: LeaderboardRow) -> str:
             "text",
         ),
         _cell(f"<strong>{score}</strong>{ci}", r.score),
+        *(_novelty_cells(r) if r.suite == "novelty" else []),
         _cell(_favourite(r), r.favourite_position_score),
         _cell(_num(r.valid_first_try), r.valid_first_try),
         _cell(_num(r.valid_after_retries), r.valid_after_retries),
@@ -221,6 +234,11 @@ def _table_row(r: LeaderboardRow) -> str:
         _cell(samples, r.samples),
     ]
     return f"<tr{cls}>{''.join(cells)}</tr>"
+
+
+def _novelty_cells(row: LeaderboardRow) -> list[str]:
+    novelty, answers = row.metrics.get("novelty"), row.metrics.get("answers")
+    return [_cell(_num(novelty, 2), novelty), _cell(_num(answers, 0), answers)]
 
 
 def _favourite(row: LeaderboardRow) -> str:

@@ -18,12 +18,24 @@ from rich.console import Console
 from farel_eval.analysis import Comparison, RunAnalysis, analyse, compare, tied_with_best
 from farel_eval.errors import EvaluatorError, InputError, OneLineArgumentParser, ResultFileError
 from farel_eval.html_report import invalid_examples, render_html
-from farel_eval.schemas import LeaderboardRow
+from farel_eval.schemas import Aggregate, LeaderboardRow, SampleRecord, is_text_mode
+from farel_eval.scoring import score_records
 from farel_eval.stats import pareto_front
 from farel_eval.storage import RECORDS_FILE, SUMMARY_FILE, StoredRun, latest_records, load_runs, read_records
+from farel_eval.suites.lineage import size_scores
 from farel_eval.tables import comparison_json, render_comparison, render_csv, render_json, render_markdown, render_rich
 
-__all__ = ["RANK_BY", "RankBy", "analyse_run", "build_rows", "compare_runs", "load_run", "main", "newest_runs"]
+__all__ = [
+    "RANK_BY",
+    "RankBy",
+    "analyse_run",
+    "build_rows",
+    "compare_runs",
+    "load_run",
+    "main",
+    "newest_runs",
+    "relaxed_score",
+]
 
 RankBy = Literal["score", "cost", "value", "pareto"]
 RANK_BY: tuple[RankBy, ...] = ("score", "cost", "value", "pareto")
@@ -34,6 +46,38 @@ def analyse_run(run: StoredRun) -> RunAnalysis | None:
     if not (run.path / RECORDS_FILE).is_file():
         return None
     return analyse(latest_records(run.path), run.summary.scores.aggregate)
+
+
+def _with_relaxed_reading(record: SampleRecord) -> SampleRecord:
+    if record.status != "missing" or record.relaxed_score is None:
+        return record
+    value = record.relaxed_score
+    status = "correct" if value == 1.0 else "incorrect" if value == 0.0 else "partial"
+    return record.model_copy(update={"status": status, "score": value, "output": record.relaxed_output})
+
+
+def relaxed_score(records: Iterable[SampleRecord], aggregate: Aggregate) -> float | None:
+    """The score (0-100) with the relaxed reading counted: each missing reply it reads scores what it reads, as
+    lineage-bench's `compute_metrics.py --relaxed` counts them."""
+    return score_records((_with_relaxed_reading(r) for r in records), aggregate=aggregate).score
+
+
+def _score_relaxed(run: StoredRun, score: float | None) -> float | None:
+    """Text modes: the score with the relaxed reading counted (the records are read only when it reads some)."""
+    s = run.summary
+    if score is None or not is_text_mode(s.mode):
+        return None
+    if not s.scores.compliance.relaxed_recoverable:
+        return score
+    if not (run.path / RECORDS_FILE).is_file():
+        return None
+    return relaxed_score(latest_records(run.path), s.scores.aggregate)
+
+
+def _problem_size(run: StoredRun) -> int | None:
+    """The one problem size of a run's cases (lineage); None for runs of several sizes, or of none."""
+    sizes = run.summary.dataset.params.get("problem_sizes")
+    return sizes[0] if isinstance(sizes, list) and len(sizes) == 1 and isinstance(sizes[0], int) else None
 
 
 def load_run(path: Path) -> StoredRun:
@@ -106,7 +150,7 @@ def _row(run: StoredRun, analysis: RunAnalysis | None) -> LeaderboardRow:
         score=score,
         farel=score if s.suite == "farel" else None,
         classes={g.group: g.score for g in scores.groups} if scored else {},
-        metrics=scores.metrics if scored else {},
+        metrics=(scores.metrics | (size_scores(scores.groups) if s.suite == "lineage" else {})) if scored else {},
         samples=scores.samples,
         correct=scores.correct,
         partial=scores.partial,
@@ -144,6 +188,8 @@ def _row(run: StoredRun, analysis: RunAnalysis | None) -> LeaderboardRow:
         latency_p95_s=analysis.latency_p95_s if analysis else None,
         valid_after_retries=scores.compliance.valid_after_retries,
         invalid_by_kind=dict(scores.compliance.invalid_by_kind),
+        score_relaxed=_score_relaxed(run, score),
+        problem_size=_problem_size(run),
     )
 
 

@@ -48,7 +48,9 @@ __all__ = ["INTERRUPTED", "RUNNING", "RunOutcome", "model_name", "program_versio
 RUNNING = "running: not finished (resume it to carry on)"
 INTERRUPTED = "interrupted by the user"
 
-_SAME_RUN_SETTINGS = ("model", "mode", "retries", "temperature", "seed", "max_tokens", "system_prompt", "repeats")
+_SAME_RUN_SETTINGS = (
+    "model", "mode", "retries", "temperature", "seed", "max_tokens", "system_prompt", "repeats", "judge_model",
+)  # fmt: skip
 """Settings that must match for a resume to continue a run (the task, the dataset's MD5 and limit too)."""
 
 
@@ -130,6 +132,7 @@ async def run(
     resume: bool | str | Path = False,
     retry_errors: bool = False,
     repeats: int = 1,
+    judge_model: str | None = None,
     control: RunControl | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
     on_start: Callable[[int, Path], None] | None = None,
@@ -140,7 +143,8 @@ async def run(
     keeps one record per sample. Every finished sample is on disk before it counts, so an interrupted run
     (Ctrl-C, kill -9, a reboot) loses nothing: resume it. `on_start(to_pose, run_dir)` is called before the
     first request. Returns the final summary; `summary.status` says `finished`, `partial` or `dnf`. `repeats`
-    poses every case that many times; resume and the retry of errors work per (case, repeat).
+    poses every case that many times; resume and the retry of errors work per (case, repeat). `judge_model` names
+    the model a task's LLM judge grades with (stored, and a resume must keep it).
     """
     if repeats < 1:
         raise InputError(f"repeats must be at least 1, got {repeats}")
@@ -159,6 +163,7 @@ async def run(
             concurrency=concurrency or model.concurrency or 8, prices=prices,
             tool_choice=tool_choice or model.tool_choice, max_transport_retries=max_transport_retries,
             request_timeout=request_timeout, resume=resume, retry_errors=retry_errors, repeats=repeats,
+            judge_model=judge_model,
             control=control or RunControl(), on_record=on_record, on_start=on_start,
         )  # fmt: skip
 
@@ -191,6 +196,7 @@ async def _run(
     resume: bool | str | Path,
     retry_errors: bool,
     repeats: int,
+    judge_model: str | None,
     control: RunControl,
     on_record: Callable[[SampleRecord], None] | None,
     on_start: Callable[[int, Path], None] | None,
@@ -209,7 +215,7 @@ async def _run(
         model_settings["max_tokens"] = max_tokens
     settings = RunSettings(
         model=resolved.name, base_url=resolved.base_url, mode=mode, retries=retries, temperature=temperature,
-        seed=seed, max_tokens=max_tokens, system_prompt=system_prompt, repeats=repeats,
+        seed=seed, max_tokens=max_tokens, system_prompt=system_prompt, repeats=repeats, judge_model=judge_model,
         instructions=task.instructions_for(mode),
         tool_choice=tool_choice if mode == "tool" else None,
         tool_choice_reason=prepared.tool_choice_reason if mode == "tool" else None, concurrency=concurrency,

@@ -19,12 +19,16 @@ _TOKEN_COUNTS = ("input_tokens", "output_tokens", "reasoning_tokens", "cache_rea
 """Summed where reported; a count stays None (unknown) until some record reports it."""
 
 
-def _percent(part: float, whole: int) -> float | None:
+def _percent(part: float, whole: float) -> float | None:
     return 100 * part / whole if whole else None
 
 
 class ScoreBook:
-    """Running counts; errors and excluded cases are counted but left out of the score; missing counts 0."""
+    """Running counts; errors and excluded cases are counted but left out of the score; missing counts 0.
+
+    Scores are means weighted by each record's case weight (1 unless the case gives one): a group's score is
+    sum(weight x score) / sum(weight) over its scored records, and so is the `mean` headline over all of them.
+    """
 
     def __init__(
         self,
@@ -35,6 +39,7 @@ class ScoreBook:
     ) -> None:
         self._groups: dict[str, GroupScore] = {name: GroupScore(group=name) for name in group_order}
         self._sums: dict[str, float] = {}
+        self._weights: dict[str, float] = {}
         self._first_position: dict[str, int] = {}
         self._aggregate: Aggregate = aggregate
         self._metrics = metrics
@@ -69,7 +74,8 @@ class ScoreBook:
         else:
             self._statuses[record.status] += 1
             setattr(entry, record.status, getattr(entry, record.status) + 1)
-            self._sums[name] = self._sums.get(name, 0.0) + (record.score or 0.0)
+            self._sums[name] = self._sums.get(name, 0.0) + record.weight * (record.score or 0.0)
+            self._weights[name] = self._weights.get(name, 0.0) + record.weight
             for key, value in (record.score_details or {}).items():
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     self._details[key] = self._details.get(key, 0) + value
@@ -121,11 +127,11 @@ class ScoreBook:
             seen.sort(key=lambda g: self._first_position.get(g.group, len(self._first_position)))
         groups = [g.model_copy() for g in seen]
         for entry in groups:
-            entry.score = _percent(self._sums.get(entry.group, 0.0), entry.scored)
+            entry.score = _percent(self._sums.get(entry.group, 0.0), self._weights.get(entry.group, 0.0))
         means = [g.score for g in groups if g.score is not None]
         scored = sum(g.scored for g in groups)
         macro = sum(means) / len(means) if means else None
-        mean = _percent(sum(self._sums.values()), scored)
+        mean = _percent(sum(self._sums.values()), sum(self._weights[g.group] for g in groups if g.scored))
         tokens = self._tokens
         return Scores(
             groups=groups,

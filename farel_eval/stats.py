@@ -132,17 +132,21 @@ def binomial_draw(trials: int, p: float, rng: random.Random) -> int:
             return k
 
 
-def _resampled_sum(counts: Sequence[tuple[float, int]], size: int, rng: random.Random) -> float:
-    """The sum of `size` values drawn with replacement from a group given as (value, count) pairs."""
-    total, left, mass = 0.0, size, size
-    for index, (value, count) in enumerate(counts):
+def _resampled_sums(
+    counts: Sequence[tuple[tuple[float, float], int]], size: int, rng: random.Random
+) -> tuple[float, float]:
+    """Draw `size` cases with replacement from a group given as ((value, weight), count) pairs: the sums of
+    weight x value and of weight over the draw."""
+    total, weights, left, mass = 0.0, 0.0, size, size
+    for index, ((value, weight), count) in enumerate(counts):
         if left == 0:
             break
         picked = left if index == len(counts) - 1 else binomial_draw(left, count / mass, rng)
-        total += value * picked
+        total += weight * value * picked
+        weights += weight * picked
         left -= picked
         mass -= count
-    return total
+    return total, weights
 
 
 def bootstrap_ci(
@@ -152,21 +156,28 @@ def bootstrap_ci(
     resamples: int = 2000,
     seed: int = 0,
     level: float = 0.95,
+    weights_by_group: Mapping[str, Sequence[float]] | None = None,
 ) -> tuple[float, float]:
     """Percentile interval of the aggregate of per-case values, resampling cases within each group (a stratified
-    bootstrap: every group keeps its size). `macro` averages group means; `mean` averages all cases. Same
-    values and seed, same interval."""
-    groups = [(sorted(Counter(values).items()), len(values)) for _, values in sorted(values_by_group.items()) if values]
+    bootstrap: every group keeps its size). `macro` averages group means; `mean` averages all cases; with
+    `weights_by_group` (each case's weight, in the order of its value) the means are weighted, as the score
+    is. Same values and seed, same interval."""
+    groups = [
+        (sorted(Counter(zip(values, weights_by_group[name] if weights_by_group else [1.0] * len(values),
+                            strict=True)).items()), len(values))
+        for name, values in sorted(values_by_group.items())
+        if values
+    ]  # fmt: skip
     if not groups:
         raise ValueError("bootstrap of no values")
     rng = random.Random(seed)
     statistics: list[float] = []
     for _ in range(resamples):
-        sums = [_resampled_sum(counts, size, rng) for counts, size in groups]
+        sums = [_resampled_sums(counts, size, rng) for counts, size in groups]
         if aggregate == "macro":
-            statistics.append(math.fsum(s / size for s, (_, size) in zip(sums, groups, strict=True)) / len(groups))
+            statistics.append(math.fsum(s / w for s, w in sums) / len(groups))
         else:
-            statistics.append(math.fsum(sums) / sum(size for _, size in groups))
+            statistics.append(math.fsum(s for s, _ in sums) / math.fsum(w for _, w in sums))
     tail = 100 * (1 - level) / 2
     return percentile(statistics, tail), percentile(statistics, 100 - tail)
 

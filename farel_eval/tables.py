@@ -137,11 +137,24 @@ RUN = Column("Run", lambda r: r.run_id, text=True)
 MODEL_AND_RUN = Column("Model / run", lambda r: f"{_label(r)}\n{r.run_id}", text=True)
 
 
+RELAXED = Column("Relaxed", _dnf(lambda r: _num(r.score_relaxed)))
+"""lineage: the score with the relaxed reading counted (`compute_metrics.py --relaxed`)."""
+
+_TITLES = {"farel": "FaRel", "lineage": "Lineage"}
+_SIZE_METRIC = re.compile(r"^lineage-(\d+)$")
+
+
 def _score_column(suite: str) -> Column:
-    return Column("FaRel" if suite == "farel" else "Score", _dnf(lambda r: _num(r.score)))
+    return Column(_TITLES.get(suite, "Score"), _dnf(lambda r: _num(r.score)))
 
 
-def _class_columns(rows: Sequence[LeaderboardRow]) -> list[Column]:
+def _class_columns(rows: Sequence[LeaderboardRow], suite: str) -> list[Column]:
+    """A column per group; lineage's per problem size instead (`lineage-8`...), as `compute_metrics.py` prints;
+    novelty's (one group) its total novelty and accepted answers, Aidan Bench's figures."""
+    if suite == "lineage":
+        return _size_columns(rows)
+    if suite == "novelty":
+        return [NOVELTY, ANSWERS]
     names: dict[str, None] = {}
     for row in rows:
         names.update(dict.fromkeys(row.classes))
@@ -150,6 +163,21 @@ def _class_columns(rows: Sequence[LeaderboardRow]) -> list[Column]:
 
 def _group_cell(name: str) -> Callable[[LeaderboardRow], str]:
     return lambda row: "" if row.status == "dnf" else _num(row.classes.get(name))
+
+
+def _size_columns(rows: Sequence[LeaderboardRow]) -> list[Column]:
+    sizes = {int(m[1]) for row in rows for name in row.metrics if (m := _SIZE_METRIC.match(name))}
+    return [Column(f"lineage-{size}", _metric_cell(f"lineage-{size}")) for size in sorted(sizes)]
+
+
+def _metric_cell(name: str) -> Callable[[LeaderboardRow], str]:
+    return lambda row: "" if row.status == "dnf" else _num(row.metrics.get(name))
+
+
+NOVELTY = Column("Novelty", _metric_cell("novelty"))
+"""novelty: the novelty of every accepted answer, summed over the questions (Aidan Bench's score)."""
+ANSWERS = Column("Answers", lambda r: "" if r.status == "dnf" else _num(r.metrics.get("answers"), 0))
+"""novelty: accepted answers, over all questions."""
 
 
 def _suites(rows: Sequence[LeaderboardRow]) -> list[str]:
@@ -165,11 +193,13 @@ def _repeated(rows: Sequence[LeaderboardRow]) -> list[Column]:
 
 
 def _markdown_columns(rows: Sequence[LeaderboardRow], suite: str) -> list[Column]:
-    """farel-bench's columns first (Nr, Model, FaRel, classes), so its table is a prefix of ours."""
+    """farel-bench's columns first (Nr, Model, FaRel, classes), so its table is a prefix of ours; lineage-bench's
+    (Nr, Model, Lineage, a column per problem size) likewise, then the relaxed score."""
+    relaxed = [RELAXED] if suite == "lineage" else []
     return [
-        NR, MODEL, _score_column(suite), *_class_columns(rows), CI, GROUP, CASES, CHANCE, FAVOURITE, VALID,
-        VALID_FINAL, RETRIES, INVALID, MISSING, ERRORS, COST, PER_CORRECT, PARETO, LATENCY, *_repeated(rows), USAGE,
-        RUN,
+        NR, MODEL, _score_column(suite), *_class_columns(rows, suite), *relaxed, CI, GROUP, CASES, CHANCE, FAVOURITE,
+        VALID, VALID_FINAL, RETRIES, INVALID, MISSING, ERRORS, COST, PER_CORRECT, PARETO, LATENCY, *_repeated(rows),
+        USAGE, RUN,
     ]  # fmt: skip
 
 
@@ -185,7 +215,7 @@ def render_markdown(rows: Sequence[LeaderboardRow], *, farel_only: bool = False)
             continue
         columns = _markdown_columns(mine, suite)
         tables.append(
-            (suite, _markdown_table(mine, columns[: 3 + len(_class_columns(mine))] if farel_only else columns))
+            (suite, _markdown_table(mine, columns[: 3 + len(_class_columns(mine, suite))] if farel_only else columns))
         )
     if len(tables) == 1:
         return tables[0][1]
@@ -220,13 +250,16 @@ def render_rich(rows: Sequence[LeaderboardRow], console: Console, *, wide: bool 
     every column, as wide as it needs."""
     for suite, mine in _by_suite(rows):
         name = "FaRel" if suite == "farel" else suite
-        score, classes = _score_column(suite), _class_columns(mine)
+        score, classes = _score_column(suite), _class_columns(mine, suite)
         if wide:
             _rich_table(console, name, mine, _markdown_columns(mine, suite), wrap=False, notes=NOTES)
             continue
-        headline = [NR, GROUP, MODEL_AND_RUN, CASES, score, CI, CHANCE, FAVOURITE, VALID, PER_CORRECT, LATENCY]
+        baselines = classes if suite == "novelty" else [CHANCE, FAVOURITE]  # novelty has no options to guess among
+        headline = [NR, GROUP, MODEL_AND_RUN, CASES, score, CI, *baselines, VALID, PER_CORRECT, LATENCY]
         _rich_table(console, name, mine, headline + _repeated(mine), wrap=True, notes=NOTES)
-        if classes:
+        if suite == "lineage":
+            _rich_table(console, "lineage by problem size", mine, [NR, MODEL, score, RELAXED, *classes], wrap=True)
+        elif classes and suite != "novelty":
             _rich_table(console, f"{name} by group" if suite != "farel" else "FaRel by class", mine,
                         [NR, MODEL, score, *classes], wrap=True)  # fmt: skip
         compliance = [NR, MODEL, VALID, VALID_FINAL, RETRIES, INVALID, MISSING, ERRORS, COST, USAGE]
@@ -255,7 +288,7 @@ def _rich_table(
             continue
         widest = max(len(column.cell(row)) for row in rows)
         if wrap:  # a header stacks over a narrower column: "great grand-child" as great / grand- / child
-            header = textwrap.fill(header, max(widest, *(len(word) for word in re.split(r"[\s-]", header))))
+            header = textwrap.fill(header, max(widest, *(len(part) for part in re.findall(r"[^\s-]+-?", header))))
         table.add_column(header, justify="left" if column.text else "right", no_wrap=True, min_width=widest)
     for row in rows:
         table.add_row(*(column.cell(row) for column in columns))
@@ -280,19 +313,28 @@ def _csv_value(value: object) -> object:
     return value
 
 
+LINEAGE_CSV_FIELDS = ("score_relaxed", "problem_size")
+NOVELTY_CSV_FIELDS = ("novelty", "answers")
+"""Added when a row is a novelty run: its metrics of those names."""
+"""Added after `CSV_FIELDS` when a row is a lineage run."""
+
+
 def render_csv(rows: Sequence[LeaderboardRow]) -> str:
     classes = list(dict.fromkeys(name for row in rows for name in row.classes))
+    fields = CSV_FIELDS + (LINEAGE_CSV_FIELDS if any(r.suite == "lineage" for r in rows) else ())
+    fields += NOVELTY_CSV_FIELDS if any(r.suite == "novelty" for r in rows) else ()
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["rank", "suite", "model", "mode", "run_id", "status", "imported", "score", *classes, *CSV_FIELDS])
+    writer.writerow(["rank", "suite", "model", "mode", "run_id", "status", "imported", "score", *classes, *fields])
     for r in rows:
         values = r.model_dump()
         low, high = r.score_ci95 or (None, None)
         values |= {"score_ci95_low": low, "score_ci95_high": high}
+        values |= {name: r.metrics.get(name) for name in NOVELTY_CSV_FIELDS}
         writer.writerow(
             [r.rank, r.suite, r.model, r.mode, r.run_id, r.status, r.imported, _num(r.score)]
             + [_num(r.classes.get(c)) for c in classes]
-            + [_csv_value(values[field]) for field in CSV_FIELDS]
+            + [_csv_value(values[field]) for field in fields]
         )
     return out.getvalue()
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import TypeAdapter
 from pydantic_ai import ModelRetry, NativeOutput, PromptedOutput, RunContext, TextOutput, ToolOutput
@@ -22,9 +22,9 @@ from pydantic_ai.profiles import ModelProfile
 from pydantic_core import to_jsonable_python
 
 from farel_eval.errors import TaskError
-from farel_eval.schemas import Aggregate, AnswerMode, Case, InvalidKind, is_text_mode
+from farel_eval.schemas import Aggregate, AnswerMode, Case, Cost, InvalidKind, TokenUsage, is_text_mode
 
-__all__ = ["Score", "Scorer", "Task", "TextReader", "TextReply"]
+__all__ = ["Conversation", "Score", "Scorer", "Session", "Task", "TextReader", "TextReply"]
 
 OutputT = TypeVar("OutputT")
 
@@ -36,10 +36,29 @@ class Score:
     value: float
     details: dict[str, Any] = field(default_factory=dict)
     """JSON-compatible. Numbers in it are summed over the run and handed to the task's `metrics`."""
+    usage: TokenUsage | None = None
+    """What scoring itself asked of a model (an LLM judge): added to the sample's usage."""
+    cost: Cost | None = None
+    """What those requests cost: added to the sample's cost."""
 
 
 Scorer = Callable[[Case, OutputT], float | Score | Awaitable[float | Score]]
 """`score(case, output)`: a float in [0, 1] or a `Score`, or an awaitable of either (an LLM judge)."""
+
+
+class Conversation(Protocol):
+    """What a task's `session` asks the model through, for one sample."""
+
+    async def ask(self, prompt: str) -> Any:
+        """One request (with its corrective retries) in the task's output and mode, with the run's settings: the valid
+        output, or None when the retries ran out. A failed call raises: let it, and the sample is an `error`."""
+
+    def charge(self, usage: TokenUsage, cost: Cost) -> None:
+        """Count what the session spent beside its requests (an LLM judge, an embeddings endpoint) with the sample."""
+
+
+Session = Callable[[Case, Conversation], Awaitable[Any]]
+"""`session(case, conversation)`: a case that takes several requests, returning the output to score."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +114,14 @@ class Task(Generic[OutputT]):
     example: Any = None
     """A valid output (JSON-compatible): what the offline `test` model answers. Without one, pydantic-ai's
     TestModel makes up data that fits the schema."""
+    pose_as: Callable[[Case, AnswerMode], tuple[Task[Any], AnswerMode]] | None = None
+    """For cases that differ in what they ask for (a case file: plain text for some, a JSON schema for others):
+    the task whose output type, reader, instructions and prompt pose this case, and the mode it is posed in.
+    The scorer, name and aggregate stay this task's. Default: this task, in the run's mode."""
+    session: Session | None = None
+    """For cases that take several requests (an answer loop): instead of one request of the case's prompt, the sample
+    is `session(case, conversation)`, which asks as often as it needs and returns the output to score (any
+    JSON-compatible value). Every request's attempts, usage and cost are the sample's, as is what it charges."""
     _adapter: TypeAdapter[Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -195,7 +222,7 @@ class Task(Generic[OutputT]):
         value = _number(result.value, self.name, case.id)
         if not 0.0 <= value <= 1.0:
             raise TaskError(f"the scorer of task {self.name!r} gave {value} for case {case.id!r}: scores are in [0, 1]")
-        return Score(value, result.details)
+        return replace(result, value=value)
 
 
 def _number(value: object, task: str, case_id: str) -> float:

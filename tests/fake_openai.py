@@ -6,8 +6,10 @@ tests exercise the real openai client and pydantic-ai's OpenAI model, not a mock
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -78,6 +80,28 @@ def answer_key(quizzes: Sequence[Quiz]) -> Callable[[dict[str, Any]], Quiz]:
     """Find the quiz a request asks about (by the text before its answer options, the same in every mode)."""
     by_question = {q.prompt.split("Select the correct answer:")[0]: q for q in quizzes}
     return lambda request: by_question[prompt_of(request).split("Select the correct answer:")[0]]
+
+
+def embeddings(vector: Callable[[str], Sequence[float]], calls: list[dict[str, Any]] | None = None) -> Route:
+    """A `/v1/embeddings` route: each input's vector from `vector`, a token per word as usage; every request body is
+    appended to `calls`. Vectors go back as the client asks: floats, or base64 of little-endian float32 (the openai
+    client's default)."""
+
+    def route(request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if calls is not None:
+            calls.append(request)
+        inputs = request["input"] if isinstance(request["input"], list) else [request["input"]]
+        data = []
+        for index, text in enumerate(inputs):
+            values = [float(x) for x in vector(text)]
+            packed = base64.b64encode(struct.pack(f"<{len(values)}f", *values)).decode()
+            encoded = packed if request.get("encoding_format") == "base64" else values
+            data.append({"object": "embedding", "index": index, "embedding": encoded})
+        tokens = sum(len(text.split()) for text in inputs)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return 200, {"object": "list", "data": data, "model": request["model"], "usage": usage}
+
+    return route
 
 
 class _QuietServer(ThreadingHTTPServer):

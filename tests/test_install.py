@@ -84,5 +84,7 @@ def test_the_console_script_runs_as_main_py_does(tmp_path: Path) -> None:
     assert board.stdout.splitlines()[1].startswith(",farel,test,tool,")  # a limited run: listed, not ranked
     bad = subprocess.run([str(script), "run", "--suite", "nope"], cwd=tmp_path, capture_output=True, text=True)
     assert (bad.returncode, bad.stderr) == (
-        2, "farel-eval: error: unknown suite 'nope': use farel or story-graph, or a suite file (.py)\n"
+        2,
+        "farel-eval: error: unknown suite 'nope': use farel, story-graph, lineage or novelty, a suite file (.py) or a "
+        "case file (.yaml)\n",
     )  # fmt: skip

@@ -30,6 +30,24 @@ def test_openrouter_reported_cost_is_the_most_trusted() -> None:
     assert (result.scores.totals.cost_complete, result.scores.totals.cost_sources) == (True, ["provider"])
 
 
+def byok(fee: float | None, upstream: float) -> dict[str, object]:
+    """A reply of OpenRouter with the user's own provider key: its fee (None: 0, which pydantic-ai drops) and the
+    provider's own charge."""
+    body = completion(tool_call({"answer": 1}), cost=fee, provider="DeepSeek")
+    body["usage"] |= {"is_byok": True, "cost_details": {"upstream_inference_cost": upstream}}
+    return body
+
+
+@pytest.mark.parametrize(("fee", "upstream", "total"), [(0.0001, 0.002, 0.0021), (None, 0.002, 0.002)])
+def test_openrouter_byok_cost_counts_the_upstream_charge(fee: float | None, upstream: float, total: float) -> None:
+    quizzes = list(farel_bench.generate(1, 1, 7, shuffle=True))[:1]
+    with FakeOpenAI(lambda _: byok(fee, upstream)) as server:
+        client = AsyncOpenAI(base_url=server.url, api_key="k")
+        model = OpenRouterModel("deepseek/deepseek-chat", provider=OpenRouterProvider(openai_client=client))
+        result = asyncio.run(evaluator.evaluate_quizzes(quizzes, model))
+    assert [(r.cost.usd, r.cost.source) for r in result.records] == [(pytest.approx(total), "provider")]
+
+
 def test_model_strings_resolve_with_aliases_keys_and_base_urls(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GOOGLE_API_KEY", "g-key")
     google = resolve_model("google-gla:gemini-2.0-flash")

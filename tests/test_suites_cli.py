@@ -538,18 +538,26 @@ def test_bad_suite_file_is_one_line(name: str, tmp_path: Path) -> None:
     [
         (
             ["--suite", "missing_suite.py"],
-            "no suite file missing_suite.py: name a built-in suite (farel, story-graph) or a .py file",
+            "no suite file missing_suite.py: name a built-in suite (farel, story-graph, lineage, novelty) or a .py "
+            "file",
         ),
-        (["--suite", "nope"], "unknown suite 'nope': use farel or story-graph, or a suite file (.py)"),
-        (["--suite", "story-graph", "--quizzes", "x.csv"], "--quizzes belongs to the farel suite, not story-graph"),
+        (
+            ["--suite", "nope"],
+            "unknown suite 'nope': use farel, story-graph, lineage or novelty, a suite file (.py) or a case file "
+            "(.yaml)",
+        ),
+        (
+            ["--suite", "story-graph", "--quizzes", "x.csv"],
+            "--quizzes belongs to the farel and lineage suites, not story-graph",
+        ),
         (
             ["--suite", "examples/invoice_bench.py", "--mode", "tag"],
-            "tag mode is farel-bench's <ANSWER> tag, for the farel suite: use --mode text with "
+            "tag mode is the <ANSWER> tag of the farel and lineage suites: use --mode text with "
             "examples/invoice_bench.py",
         ),
         (
             ["--suite", "story-graph", "--mode", "tag"],
-            "tag mode is farel-bench's <ANSWER> tag, for the farel suite: use --mode text with story-graph",
+            "tag mode is the <ANSWER> tag of the farel and lineage suites: use --mode text with story-graph",
         ),
     ],
     ids=["missing-file", "unknown-name", "farel-flag", "tag-mode-file", "tag-mode-story"],

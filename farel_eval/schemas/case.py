@@ -26,6 +26,10 @@ class Case(BaseModel):
     """Anything else about the case, stored with its record (FaRel: degree and options)."""
     excluded: bool = False
     """Pose and record the case, but leave it out of the score (FaRel: an ambiguous quiz)."""
+    weight: float = Field(default=1.0, gt=0, allow_inf_nan=False, exclude_if=lambda weight: weight == 1.0)
+    """How much the case counts in the score: the headline is the weighted mean of the case scores (a case
+    file: the test's difficulty D, so the score is sum(R x D) / sum(D)). Left out of the JSON when 1, so cases
+    (and the MD5s of datasets) made before cases had weights stay the same bytes."""
 
 
 class Quiz(BaseModel):

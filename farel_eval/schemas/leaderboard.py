@@ -32,7 +32,8 @@ class LeaderboardRow(BaseModel):
     classes: dict[str, float | None]
     """Group (FaRel: class) name -> mean score (0-100)."""
     metrics: dict[str, float]
-    """Task-specific figures (story-graph: edge precision, recall, F1)."""
+    """Task-specific figures (story-graph: edge precision, recall, F1; lineage: `lineage-N`, the score of each
+    problem size)."""
     samples: int
     correct: int
     partial: int
@@ -93,3 +94,8 @@ class LeaderboardRow(BaseModel):
     latency_p95_s: float | None = None
     valid_after_retries: float | None = None
     invalid_by_kind: dict[str, int] = {}
+    score_relaxed: float | None = None
+    """Text modes: the score with the suite's relaxed reading counted (a missing reply that states its answer
+    another way scores what it states), as lineage-bench's `compute_metrics.py --relaxed`; None in other modes."""
+    problem_size: int | None = None
+    """The one problem size of the run's cases (lineage: people per quiz); None when a run mixes several."""

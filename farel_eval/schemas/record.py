@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 __all__ = [
     "AnswerMode",
@@ -102,6 +102,9 @@ class SampleRecord(_Record):
     """The case's metadata (FaRel: degree and options)."""
     excluded: bool = False
     """Recorded but left out of the score (FaRel: an ambiguous quiz, whose correct option's text repeats)."""
+    weight: float = Field(default=1.0, exclude_if=lambda weight: weight == 1.0)
+    """The case's weight in the score (its `Case.weight`): scores are means weighted by it. Left out when 1, so
+    records of unweighted cases are written as before."""
     mode: AnswerMode
     status: SampleStatus
     output: JsonValue = None

@@ -49,8 +49,8 @@ class GroupScore(_Model):
     excluded: int = 0
     """Cases recorded but left out of the score (FaRel: ambiguous quizzes)."""
     score: float | None = None
-    """Mean score of the scored cases (correct, partial, incorrect, missing), 0-100: for a multiple-choice
-    suite, the accuracy. None when none was scored."""
+    """Mean score of the scored cases (correct, partial, incorrect, missing), weighted by case weight, 0-100: for a
+    multiple-choice suite, the accuracy. None when none was scored."""
 
     @property
     def scored(self) -> int:
@@ -107,7 +107,7 @@ class Scores(_Model):
     macro_score: float | None
     """Plain mean of the group scores (0-100): for FaRel, the FaRel score."""
     mean_score: float | None
-    """Mean score over all scored cases (0-100)."""
+    """Mean score over all scored cases, weighted by case weight (a case file: sum(R x D) / sum(D)), 0-100."""
     metrics: dict[str, float] = Field(default_factory=dict)
     """Task-specific run-wide figures (story-graph: edge precision, recall and F1, in percent)."""
     samples: int
@@ -163,6 +163,8 @@ class RunSettings(_Model):
     system_prompt: str | None
     repeats: int = 1
     """How many times each case is posed."""
+    judge_model: str | None = None
+    """The model an LLM judge grades with (case files' llm-rubric assertions); None when nothing is judged."""
     instructions: str | None
     """What the evaluator adds to tell the model how to answer in this mode."""
     tool_choice: Literal["required", "auto"] | None = None

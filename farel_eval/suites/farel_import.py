@@ -46,7 +46,8 @@ def count_mismatches(published: dict[str, ClassCounts], classes: Sequence[GroupS
 
 async def import_log(log: FarelLog, quizzes: Sequence[Quiz]) -> ImportedLog:
     """Replay every reply of `log` through tag mode (no retries), as farel-bench scored it."""
-    replies = match_replies(log, quizzes)
+    matched = match_replies(log, quizzes)
+    replies = matched.replies
     asked = [quiz for quiz, _ in replies]
     result = await evaluate(
         FAREL_TASK, [quiz.to_case() for quiz in asked], replay_model(replies, log.path.stem), mode="tag",
@@ -61,7 +62,7 @@ async def import_log(log: FarelLog, quizzes: Sequence[Quiz]) -> ImportedLog:
         replies=len(replies),
         matches_log_summary=not mismatches if log.summary else None,
         mismatches=mismatches,
-        notes=log.notes,
+        notes=[*log.notes, *matched.notes],
     )
     system = next((e.system_prompt for e in log.entries if e.system_prompt), None)
     return ImportedLog(records, scores, source, system)

@@ -35,7 +35,9 @@ def _import(path: Path) -> ModuleType:
 def load_suite_file(path: Path) -> tuple[Task[object], Dataset]:
     """The file's task and cases; a file that lacks them, or whose cases are not Cases, is a one-line error."""
     if not path.is_file():
-        raise TaskError(f"no suite file {path}: name a built-in suite (farel, story-graph) or a .py file")
+        raise TaskError(
+            f"no suite file {path}: name a built-in suite (farel, story-graph, lineage, novelty) or a .py file"
+        )
     module = _import(path)
     task = getattr(module, "TASK", None)
     if not isinstance(task, Task):
