@@ -84,8 +84,9 @@ class RunAnalysis:
         return 100 * low, 100 * high
 
     def class_ci95(self) -> dict[str, tuple[float, float]]:
-        """Each group's Wilson 95% interval, 0-100 (right/wrong outcomes only)."""
-        if not self.binary:
+        """Each group's Wilson 95% interval, 0-100: for right/wrong outcomes of cases posed once and weighing
+        alike (repeats are not independent trials, and weights are not counts: no interval then)."""
+        if not self.binary or self.repeats > 1 or any(w != 1.0 for w in self.case_weights.values()):
             return {}
         return {
             group: (100 * low, 100 * high)
@@ -155,12 +156,12 @@ def analyse(records: Iterable[SampleRecord], aggregate: Aggregate = "macro") -> 
         result.case_groups[record.case_id] = group
         weights[record.case_id] = record.weight
         sums.setdefault(record.case_id, []).append(score)
-        outputs.setdefault(record.case_id, []).append(repr(record.output))
+        picked = _option_picked(record.output)  # a choice is compared, not the free text reasoned around it
+        outputs.setdefault(record.case_id, []).append(repr(record.output) if picked is None else str(picked))
         right, scored = result.group_counts.get(group, (0, 0))
         result.group_counts[group] = (right + (score == 1.0), scored + 1)
         result.score_sum += score
         result.binary = result.binary and score in (0.0, 1.0)
-        picked = _option_picked(record.output)
         if picked is not None and record.case_id in option_counts:
             for position in (str(picked), "last") if picked == option_counts[record.case_id] else (str(picked),):
                 result.positions[position] = result.positions.get(position, 0) + 1

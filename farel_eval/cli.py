@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from rich.console import Console
 
@@ -30,7 +31,7 @@ from farel_eval.leaderboard import build_rows, compare_runs, load_run, relaxed_s
 from farel_eval.local_server import DEFAULT_LOCAL_MODEL, locate_local_model
 from farel_eval.models import open_model
 from farel_eval.progress import Progress
-from farel_eval.runs import INTERRUPTED, RunOutcome, program_version, run
+from farel_eval.runs import INTERRUPTED, NothingToResume, RunOutcome, program_version, run
 from farel_eval.schemas import RunSettings, RunSummary, is_text_mode
 from farel_eval.secrets import Redactor
 from farel_eval.storage import SUMMARY_FILE, RunWriter, latest_records, model_slug
@@ -57,8 +58,8 @@ EXIT_TERMINATED = 143
 TERMINATED = "terminated (SIGTERM)"
 
 PARAMETERS = (
-    "max_cost", "max_requests", "concurrency", "limit", "api_key", "embedding_base_url", "base_url", "embedding_model",
-    "resume",
+    "max_cost", "max_requests", "concurrency", "limit", "api_key", "embedding_api_key", "embedding_base_url",
+    "base_url", "embedding_model", "resume",
 )  # fmt: skip
 """Library parameters named in library messages, which the command line calls by their flags."""
 
@@ -238,6 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
         "openai:NAME (default: all-MiniLM-L6-v2 on this machine, the novelty extra)",
     )
     model.add_argument("--embedding-base-url", help="novelty: the embeddings endpoint, e.g. http://127.0.0.1:8080/v1")
+    model.add_argument(
+        "--embedding-api-key",
+        help="novelty: the embeddings endpoint's key (default: --api-key when it is --base-url's host, else "
+        "OPENAI_API_KEY; never written to results)",
+    )
     data.add_argument("--no-shuffle", action="store_true", help="keep statement and option order (default: shuffled)")
     data.add_argument(
         "--unambiguous",
@@ -403,10 +409,22 @@ def _novelty_suite(args: argparse.Namespace) -> tuple[Task[Any], Dataset]:
     )
     questions = novelty.read_questions(args.questions)
     embedder = open_embedder(
-        args.embedding_model, args.embedding_base_url, api_key=args.api_key, request_timeout=args.request_timeout
-    )
+        args.embedding_model, args.embedding_base_url, embedding_api_key=_embedding_key(args),
+        request_timeout=args.request_timeout,
+    )  # fmt: skip
     dataset = novelty.novelty_dataset(questions, embedder.name, settings, path=args.questions)
     return novelty.novelty_task(embedder, settings=settings), dataset
+
+
+def _embedding_key(args: argparse.Namespace) -> str | None:
+    """`--embedding-api-key`; `--api-key` only when the embeddings are served by the `--base-url` host (a key is
+    never sent to another server), else OPENAI_API_KEY as the embedder reads it."""
+    if args.embedding_api_key is not None:
+        return str(args.embedding_api_key)
+    same_host = args.base_url and args.embedding_base_url
+    if same_host and urlsplit(args.base_url).netloc == urlsplit(args.embedding_base_url).netloc:
+        return str(args.api_key) if args.api_key else None
+    return None
 
 
 def _count(value: int | None) -> str:
@@ -450,8 +468,8 @@ def _report(summary: RunSummary, run_dir: Path) -> None:
         )
     if scores.excluded and summary.suite == "farel":
         print(
-            f"ambiguous: {scores.excluded} quizzes repeat the correct option's name; recorded but not scored "
-            "(use --unambiguous to name the classes apart)"
+            f"ambiguous: {len(summary.excluded_case_ids)} quizzes repeat the correct option's name; recorded but not "
+            "scored (use --unambiguous to name the classes apart)"
         )
     elif scores.excluded:
         print(f"excluded: {scores.excluded} cases recorded but not scored")
@@ -505,12 +523,21 @@ async def _run(args: argparse.Namespace, task: Task[Any], dataset: Dataset) -> i
                 if stopped:
                     break
                 current = RunControl(max_cost=args.max_cost, max_requests=args.max_requests)  # budgets are per run
-                outcome = await _run_model(args, name, task, dataset, current, progress)
+                try:
+                    outcome = await _run_model(args, name, task, dataset, current, progress)
+                except NothingToResume as exc:
+                    if len(models) == 1:
+                        raise
+                    print(f"{_prog()}: {name}: nothing to resume ({exc})", file=sys.stderr)
+                    continue
                 outcomes.append(outcome)
-                code = code or _outcome_code(outcome)
+                reported = _outcome_code(outcome)  # every model's report, whichever failed before
+                code = code or reported
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         loop.remove_signal_handler(signal.SIGTERM)
+    if not outcomes and not stopped:
+        raise NothingToResume("none of the models has an unfinished run with these settings")
     if len(outcomes) > 1:
         _print_comparison([o.run_dir for o in outcomes])
     return code
@@ -730,7 +757,8 @@ def _prog() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     urls = [getattr(args, "base_url", None), getattr(args, "embedding_base_url", None)]
-    redact = Redactor.for_run(api_key=getattr(args, "api_key", None), urls=urls)
+    keys = [getattr(args, "api_key", None), getattr(args, "embedding_api_key", None)]
+    redact = Redactor.for_run(keys=keys, urls=urls)
     try:
         if args.command == "run":
             return command_run(args)

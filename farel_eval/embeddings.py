@@ -24,6 +24,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from farel_eval.errors import EvaluatorError, ModelSetupError
 from farel_eval.providers import is_loopback, safe_url
 from farel_eval.schemas import Cost, TokenUsage
+from farel_eval.secrets import Redactor
 from farel_eval.transport import http_client
 
 __all__ = [
@@ -73,8 +74,10 @@ class TextEmbedder:
         local: bool,
         in_process: bool = False,
         http: httpx2.AsyncClient | None = None,
+        redact: Redactor | None = None,
     ) -> None:
         self.name = name
+        self._redact = redact or Redactor()
         self.local = local or in_process
         self.in_process = in_process
         """Runs in this process (sentence-transformers): no request is made."""
@@ -86,7 +89,7 @@ class TextEmbedder:
         try:
             result = await self._embedder.embed_documents(list(texts))
         except Exception as exc:
-            text = " ".join(str(exc).split())
+            text = self._redact(" ".join(str(exc).split()))  # a server may echo the key or the URL's password
             raise EvaluatorError(f"the embedding model {self.name} failed: {type(exc).__name__}: {text}") from None
         sent = not self.in_process
         usage = TokenUsage(requests=int(sent), input_tokens=result.usage.input_tokens if sent else 0, output_tokens=0)
@@ -142,11 +145,15 @@ def local_embedder() -> TextEmbedder:
 
 
 def endpoint_embedder(
-    name: str, base_url: str | None = None, *, api_key: str | None = None, request_timeout: float | None = None
+    name: str,
+    base_url: str | None = None,
+    *,
+    embedding_api_key: str | None = None,
+    request_timeout: float | None = None,
 ) -> TextEmbedder:
     """`name` at an OpenAI-compatible endpoint (`base_url`, e.g. http://127.0.0.1:8080/v1), or OpenAI's own
-    (`openai:text-embedding-3-large`, no `base_url`). The key: `api_key`, else OPENAI_API_KEY (a loopback server
-    needs none)."""
+    (`openai:text-embedding-3-large`, no `base_url`). The key: `embedding_api_key`, else OPENAI_API_KEY (a loopback
+    server needs none)."""
     provider, sep, model_name = name.strip().partition(":")
     if base_url is None and not (sep and provider == "openai" and model_name):
         raise ModelSetupError(
@@ -158,21 +165,24 @@ def endpoint_embedder(
         if not parts.scheme.startswith("http") or parts.query:
             raise ModelSetupError(f"bad embedding_base_url {safe_url(base_url)!r}: expected http(s)://host:port/v1")
         model_name = name.strip()
-    key = api_key or os.environ.get("OPENAI_API_KEY") or (_NO_KEY if is_loopback(base_url) else None)
+    key = embedding_api_key or os.environ.get("OPENAI_API_KEY") or (_NO_KEY if is_loopback(base_url) else None)
     where = safe_url(base_url) if base_url is not None else "OpenAI"
     if key is None:
-        raise ModelSetupError(f"missing API key for the embeddings at {where}: pass api_key or set OPENAI_API_KEY")
+        raise ModelSetupError(
+            f"missing API key for the embeddings at {where}: pass embedding_api_key or set OPENAI_API_KEY"
+        )
     http = http_client(timeout=request_timeout)
     provider_ = OpenAIProvider(base_url=base_url, api_key=key, http_client=http)
     model = OpenAIEmbeddingModel(model_name, provider=provider_)
-    return TextEmbedder(model, name.strip(), local=is_loopback(base_url), http=http)
+    redact = Redactor.for_run(api_key=key, urls=[base_url])
+    return TextEmbedder(model, name.strip(), local=is_loopback(base_url), http=http, redact=redact)
 
 
 def open_embedder(
     name: str | None,
     base_url: str | None = None,
     *,
-    api_key: str | None = None,
+    embedding_api_key: str | None = None,
     request_timeout: float | None = None,
 ) -> TextEmbedder:
     """The embedder a run names: none named is the local all-MiniLM-L6-v2 (a one-line error says what to install when
@@ -183,4 +193,4 @@ def open_embedder(
         return local_embedder()
     if name.strip() == LOCAL_EMBEDDING_MODEL and base_url is None:
         return local_embedder()
-    return endpoint_embedder(name, base_url, api_key=api_key, request_timeout=request_timeout)
+    return endpoint_embedder(name, base_url, embedding_api_key=embedding_api_key, request_timeout=request_timeout)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from farel_eval.errors import InputError
 from farel_eval.schemas import LeaderboardRow, SampleRecord
+from farel_eval.tables import class_header
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -406,7 +407,7 @@ def _heatmap(rows: Sequence[LeaderboardRow]) -> str:
     classes = list(dict.fromkeys(name for r in rows for name in r.classes))
     if not classes:
         return '<p class="note">No per-class scores.</p>'
-    head = "".join(f'<th scope="col">{_e(re.sub(r"grand(?=[a-z])", "grand-", c))}</th>' for c in classes)
+    head = "".join(f'<th scope="col">{_e(class_header(c))}</th>' for c in classes)
     body = []
     for r in rows:
         cells = []

@@ -286,6 +286,11 @@ def _parser() -> OneLineArgumentParser:
 
 def compare_runs(a: StoredRun, b: StoredRun) -> tuple[Comparison, LeaderboardRow, LeaderboardRow]:
     """Pair two stored runs case by case; refused in one line when they do not share their cases."""
+    if a.summary.dataset.md5 != b.summary.dataset.md5:  # case ids alone can match on other cases (q00001...)
+        raise InputError(
+            f"the two runs were made on different cases (dataset MD5 {a.summary.dataset.md5} and "
+            f"{b.summary.dataset.md5}): compare runs made on the same cases"
+        )
     analysis_a, analysis_b = analyse_run(a), analyse_run(b)
     if analysis_a is None or analysis_b is None:
         raise ResultFileError("both runs need their records (samples.jsonl) to be compared case by case")

@@ -28,6 +28,7 @@ from farel_eval.models import PreparedModel, open_model
 from farel_eval.providers import ResolvedModel
 from farel_eval.schemas import AnswerMode, Case, RunSettings, RunStatus, RunSummary, SampleRecord
 from farel_eval.scoring import ScoreBook
+from farel_eval.secrets import Redactor
 from farel_eval.storage import (
     RECORDS_FILE,
     SUMMARY_FILE,
@@ -43,7 +44,7 @@ from farel_eval.storage import (
 )
 from farel_eval.tasks import Task
 
-__all__ = ["INTERRUPTED", "RUNNING", "RunOutcome", "model_name", "program_version", "run"]
+__all__ = ["INTERRUPTED", "RUNNING", "NothingToResume", "RunOutcome", "model_name", "program_version", "run"]
 
 RUNNING = "running: not finished (resume it to carry on)"
 INTERRUPTED = "interrupted by the user"
@@ -77,6 +78,10 @@ class RunOutcome:
     """Samples posed by this call (a resumed run poses only what is left)."""
 
 
+class NothingToResume(InputError):
+    """A resume (or a retry of errors) found no stored run of these settings to continue."""
+
+
 def _differences(summary: RunSummary, settings: RunSettings, task: Task[Any], dataset: Dataset) -> list[str]:
     mine = settings.model_dump()
     theirs = summary.settings.model_dump()
@@ -105,7 +110,7 @@ def _run_to_continue(
     wanted = {"finished", "partial", "dnf"} if retry_errors else {"partial", "dnf"}
     matching = [r for r in runs if r.summary.status in wanted and not _differences(r.summary, settings, task, dataset)]
     if not matching:
-        raise InputError(
+        raise NothingToResume(
             f"no {'stored' if retry_errors else 'unfinished'} run of {settings.model} in {settings.mode} mode "
             f"with these settings and dataset under {folder}"
         )
@@ -285,7 +290,7 @@ async def _pose_and_store(
             model=resolved.name, mode=mode, status=status, reason=reason, started_at=started_at,
             finished_at=datetime.now(UTC), wall_s=round(earlier_s + time.perf_counter() - segment_started, 3),
             settings=settings.model_copy(update=used), dataset=dataset.info, scores=book.scores(),
-            excluded_case_ids=sorted(excluded),
+            excluded_case_ids=sorted(set(excluded)),  # a case posed with repeats is listed once
         )  # fmt: skip
 
     result: EvaluationResult | None = None
@@ -311,7 +316,8 @@ async def _pose_and_store(
             writer.discard()
         else:
             with contextlib.suppress(ResultFileError):  # the disk may be as full for the summary: keep the cause
-                writer.write_summary(summary(None, "partial", f"stopped by an error: {exc}"))
+                reason = Redactor.for_run(model=resolved.model)(f"stopped by an error: {exc}")
+                writer.write_summary(summary(None, "partial", reason))
         raise
     except BaseException:  # Ctrl-C, cancellation: what is written is kept, and the run can be resumed
         writer.write_summary(summary(None, "partial", INTERRUPTED))

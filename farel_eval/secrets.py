@@ -65,10 +65,17 @@ class Redactor:
         self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
 
     @classmethod
-    def for_run(cls, *, api_key: str | None = None, urls: Iterable[str | None] = (), model: object = None) -> Redactor:
-        """The secrets a run knows: the key given, the URLs' secrets, the model client's key, and every
+    def for_run(
+        cls,
+        *,
+        api_key: str | None = None,
+        urls: Iterable[str | None] = (),
+        model: object = None,
+        keys: Iterable[str | None] = (),
+    ) -> Redactor:
+        """The secrets a run knows: the keys given, the URLs' secrets, the model client's key, and every
         environment variable named like a key or token (what the providers read)."""
-        found: list[str | None] = [api_key, *secrets_of_model(model)]
+        found: list[str | None] = [api_key, *keys, *secrets_of_model(model)]
         for url in urls:
             found += secrets_of_url(url)
         found += [v for name, v in os.environ.items() if _SECRET_VARIABLE.search(name) and len(v) >= _MIN_ENV_LENGTH]

@@ -200,8 +200,9 @@ def _record(line: str) -> SampleRecord:
 
 
 def read_records(run_dir: Path) -> Iterator[SampleRecord]:
-    """The records of a run in the order written, migrated to the current schema; a torn or corrupt line
-    raises `ResultFileError`."""
+    """The records of a run in the order written, migrated to the current schema. A last line cut short (no
+    newline: a run killed mid-write, which a resume cuts away) is not a record yet and is skipped; any other
+    corrupt line raises `ResultFileError`."""
     path = run_dir / RECORDS_FILE
     try:
         with path.open(encoding="utf-8") as lines:
@@ -209,11 +210,13 @@ def read_records(run_dir: Path) -> Iterator[SampleRecord]:
                 if not line.strip():
                     continue
                 try:
-                    yield _record(line)
-                except ValidationError as exc:
-                    raise ResultFileError(f"corrupt record at {path}:{number}: {exc.errors()[0]['msg']}") from None
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise ResultFileError(f"corrupt record at {path}:{number}: {exc}") from None
+                    record = _record(line)
+                except (ValidationError, ValueError, KeyError, TypeError) as exc:
+                    if not line.endswith("\n"):
+                        return  # the last line, cut short: not a record yet
+                    why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+                    raise ResultFileError(f"corrupt record at {path}:{number}: {why}") from None
+                yield record
     except OSError as exc:
         raise ResultFileError(f"cannot read {path}: {exc.strerror or exc}") from None
 

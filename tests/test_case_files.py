@@ -627,3 +627,13 @@ def test_scores_are_means_weighted_by_case_weight() -> None:
     assert (mean.score, mean.macro_score, mean.mean_score) == (100 * 2.0 / 6.0, 37.5, 100 * 2.0 / 6.0)
     assert score_records(records, aggregate="macro").score == 37.5
     assert score_records(records[:2], aggregate="mean").score == 25.0
+
+
+def test_yaml_dates_stay_the_text_written(tmp_path: Path) -> None:
+    task, cases = load(
+        "prompts: ['Say {{x}} on {{d}}']\n"
+        "tests: [{vars: {x: hi, d: 2024-01-01}, assert: [{type: equals, value: 2024-01-01}]}]\n",
+        tmp_path,
+    )
+    assert cases[0].prompt == "Say hi on 2024-01-01"
+    assert asyncio.run(task.grade(cases[0], "2024-01-01")).value == 1.0

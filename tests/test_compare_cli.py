@@ -101,3 +101,34 @@ def test_resume_of_a_named_run_takes_one_model(tmp_path: Path) -> None:
     assert done.stderr.strip().endswith(
         "--resume RUN_DIR continues one run: give one --model, or --resume alone for each model's"
     )
+
+
+def refusing_bad(request: dict[str, Any]) -> dict[str, Any] | tuple[int, dict[str, Any]]:
+    if request["model"] == "bad":
+        return 401, {"error": {"message": "invalid key"}}
+    return per_model(request)
+
+
+def test_a_failed_model_does_not_hide_the_report_of_the_next(tmp_path: Path) -> None:
+    with FakeOpenAI(refusing_bad) as server:
+        done = run_models(tmp_path, server.url, "--model", "bad", "--model", "good", "--limit", "9")
+    assert done.returncode == 3
+    assert "error: model bad at" in done.stderr
+    assert "FaRel-3: 100.00  (good, tool mode)" in done.stdout.splitlines()
+
+
+def test_resume_of_several_models_continues_those_with_an_unfinished_run(tmp_path: Path) -> None:
+    with FakeOpenAI(per_model) as server:
+        assert run_models(tmp_path, server.url, "--model", "good", "--limit", "9").returncode == 0
+        stopped = run_models(tmp_path, server.url, "--model", "lazy", "--limit", "9", "--max-requests", "4",
+                             "--concurrency", "1")  # fmt: skip
+        assert stopped.returncode == 0, stopped.stderr
+        resumed = run_models(tmp_path, server.url, "--model", "good", "--model", "lazy", "--limit", "9", "--resume")
+        again = run_models(tmp_path, server.url, "--model", "good", "--model", "lazy", "--limit", "9", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "main.py: good: nothing to resume (no unfinished run of good in tool mode" in resumed.stderr
+    assert len(records(runs(tmp_path)["lazy"])) == 9
+    assert again.returncode == 2
+    assert again.stderr.splitlines()[-1] == (
+        "main.py: error: none of the models has an unfinished run with these settings"
+    )

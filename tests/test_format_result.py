@@ -226,6 +226,7 @@ def test_repeats_give_case_means_and_consistency(tmp_path: Path) -> None:
     store(tmp_path, "twice", given, repeats=2)
     (row,) = format_result.build_rows(load_runs(tmp_path))
     assert (row.score, row.repeats, row.consistency, row.complete, row.samples) == (62.5, 2, 75.0, True, 8)
+    assert row.class_ci95 == {}  # repeats are not independent trials: no Wilson interval
     lines = format_result.render_markdown([row]).splitlines()
     assert lines[0].split("|")[7].strip() == "Cases"
     assert lines[2].split("|")[7].strip() == "4x2"
@@ -290,6 +291,12 @@ def test_compare_refuses_runs_on_different_cases(tmp_path: Path, capsys: pytest.
     )
     assert format_result.main(["--compare", str(a), str(tmp_path)]) == 2
     assert "is not a stored run" in capsys.readouterr().err
+    other = store(tmp_path, "c", answers({"child": ["correct"]}), md5="other-dataset")  # the same case ids
+    assert format_result.main(["--compare", str(a), str(other)]) == 2
+    assert capsys.readouterr().err == (
+        "format_result.py: error: the two runs were made on different cases (dataset MD5 "
+        "0b08876d7a221c9b9812ea85d746449a and other-dataset): compare runs made on the same cases\n"
+    )
 
 
 def test_markdown_is_the_farel_bench_table_with_our_columns_after_it(results: Path) -> None:
@@ -372,6 +379,25 @@ def test_a_pipe_in_a_name_does_not_break_the_markdown_table(tmp_path: Path) -> N
         "|-----:|:------------------|--------:|-------:|",
         "|    1 | org\\|model (tool) |   50.00 |  50.00 |",
     ]
+
+
+def test_repeats_that_choose_alike_are_consistent_whatever_their_reasoning(tmp_path: Path) -> None:
+    run_dir = store(tmp_path, "m", [Answer("c0", "child", 2, repeat=0), Answer("c0", "child", 2, repeat=1)], repeats=2)
+    lines = (run_dir / "samples.jsonl").read_text().splitlines()
+    reasoned = [
+        json.loads(line) | {"output": {"answer": 2, "reasoning": why}} for line, why in zip(lines, "ab", strict=True)
+    ]
+    (run_dir / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reasoned))
+    (row,) = format_result.build_rows(load_runs(tmp_path))
+    assert row.consistency == 100.0
+
+
+def test_a_record_cut_short_by_a_kill_does_not_hide_the_leaderboard(tmp_path: Path) -> None:
+    run_dir = store(tmp_path, "m", answers({"child": ["correct", "incorrect"]}))
+    text = (run_dir / "samples.jsonl").read_text()
+    (run_dir / "samples.jsonl").write_text(text + text.splitlines()[0][:40])  # a third line, torn
+    (row,) = format_result.build_rows(load_runs(tmp_path))
+    assert (row.score, row.score_ci95) == (50.0, [0.0, 100.0])
 
 
 def test_a_run_without_its_records_still_gets_a_row(tmp_path: Path) -> None:

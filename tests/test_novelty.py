@@ -6,6 +6,7 @@ model, budgets and resume, the leaderboard, one-line refusals)."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import math
 import os
@@ -386,6 +387,35 @@ def test_a_model_judge_and_embeddings_served_over_http(tmp_path: Path) -> None:
     assert (row["score"], row["metrics"]) == (100.0, {"novelty": 3.0, "answers": 3.0, "stop_cap": 1.0})
 
 
+def test_an_embeddings_server_echoing_credentials_leaves_no_secret_behind(tmp_path: Path) -> None:
+    key, password = "sk-embed-secret-0123456789", "s3cretpassw0rd"
+    basic = base64.b64encode(f"alice:{password}".encode()).decode()
+
+    def refuse(_: dict[str, Any]) -> tuple[int, dict[str, Any]]:  # as servers that echo the request's headers do
+        return 401, {"error": {"message": f"bad credentials: Authorization: Bearer {key}; Basic {basic}"}}
+
+    def reply(request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("tools"):
+            return completion(
+                tool_call({"reason": "sensible", "score": 9}, name=request["tools"][0]["function"]["name"])
+            )
+        return completion(text("An answer."))
+
+    questions = tmp_path / "questions.txt"
+    questions.write_text("What is a peg for?\n")
+    results = tmp_path / "results"
+    with FakeOpenAI(reply, {"POST /v1/embeddings": refuse}) as server:
+        with_password = server.url.replace("http://", f"http://alice:{password}@")
+        done = cli("run", "--suite", "novelty", "--model", "fake-model", "--base-url", server.url, "--questions",
+                   str(questions), "--embedding-model", "fake-embed", "--embedding-base-url", with_password,
+                   "--embedding-api-key", key, "--results-dir", str(results), "--quiet")  # fmt: skip
+    assert done.returncode != 0
+    assert "the embedding model fake-embed failed" in done.stderr
+    stored = "".join(p.read_text() for p in results.rglob("*") if p.is_file()) + done.stdout + done.stderr
+    assert "[REDACTED]" in stored
+    assert [secret for secret in (key, password, basic) if secret in stored] == []
+
+
 def test_command_line_refusals_are_one_line(tmp_path: Path) -> None:
     empty = tmp_path / "empty.txt"
     empty.write_text("# no questions yet\n")
@@ -403,7 +433,7 @@ def test_command_line_refusals_are_one_line(tmp_path: Path) -> None:
         "server), or name one of OpenAI's as openai:NAME"
     )
     assert one_line_error(cli("run", "--suite", "novelty", "--embedding-model", "openai:text-embedding-3-small")) == (
-        "main.py: error: missing API key for the embeddings at OpenAI: pass --api-key or set OPENAI_API_KEY"
+        "main.py: error: missing API key for the embeddings at OpenAI: pass --embedding-api-key or set OPENAI_API_KEY"
     )
     assert one_line_error(cli("run", "--suite", "novelty", "--coherence-threshold", "11")) == (
         "main.py run: error: argument --coherence-threshold: must be 0 to 10 (the judge scores 1 to 10), got 11 "

@@ -60,7 +60,8 @@ class LeaderboardRow(BaseModel):
     cases: int = 0
     """How many cases the run's dataset has (a run that scored fewer is not complete)."""
     complete: bool = True
-    """False for a run that scored fewer cases than its dataset has, or that lacks some of its groups."""
+    """False for a run that scored fewer cases (x repeats) than its dataset has: limited, stopped, or with failed
+    calls (which also leaves a group short)."""
     repeats: int = 1
     """How many times each case was posed; scores are means over repeats."""
     consistency: float | None = None

@@ -40,6 +40,7 @@ __all__ = [
     "compile_assertion",
     "json_text",
     "load_value_file",
+    "load_yaml",
 ]
 
 _TEXT_CHECKS = ("equals", "contains", "icontains", "starts-with", "regex")
@@ -59,6 +60,21 @@ class Output:
 
     text: str
     value: Any
+
+
+class _DatesAsText(yaml.SafeLoader):
+    """YAML read as a case file means it: `2024-01-01` is the text written (JSON, and outputs, have no dates)."""
+
+
+_DatesAsText.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def load_yaml(text: str) -> Any:
+    """Safe YAML (no code, no objects), dates kept as the text written."""
+    return yaml.load(text, Loader=_DatesAsText)
 
 
 def json_text(value: Any) -> str:
@@ -145,7 +161,7 @@ def load_value_file(reference: str, base: Path, where: str) -> Any:
             raise TaskError(f"{where}: {reference} is not valid JSON: {exc}") from None
     if path.suffix in (".yaml", ".yml"):
         try:
-            return yaml.safe_load(text)
+            return load_yaml(text)
         except yaml.YAMLError as exc:
             raise TaskError(f"{where}: {reference} is not valid YAML: {' '.join(str(exc).split())}") from None
     return text
@@ -241,7 +257,7 @@ def json_objects(text: str) -> list[Any]:
 def _json_check(kind: str, value: Any, inverse: bool, where: str) -> Grader:
     if isinstance(value, str) and value.strip():
         try:
-            value = yaml.safe_load(value)
+            value = load_yaml(value)
         except yaml.YAMLError:
             raise TaskError(f"{where}: {kind}'s value must be a JSON schema") from None
     schema = SchemaCheck(value, where) if value not in (None, "") else None

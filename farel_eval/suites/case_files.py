@@ -40,6 +40,7 @@ from farel_eval.suites.assertions import (
     describe_path,
     json_text,
     load_value_file,
+    load_yaml,
 )
 from farel_eval.suites.judge import Judge, judge_name, judged
 from farel_eval.tasks import Score, Task, TextReader
@@ -320,7 +321,7 @@ class _Reader:
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read case file {path}: {getattr(exc, 'strerror', None) or exc}") from None
         try:
-            return yaml.safe_load(text)
+            return load_yaml(text)
         except yaml.YAMLError as exc:
             raise InputError(f"case file {path} is not valid YAML: {' '.join(str(exc).split())}") from None
 

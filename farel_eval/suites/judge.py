@@ -26,6 +26,7 @@ from farel_eval.errors import EvaluatorError, InputError
 from farel_eval.models import PreparedModel, open_model
 from farel_eval.providers import ResolvedModel, without_forced_tool_choice
 from farel_eval.schemas import Cost, TokenUsage
+from farel_eval.secrets import Redactor
 from farel_eval.suites.assertions import Graded
 from farel_eval.tasks import Task
 
@@ -74,6 +75,7 @@ class Judge:
         self.local = local
         self.prices = prices
         self._model = model
+        self._redact = Redactor.for_run(model=model)
         self._settings = model_settings
         self._retries = retries
         self._agents: dict[tuple[type[BaseModel], str], Agent[None, Any]] = {}
@@ -92,7 +94,7 @@ class Judge:
             except UnexpectedModelBehavior as exc:  # no valid verdict after the retries
                 failure = " ".join(str(exc).split())
             except Exception as exc:
-                text = " ".join(str(exc).split())
+                text = self._redact(" ".join(str(exc).split()))  # a server may echo the key or the URL's password
                 raise EvaluatorError(f"the judge {self.name} failed: {type(exc).__name__}: {text}") from None
         usage = sample_usage(messages)
         return Ruling(given, failure, usage, sample_cost(messages, usage, local=self.local, prices=self.prices))
