@@ -410,7 +410,7 @@ def _novelty_suite(args: argparse.Namespace) -> tuple[Task[Any], Dataset]:
     questions = novelty.read_questions(args.questions)
     embedder = open_embedder(
         args.embedding_model, args.embedding_base_url, embedding_api_key=_embedding_key(args),
-        request_timeout=args.request_timeout,
+        request_timeout=args.request_timeout, cache_path=args.results_dir / CACHE_FILE if args.cache else None,
     )  # fmt: skip
     dataset = novelty.novelty_dataset(questions, embedder.name, settings, path=args.questions)
     return novelty.novelty_task(embedder, settings=settings), dataset

@@ -14,6 +14,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx2
@@ -25,7 +26,7 @@ from farel_eval.errors import EvaluatorError, ModelSetupError
 from farel_eval.providers import is_loopback, safe_url
 from farel_eval.schemas import Cost, TokenUsage
 from farel_eval.secrets import Redactor
-from farel_eval.transport import http_client
+from farel_eval.transport import ResponseCache, http_client
 
 __all__ = [
     "LOCAL_EMBEDDING_MODEL",
@@ -150,6 +151,7 @@ def endpoint_embedder(
     *,
     embedding_api_key: str | None = None,
     request_timeout: float | None = None,
+    cache_path: Path | None = None,
 ) -> TextEmbedder:
     """`name` at an OpenAI-compatible endpoint (`base_url`, e.g. http://127.0.0.1:8080/v1), or OpenAI's own
     (`openai:text-embedding-3-large`, no `base_url`). The key: `embedding_api_key`, else OPENAI_API_KEY (a loopback
@@ -171,7 +173,7 @@ def endpoint_embedder(
         raise ModelSetupError(
             f"missing API key for the embeddings at {where}: pass embedding_api_key or set OPENAI_API_KEY"
         )
-    http = http_client(timeout=request_timeout)
+    http = http_client(cache=ResponseCache(cache_path) if cache_path is not None else None, timeout=request_timeout)
     provider_ = OpenAIProvider(base_url=base_url, api_key=key, http_client=http)
     model = OpenAIEmbeddingModel(model_name, provider=provider_)
     redact = Redactor.for_run(api_key=key, urls=[base_url])
@@ -184,13 +186,16 @@ def open_embedder(
     *,
     embedding_api_key: str | None = None,
     request_timeout: float | None = None,
+    cache_path: Path | None = None,
 ) -> TextEmbedder:
     """The embedder a run names: none named is the local all-MiniLM-L6-v2 (a one-line error says what to install when
-    it is missing); a name is an endpoint's model."""
+    it is missing); a name is an endpoint's model, its responses kept in the response cache at `cache_path` if given."""
     if name is None:
         if base_url is not None:
             raise ModelSetupError("embedding_base_url needs embedding_model: the name of the model it serves")
         return local_embedder()
     if name.strip() == LOCAL_EMBEDDING_MODEL and base_url is None:
         return local_embedder()
-    return endpoint_embedder(name, base_url, embedding_api_key=embedding_api_key, request_timeout=request_timeout)
+    return endpoint_embedder(
+        name, base_url, embedding_api_key=embedding_api_key, request_timeout=request_timeout, cache_path=cache_path
+    )

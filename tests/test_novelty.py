@@ -387,6 +387,32 @@ def test_a_model_judge_and_embeddings_served_over_http(tmp_path: Path) -> None:
     assert (row["score"], row["metrics"]) == (100.0, {"novelty": 3.0, "answers": 3.0, "stop_cap": 1.0})
 
 
+def test_with_cache_a_second_run_asks_the_servers_nothing(tmp_path: Path) -> None:
+    answers = SCRIPTS[PEGS]
+    vectors = {answers[0]: [1.0, 0.0, 0.0], answers[1]: [0.0, 1.0, 0.0], answers[2]: [0.0, 0.0, 1.0]}
+    calls: list[dict[str, Any]] = []
+
+    def reply(request: dict[str, Any]) -> dict[str, Any]:
+        tools = request.get("tools")
+        verdict = tool_call({"reason": "sensible", "score": 9}, name=tools[0]["function"]["name"]) if tools else None
+        return completion(verdict or text(answers[len(shown_answers(request["messages"][-1]["content"]))]))
+
+    questions = tmp_path / "questions.txt"
+    questions.write_text(f"{PEGS}\n")
+    results = tmp_path / "results"
+    with FakeOpenAI(reply, {"POST /v1/embeddings": embeddings(vectors.__getitem__, calls)}) as server:
+        args = ("run", "--suite", "novelty", "--model", "fake-model", "--base-url", server.url, "--questions",
+                str(questions), "--max-answers", "3", "--embedding-model", "fake-embed", "--embedding-base-url",
+                server.url, "--cache", "--results-dir", str(results), "--quiet")  # fmt: skip
+        for _ in range(2):
+            done = cli(*args)
+            assert done.returncode == 0, done.stderr
+        asked = (len(server.requests), len(calls))
+    assert asked == (6, 3)  # the first run's 3 answers, 3 verdicts and 3 embeddings; the second's all cached
+    second = max(results.rglob("summary.json"), key=lambda p: RunSummary.model_validate_json(p.read_text()).run_id)
+    assert RunSummary.model_validate_json(second.read_text()).scores.totals.cache_hits == 9
+
+
 def test_an_embeddings_server_echoing_credentials_leaves_no_secret_behind(tmp_path: Path) -> None:
     key, password = "sk-embed-secret-0123456789", "s3cretpassw0rd"
     basic = base64.b64encode(f"alice:{password}".encode()).decode()
