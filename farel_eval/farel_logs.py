@@ -37,6 +37,7 @@ from farel_bench import TAG_INSTRUCTION
 from farel_eval.errors import InputError
 from farel_eval.providers import ResolvedModel
 from farel_eval.schemas import Quiz
+from farel_eval.sources import files_named
 
 __all__ = [
     "ClassCounts",
@@ -115,18 +116,7 @@ class MatchedReplies:
 
 def log_files(paths: Iterable[str]) -> list[Path]:
     """The `.log` files named, or found recursively in the folders named."""
-    found: list[Path] = []
-    for name in paths:
-        path = Path(name)
-        if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*.log") if p.is_file()))
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise InputError(f"no log file or folder {name}")
-    if not found:
-        raise InputError(f"no .log files in {', '.join(paths)}")
-    return found
+    return files_named(paths, ".log", "log")
 
 
 def _split_summary(lines: list[str]) -> tuple[list[str], dict[str, ClassCounts]]:

@@ -43,7 +43,7 @@ RANK_BY: tuple[RankBy, ...] = ("score", "cost", "value", "pareto")
 
 def analyse_run(run: StoredRun) -> RunAnalysis | None:
     """The run's records reduced for statistics; None when the run was stored without them."""
-    if not (run.path / RECORDS_FILE).is_file():
+    if not _has_records(run.path):
         return None
     return analyse(latest_records(run.path), run.summary.scores.aggregate)
 
@@ -69,7 +69,7 @@ def _score_relaxed(run: StoredRun, score: float | None) -> float | None:
         return None
     if not s.scores.compliance.relaxed_recoverable:
         return score
-    if not (run.path / RECORDS_FILE).is_file():
+    if not _has_records(run.path):
         return None
     return relaxed_score(latest_records(run.path), s.scores.aggregate)
 
@@ -344,12 +344,13 @@ def _text(rows: Sequence[LeaderboardRow], fmt: str, farel_only: bool, wide: bool
 
 
 def _html(rows: Sequence[LeaderboardRow]) -> str:
-    examples = {row.path: invalid_examples(read_records(Path(row.path))) for row in rows if _has_records(row)}
+    examples = {r.path: invalid_examples(read_records(Path(r.path))) for r in rows if _has_records(Path(r.path))}
     return render_html(rows, examples)
 
 
-def _has_records(row: LeaderboardRow) -> bool:
-    return (Path(row.path) / RECORDS_FILE).is_file()
+def _has_records(run_dir: Path) -> bool:
+    """Whether a run was stored with its records (a hand-made summary may stand alone)."""
+    return (run_dir / RECORDS_FILE).is_file()
 
 
 def _write(text: str, output: Path | None) -> None:

@@ -4,14 +4,13 @@ multiple-choice cases. The dataset's MD5 is that of its farel-bench CSV bytes, a
 from __future__ import annotations
 
 import hashlib
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import farel_bench
 from farel_eval.datasets import Dataset, survey
 from farel_eval.errors import InputError
 from farel_eval.schemas import Case, DatasetInfo, Quiz
+from farel_eval.sources import read_csv_source
 from farel_eval.suites.multiple_choice import OptionAnswer, multiple_choice_task
 from farel_eval.tasks import Task
 
@@ -62,21 +61,7 @@ def generated_dataset(length: int, number: int, seed: int | None, *, shuffle: bo
 
 def read_dataset(path: str) -> Dataset:
     """FaRel CSV from a file, or from standard input when `path` is `-` (read once, kept as text)."""
-    if path == "-":
-        if sys.stdin is None or sys.stdin.isatty():
-            raise InputError("quizzes='-' reads FaRel CSV from standard input, but nothing is piped in")
-        raw = sys.stdin.buffer.read()
-        where = "standard input"
-    else:
-        try:
-            raw = Path(path).read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read quizzes from {path}: {exc.strerror or exc}") from None
-        where = path
-    try:
-        text = raw.decode("utf-8-sig")  # a byte-order mark (spreadsheet exports) is not part of the first line
-    except UnicodeDecodeError:
-        raise InputError(f"malformed CSV in {where}: not UTF-8 text") from None
+    raw, text, where = read_csv_source(path, "FaRel CSV")
 
     def source() -> Iterator[Case]:
         return (quiz.to_case() for quiz in farel_bench.iter_csv(text.splitlines(), source=where))

@@ -17,12 +17,12 @@ import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
-from pathlib import Path
 
 import farel_bench
 from farel_eval.datasets import Dataset, survey
 from farel_eval.errors import InputError, OneLineArgumentParser
 from farel_eval.schemas import Case, DatasetInfo, GroupScore, Quiz
+from farel_eval.sources import read_csv_source
 from farel_eval.suites.multiple_choice import OptionAnswer, multiple_choice_task
 from farel_eval.tasks import Task, TextReader
 
@@ -420,20 +420,7 @@ def csv_rows(text: str, where: str) -> Iterator[tuple[int, list[str]]]:
 
 def read_dataset(path: str) -> Dataset:
     """lineage-bench quizzes (`lineage_bench.py`'s CSV) from a file, or standard input when `path` is `-`."""
-    if path == "-":
-        if sys.stdin is None or sys.stdin.isatty():
-            raise InputError("quizzes='-' reads lineage CSV from standard input, but nothing is piped in")
-        raw, where = sys.stdin.buffer.read(), "standard input"
-    else:
-        try:
-            raw = Path(path).read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read quizzes from {path}: {exc.strerror or exc}") from None
-        where = path
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(f"malformed CSV in {where}: not UTF-8 text") from None
+    raw, text, where = read_csv_source(path, "lineage CSV")
     cases: list[Case] = []
     for number, row in csv_rows(text, where):
         if len(row) != 4:

@@ -28,6 +28,7 @@ from farel_eval.errors import InputError
 from farel_eval.runs import program_version
 from farel_eval.schemas import Case, DatasetInfo, RunSettings, RunSummary, SampleRecord
 from farel_eval.scoring import score_records
+from farel_eval.sources import files_named
 from farel_eval.storage import RunWriter, model_slug
 from farel_eval.suites.lineage import LINEAGE_TASK, SUITE, case_from_row, csv_line, csv_rows, numbered
 
@@ -78,18 +79,7 @@ class ResultRun:
 
 def result_files(paths: Iterable[str]) -> list[Path]:
     """The files named, and the `.csv` files found recursively in the folders named."""
-    found: list[Path] = []
-    for name in paths:
-        path = Path(name)
-        if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*.csv") if p.is_file()))
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise InputError(f"no result file or folder {name}")
-    if not found:
-        raise InputError(f"no .csv files in {', '.join(paths)}")
-    return found
+    return files_named(paths, ".csv", "result")
 
 
 def read_results(path: Path) -> list[ResultRun]:
