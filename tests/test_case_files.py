@@ -528,12 +528,14 @@ def test_the_example_runs_from_the_command_line_with_test_model(tmp_path: Path) 
     assert (summary.suite, summary.task, summary.status) == ("complex_cases", "complex_cases", "finished")
     assert summary.scores.score == pytest.approx(TEST_MODEL_SCORE, abs=1e-12)
     assert summary.scores.totals.requests == 11  # 7 answers, 3 corrective retries, 1 judge verdict
-    records = [
-        SampleRecord.model_validate_json(line)
+    records = {  # records are written as cases finish, so read them by case
+        record.case_id: record
         for line in (summary_file.parent / "samples.jsonl").read_text().splitlines()
-    ]
-    assert [r.mode for r in records] == ["text", "text", "text", "text", "tool", "text", "tool"]
-    assert records[5].score_details["assertions"][0]["judge"] == "test"  # type: ignore[index]
+        for record in [SampleRecord.model_validate_json(line)]
+    }
+    assert [records[case_id].mode for case_id in sorted(records)] == [
+        "text", "text", "text", "text", "tool", "text", "tool"]  # fmt: skip
+    assert records["test-006"].score_details["assertions"][0]["judge"] == "test"  # type: ignore[index]
     rows = subprocess.run([PYTHON, "format_result.py", str(results), "--format", "json"], cwd=REPO,
                           capture_output=True, text=True, check=True)  # fmt: skip
     (row,) = json.loads(rows.stdout)
