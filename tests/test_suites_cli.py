@@ -397,7 +397,7 @@ def test_invoice_suite_file_runs_stores_and_ranks(tmp_path: Path) -> None:
     md5 = hashlib.md5(b"".join(c.model_dump_json().encode() + b"\n" for c in BENCH.CASES)).hexdigest()
     assert summary.dataset.md5 == md5
     assert summary.settings.instructions == BENCH.instructions("tool")
-    records = records_of(first)
+    records = sorted(records_of(first), key=lambda r: (r.case_id, r.repeat))  # written as cases finish
     assert [r.case_id for r in records] == [f"invoice-{i}" for i in range(10)]
     assert [r.expected for r in records] == [answer(c.expected) for c in BENCH.CASES]
     assert {json.dumps(r.output) for r in records} == {json.dumps(answer(TASK.example))}
