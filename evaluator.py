@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from farel_eval.analysis import Comparison, RunAnalysis, analyse, compare
 from farel_eval.attempts import UserPrices
+from farel_eval.batches import BatchOptions
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.engine import EvaluationResult, RunControl, ToolChoice, default_retries, evaluate
 from farel_eval.errors import EvaluatorError, InputError, ModelSetupError, ResultFileError, TaskError
@@ -48,6 +49,7 @@ __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
     "AnswerMode",
     "Attempt",
+    "BatchOptions",
     "Case",
     "Comparison",
     "Conversation",

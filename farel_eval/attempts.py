@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -228,20 +228,69 @@ def _reported_cost(details: dict[str, Any]) -> Decimal | None:
     return fee
 
 
+BATCH_DISCOUNTS: dict[str, tuple[Decimal, str]] = {
+    "openai": (Decimal("0.5"), "https://platform.openai.com/docs/guides/batch"),
+    "anthropic": (Decimal("0.5"), "https://docs.claude.com/en/docs/build-with-claude/batch-processing#pricing"),
+    "google": (Decimal("0.5"), "https://ai.google.dev/gemini-api/docs/batch-mode"),
+}
+"""What a provider's batch API charges, as a share of its live price, where its documentation says so: used when
+genai-prices has no batch price for the model."""
+
+
+def _batched(response: ModelResponse) -> bool:
+    return (response.provider_details or {}).get("processing") == "batch"
+
+
+def _documented_discount(response: ModelResponse) -> tuple[Decimal, str] | None:
+    name = response.provider_name or ""
+    return next((found for prefix, found in BATCH_DISCOUNTS.items() if name.startswith(prefix)), None)
+
+
+def _batch_price(response: ModelResponse) -> tuple[Decimal | None, str]:
+    """A batch API's answer at its batch price, and how that price was found: genai-prices' own batch price when
+    it has one for the model (it then differs from the live price), else the live price times the documented
+    discount; unknown for a provider whose batch price is not documented here."""
+    cost = response.usage.cost
+    live_details = {k: v for k, v in (response.provider_details or {}).items() if k != "processing"}
+    try:
+        live = replace(response, provider_details=live_details).cost().total_price if cost is not None else None
+    except (LookupError, ValueError, AssertionError):
+        live = None
+    if cost is not None and live is not None and live != cost:
+        return cost, "genai-prices batch price"
+    found = _documented_discount(response)
+    if found is None:
+        return None, f"no batch price known for {response.provider_name}"
+    share, source = found
+    return (cost * share if cost is not None else None), f"documented batch discount x{share}: {source}"
+
+
 def sample_cost(messages: Sequence[ModelMessage], usage: TokenUsage, *, local: bool, prices: UserPrices | None) -> Cost:
-    """Cost by trust: the provider's reported cost, genai-prices, the user's prices, local (0), else unknown."""
+    """Cost by trust: the provider's reported cost, genai-prices, the user's prices, local (0), else unknown.
+
+    A response of a batch API costs its batch price (`_batch_price`), and the cost says how it was found."""
     responses = [m for m in messages if isinstance(m, ModelResponse)]
+    batch_basis: str | None = None
     if responses:
         reported = [_reported_cost(r.provider_details or {}) for r in responses]
         if all(c is not None for c in reported):
             return Cost(usd=float(sum(c for c in reported if c is not None)), source="provider")
-        estimated = [r.usage.cost for r in responses]
-        if all(c is not None for c in estimated):
-            return Cost(usd=float(sum(c for c in estimated if c is not None)), source="genai-prices")
+        priced = [_batch_price(r) if _batched(r) else (r.usage.cost, None) for r in responses]
+        batch_basis = "; ".join(sorted({basis for _, basis in priced if basis is not None})) or None
+        if all(c is not None for c, _ in priced):
+            usd = float(sum(c for c, _ in priced if c is not None))
+            return Cost(usd=usd, source="genai-prices", batch_price=batch_basis)
     if prices is not None:
         tokens_in, tokens_out = usage.input_tokens or 0, usage.output_tokens or 0
         usd = (tokens_in * prices.input_per_million + tokens_out * prices.output_per_million) / 1e6
-        return Cost(usd=usd, source="user")
+        discounts = {_documented_discount(r) for r in responses if _batched(r)}
+        if discounts:  # the user's prices are live prices: a batch pays its documented share of them
+            (found,) = discounts if len(discounts) == 1 else (None,)
+            if found is None:
+                return Cost(usd=None, source="unknown", batch_price=batch_basis)
+            usd *= float(found[0])
+            batch_basis = f"documented batch discount x{found[0]}: {found[1]}"
+        return Cost(usd=usd, source="user", batch_price=batch_basis)
     if local:
         return Cost(usd=0.0, source="local")
     return Cost(usd=None, source="unknown")
@@ -269,8 +318,9 @@ _TRUST: tuple[str, ...] = ("provider", "genai-prices", "user", "local", "unknown
 def added_cost(a: Cost, b: Cost) -> Cost:
     """Two costs of one sample as one: unknown if either is; else the sum, with the less trusted source of the two
     (a local model's 0 is exact, so it weakens neither)."""
+    batch_price = "; ".join(sorted({c.batch_price for c in (a, b) if c.batch_price})) or None
     if a.usd is None or b.usd is None:
-        return Cost(usd=None, source="unknown")
+        return Cost(usd=None, source="unknown", batch_price=batch_price)
     paid = [c.source for c in (a, b) if c.source != "local"]
     source = max(paid, key=_TRUST.index) if paid else "local"
-    return Cost(usd=a.usd + b.usd, source=source)
+    return Cost(usd=a.usd + b.usd, source=source, batch_price=batch_price)

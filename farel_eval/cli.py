@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from rich.console import Console
 
 from farel_eval.attempts import UserPrices
+from farel_eval.batches import BatchOptions
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.engine import CREDENTIALS_REFUSED, RunControl
 from farel_eval.errors import EvaluatorError, InputError, OneLineArgumentParser
@@ -270,12 +271,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-transport-retries",
         type=_non_negative,
         help="resend a request after HTTP 429/5xx, a timeout or a dropped connection, with "
-        "exponential backoff and jitter, honouring Retry-After (default: the provider SDK's, 2)",
+        "exponential backoff and jitter, honouring Retry-After (default 2, for every provider)",
     )
     faults.add_argument(
         "--request-timeout",
         type=_seconds,
         help="seconds one request may take before it counts as failed (default: the provider SDK's, 600)",
+    )
+    faults.add_argument(
+        "--batch",
+        action="store_true",
+        help="send every request through the provider's batch API (OpenAI, Anthropic, Google): batch prices "
+        "(about half), results within 24 h; pending batches are kept in the run, and --resume collects them",
+    )
+    faults.add_argument(
+        "--batch-poll",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="--batch: first check of a batch after this many seconds, then 1.5x longer each time, up to 10 min",
     )
     faults.add_argument("--max-cost", type=_price, help="stop starting samples once this many USD are spent")
     faults.add_argument("--max-requests", type=_positive, help="stop starting samples after this many requests")
@@ -489,6 +503,13 @@ def command_run(args: argparse.Namespace) -> int:
     task, dataset = _suite(args)
     if (args.price_in is None) != (args.price_out is None):
         raise InputError("give both --price-in and --price-out (USD per million tokens), or neither")
+    if args.batch and args.cache:
+        raise InputError("--batch with --cache: a batch's status changes while the cache would answer the same")
+    if args.batch and (args.max_cost is not None or args.max_requests is not None):
+        raise InputError(
+            "--batch sends every sample at once and a batch is priced when it ends, so --max-cost and "
+            "--max-requests cannot stop it in time: use --limit"
+        )
     return asyncio.run(_run(args, task, dataset))
 
 
@@ -570,7 +591,7 @@ async def _run_model(
     async with open_model(
         name, mode=args.mode, base_url=args.base_url, api_key=args.api_key, cache_path=cache_path,
         request_timeout=args.request_timeout, tool_choice=args.tool_choice, chat_format=args.chat_format,
-        pull=args.pull, console=Console(stderr=True), on_status=status, task=task,
+        pull=args.pull, console=Console(stderr=True), on_status=status, task=task, batch=args.batch,
     ) as prepared, judged(
         task, args.judge_model, prepared, cache_path=cache_path, request_timeout=args.request_timeout, prices=prices,
         temperature=args.temperature,
@@ -582,6 +603,7 @@ async def _run_model(
             max_transport_retries=args.max_transport_retries, request_timeout=args.request_timeout,
             resume=True if args.resume == LATEST else (args.resume or False), retry_errors=args.retry_errors,
             repeats=args.repeats, judge_model=judge_name(task), control=control, on_record=progress.advance,
+            batch=BatchOptions(poll_interval_s=args.batch_poll) if args.batch else None,
             on_start=lambda total, _: progress.start(total, prepared.resolved.name, control.traffic),
         )  # fmt: skip
 

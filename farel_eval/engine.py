@@ -7,6 +7,7 @@ record with the run's scores; `on_record` is called as each sample finishes.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AsyncExitStack
@@ -18,6 +19,7 @@ from pydantic_ai import (
     ModelConnectionError,
     ModelHTTPError,
     ModelRequestRejectedError,
+    PendingModelResponse,
     UnexpectedModelBehavior,
     UserError,
     capture_run_messages,
@@ -36,9 +38,10 @@ from farel_eval.attempts import (
     sample_usage,
     validation_errors,
 )
+from farel_eval.batches import Batching, BatchOptions, PendingRequests, without_pending
 from farel_eval.errors import EvaluatorError, TaskError
 from farel_eval.models import open_model
-from farel_eval.providers import forces_tool_choice, without_forced_tool_choice
+from farel_eval.providers import forces_tool_choice, with_default_retries, without_forced_tool_choice
 from farel_eval.schemas import (
     AnswerMode,
     Attempt,
@@ -203,6 +206,7 @@ class _Poser:
         traffic: TrafficMeter,
         redact: Redactor,
         grader: Task[Any] | None = None,
+        batching: Batching | None = None,
     ) -> None:
         self.task = task
         self.grader = grader or task
@@ -216,10 +220,13 @@ class _Poser:
         self.prices = prices
         self.traffic = traffic
         self.model_settings = model_settings or ModelSettings()
+        self.batching = batching
         context = task.validation_context
+        output_spec = task.output_spec(mode)
         self.agent: Agent[Case, Any] = Agent(
             model,
-            output_type=task.output_spec(mode),
+            output_type=[output_spec, PendingModelResponse] if batching is not None else output_spec,
+            capabilities=[batching.capability] if batching is not None else None,
             deps_type=Case,
             instructions=task.instructions_for(mode),
             system_prompt=system_prompt or (),
@@ -267,7 +274,7 @@ class _Poser:
             poser = _Poser(
                 task, self.model, mode=mode, retries=self.retries, system_prompt=self.system_prompt,
                 model_settings=self.model_settings, local=self.local, prices=self.prices, traffic=self.traffic,
-                redact=self.redact, grader=self.grader,
+                redact=self.redact, grader=self.grader, batching=self.batching,
             )  # fmt: skip
             self._posers[key] = (task, poser)  # the task is kept so its id is not reused
         return self._posers[key][1]
@@ -278,17 +285,33 @@ class _Poser:
     async def _ask(self, case: Case, repeat: int, prompt: str, turns: _Turns) -> Any:
         """One agent run, its attempts, usage and cost added to `turns`: the valid output, or None when the
         corrective retries ran out on invalid ones. A failed call raises (the sample is then an `error`)."""
-        output: Any = None
+        output: Any
         exception: BaseException | None = None
-        with capture_run_messages() as messages:
-            try:
-                output = (await self.agent.run(prompt, deps=case, model_settings=self._settings_for(repeat))).output
-            except UserError as exc:
-                raise EvaluatorError(f"cannot ask this model in {self.mode} mode: {str(exc).splitlines()[0]}") from None
-            except (EvaluatorError, asyncio.CancelledError):
-                raise
-            except Exception as exc:  # a failed call or a malformed response is this sample's error, not the run's
-                exception = exc
+        batching, key = self.batching, (case.id, repeat)
+        history = batching.pending.history(key) if batching is not None else None
+        while True:
+            output = None
+            with capture_run_messages() as messages:
+                try:
+                    settings = self._settings_for(repeat)
+                    asked = None if history else prompt
+                    output = (
+                        await self.agent.run(asked, message_history=history, deps=case, model_settings=settings)
+                    ).output
+                except UserError as exc:
+                    first = str(exc).splitlines()[0]
+                    raise EvaluatorError(f"cannot ask this model in {self.mode} mode: {first}") from None
+                except (EvaluatorError, asyncio.CancelledError):
+                    raise
+                except Exception as exc:  # a failed call or a malformed response is this sample's error
+                    exception = exc
+            if batching is None or not isinstance(output, PendingModelResponse):
+                break
+            history = list(messages)
+            await batching.wait(key, history, self.traffic)
+        if batching is not None:
+            batching.done(key, self.traffic)
+            messages = without_pending(messages)
         value = output.output if isinstance(output, TextReply) else output
         attempts = read_attempts(messages, self._verdicts(case, value is not None, exception))
         usage = sample_usage(messages)
@@ -418,8 +441,12 @@ class _Collector:
         self._control = control
         self._in_flight = 0
         self._settled = asyncio.Event()
+        self.first_error: str | None = None
+        """The error of the first sample recorded, which says why a run where every sample failed is `dnf`."""
 
     def add(self, index: int, record: SampleRecord, exception: BaseException | None = None) -> None:
+        if not self.book.samples:
+            self.first_error = record.error
         self.book.add(record, index)
         if self.records is not None:
             self.records.append((index, record))
@@ -474,6 +501,7 @@ async def evaluate(
     control: RunControl | None = None,
     keep_records: bool = True,
     repeats: int = 1,
+    batch: BatchOptions | None = None,
 ) -> EvaluationResult:
     """Pose every case of `task` to `model` in `mode`, validate and score the outputs.
 
@@ -487,12 +515,14 @@ async def evaluate(
     early (Ctrl-C, budgets); `keep_records=False` keeps memory flat on huge runs (records then reach only
     `on_record`). If a worker fails, the others are cancelled before this raises. `concurrency` defaults to
     8, or to what suits the model string (a local server: 1, with its 512-token answer cap). `repeats` poses
-    every case that many times (records carry the repeat index; scores are means over all of them).
+    every case that many times (records carry the repeat index; scores are means over all of them). `batch`
+    sends every request through the provider's batch API (`BatchOptions`: half the price, results within a day),
+    all samples at once; corrective retries go out as follow-up batches.
     """
     return await evaluate_samples(
         task, repeated(cases, repeats), model, mode=mode, retries=retries, system_prompt=system_prompt,
         model_settings=model_settings, concurrency=concurrency, local=local, prices=prices, tool_choice=tool_choice,
-        on_record=on_record, control=control, keep_records=keep_records,
+        on_record=on_record, control=control, keep_records=keep_records, batch=batch,
     )  # fmt: skip
 
 
@@ -512,8 +542,12 @@ async def evaluate_samples(
     on_record: Callable[[SampleRecord], None] | None = None,
     control: RunControl | None = None,
     keep_records: bool = True,
+    batch: BatchOptions | None = None,
+    batch_store: PendingRequests | None = None,
 ) -> EvaluationResult:
-    """`evaluate()` over given (case, repeat) pairs: what a resumed run with repeats poses."""
+    """`evaluate()` over given (case, repeat) pairs: what a resumed run with repeats poses. With `batch`,
+    `batch_store` keeps the requests that wait on a batch (a run folder's `batches.jsonl`), and gives those a
+    resumed sample continues from."""
     if not isinstance(task, Task):
         raise TaskError(f"evaluate() takes a Task first, got {type(task).__name__}: see evaluator.Task")
     if mode not in ("tool", "native", "prompted", "text", "tag"):
@@ -537,7 +571,7 @@ async def evaluate_samples(
             task, head, pending, model, mode=mode, retries=default_retries(mode) if retries is None else retries,
             system_prompt=system_prompt, model_settings=model_settings, concurrency=concurrency or 8,
             local=bool(local), prices=prices, tool_choice=tool_choice, on_record=on_record,
-            control=control or RunControl(), keep_records=keep_records,
+            control=control or RunControl(), keep_records=keep_records, batch=batch, batch_store=batch_store,
         )  # fmt: skip
 
 
@@ -558,9 +592,13 @@ async def _evaluate(
     on_record: Callable[[SampleRecord], None] | None,
     control: RunControl,
     keep_records: bool,
+    batch: BatchOptions | None,
+    batch_store: PendingRequests | None,
 ) -> EvaluationResult:
     meter_model(model)
+    model_settings = with_default_retries(model, model_settings)
     redact = Redactor.for_run(model=model)
+    batching = _batching(task, model, control, batch, batch_store)
     if tool_choice == "auto":
         model = without_forced_tool_choice(model)
     chosen: ToolChoice | None = None
@@ -571,11 +609,15 @@ async def _evaluate(
     def poser(for_model: Model) -> _Poser:
         return _Poser(
             task, for_model, mode=mode, retries=retries, system_prompt=system_prompt, model_settings=model_settings,
-            local=local, prices=prices, traffic=control.traffic, redact=redact,
+            local=local, prices=prices, traffic=control.traffic, redact=redact, batching=batching,
         )  # fmt: skip
 
     started = time.perf_counter()
     current = poser(model)
+    if batching is not None:  # every sample at once: a batch's turnaround is hours, so none goes first alone
+        collected = _Collector(task, keep=keep_records, on_record=on_record, control=control)
+        await _pose_rest(current, itertools.chain([head], pending), collected, batching.options.max_requests, control)
+        return _result(collected, "finished", None, chosen, reason if mode == "tool" else None, control, started)
     posed = await _pose_unless_stopped(current, head[1], head[2], control)
     if posed is None:  # stopped (Ctrl-C) while the first case was in flight: nothing to record
         return EvaluationResult(
@@ -606,9 +648,16 @@ async def _evaluate(
         status, why = "dnf", first.record.error
     else:
         await _pose_rest(current, pending, collected, concurrency, control)
+    return _result(collected, status, why, chosen, reason if mode == "tool" else None, control, started)
+
+
+def _result(
+    collected: _Collector, status: RunStatus, why: str | None, chosen: ToolChoice | None, reason: str | None,
+    control: RunControl, started: float,
+) -> EvaluationResult:  # fmt: skip
     book = collected.book
     if status == "finished" and book.answered == 0 and book.errors == book.samples:
-        status, why = "dnf", first.record.error
+        status, why = "dnf", collected.first_error
     elif status == "finished" and control.stopping:
         status, why = "partial", control.reason
     records = [record for _, record in sorted(collected.records or [], key=lambda pair: pair[0])]
@@ -618,9 +667,26 @@ async def _evaluate(
         status=status,
         reason=why,
         tool_choice=chosen,
-        tool_choice_reason=reason if mode == "tool" else None,
+        tool_choice_reason=reason,
         wall_s=round(time.perf_counter() - started, 3),
     )
+
+
+def _batching(
+    task: Task[Any], model: Model, control: RunControl, batch: BatchOptions | None, store: PendingRequests | None
+) -> Batching | None:
+    if batch is None:
+        return None
+    if task.session is not None:
+        raise EvaluatorError(
+            f"--batch: the {task.name} task asks each case in a loop of its own; batches take one question a case"
+        )
+    if control.max_cost is not None or control.max_requests is not None:
+        raise EvaluatorError(
+            "--batch sends every sample at once and prices a batch when it ends, so a cost or request budget "
+            "cannot stop it in time: limit the cases instead (--limit)"
+        )
+    return Batching(model, batch, store or PendingRequests())
 
 
 async def _pose_unless_stopped(poser: _Poser, case: Case, repeat: int, control: RunControl) -> _Outcome | None:

@@ -53,14 +53,16 @@ async def open_model(
     console: Console | None = None,
     on_status: Callable[[str], None] | None = None,
     task: Task[Any] | None = None,
+    batch: bool = False,
 ) -> AsyncIterator[PreparedModel]:
     """The model named by `spec`, with whatever it needs running for as long as the `with` block lasts.
 
     `local:NAME` starts llama-cpp-python's server on a free loopback port and stops it on every way out;
     `ollama:NAME` checks the server has the model (pulling it when `pull`, drawing progress on `console`);
     `replay:LOGFILE` answers from a farel-bench log; `test` is pydantic-ai's TestModel answering with `task`'s
-    example output. `on_status` hears what is being done (server start). Requests go through a metered HTTP
-    client (transport retries counted per sample), answered from the response cache at `cache_path` if given.
+    example output; `batch` picks an OpenAI-compatible server's Batch API. `on_status` hears what is being
+    done. Requests go through a metered HTTP client (transport retries counted per sample), answered from the
+    response cache at `cache_path` if given.
     """
     async with AsyncExitStack() as stack:
         cache = stack.enter_context(closing(ResponseCache(cache_path))) if cache_path is not None else None
@@ -91,5 +93,5 @@ async def open_model(
             resolved = resolve_model(spec, base_url=f"{host}/v1", api_key=api_key, http_client=http)
             yield PreparedModel(resolved, tool_choice)
         else:
-            resolved = resolve_model(spec, base_url=base_url, api_key=api_key, http_client=http)
+            resolved = resolve_model(spec, base_url=base_url, api_key=api_key, http_client=http, batch=batch)
             yield PreparedModel(resolved, tool_choice)

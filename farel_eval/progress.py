@@ -21,6 +21,7 @@ from rich.progress import (
 from rich.progress import Progress as RichProgress
 from rich.text import Text
 
+from farel_eval.batches import describe_states
 from farel_eval.schemas import SampleRecord
 from farel_eval.transport import TrafficMeter
 
@@ -72,7 +73,8 @@ class Progress:
         cost = "cost ?" if self.cost is None else f"${self.cost:.4f}"
         traffic = self._traffic
         waiting = f" ({traffic.waiting_now} backing off)" if traffic.waiting_now else ""
-        return (
+        batches = describe_states(traffic.batch_states)
+        return (batches + " | " if batches else "") + (
             f"score {score} | invalid outputs {self.invalid} | corrective retries {self.retries} | "
             f"errors {self.errors} | transport retries {traffic.transport_retries}{waiting} | "
             f"{self.requests} req, {self.tokens} tok, {cost} | {rate:.1f}/s"

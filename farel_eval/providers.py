@@ -13,20 +13,23 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 from pydantic_ai import UserError
 from pydantic_ai.models import Model, infer_model
-from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
 from pydantic_ai.profiles import ModelProfile
 from pydantic_ai.profiles.openai import OpenAIModelProfile
 from pydantic_ai.providers import Provider, infer_provider, infer_provider_class
 from pydantic_ai.providers.openai import OpenAIProvider
+from pydantic_ai.settings import ModelSettings
 
 from farel_eval.errors import ModelSetupError
 
 __all__ = [
+    "DEFAULT_TRANSPORT_RETRIES",
     "ResolvedModel",
     "forces_tool_choice",
     "is_loopback",
     "resolve_model",
     "safe_url",
+    "with_default_retries",
     "without_forced_tool_choice",
 ]
 
@@ -34,6 +37,8 @@ PROVIDER_ALIASES = {"google-gla": "google"}
 """Older prefixes users still type, mapped to pydantic-ai's current provider names."""
 
 _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+DEFAULT_TRANSPORT_RETRIES = 2
+"""Resends of a request after a transport fault, for every provider: the OpenAI and Anthropic SDKs' default."""
 _NO_KEY = "not-needed"
 """Sent as the API key to a loopback OpenAI-compatible server when none is given (they ignore it)."""
 
@@ -78,8 +83,10 @@ def resolve_model(
     base_url: str | None = None,
     api_key: str | None = None,
     http_client: httpx2.AsyncClient | None = None,
+    batch: bool = False,
 ) -> ResolvedModel:
-    """Build the model for `spec`: `provider:name`, or any name with `base_url` (OpenAI-compatible).
+    """Build the model for `spec`: `provider:name`, or any name with `base_url` (OpenAI-compatible; with
+    `batch`, through its Responses and Batch APIs, which is what OpenAI's batches serve).
 
     `http_client` (see `farel_eval.transport`) is given to every provider that takes one, to meter and cache
     its requests. Raises `ModelSetupError` with a one-line fix for unknown models, missing keys or extras.
@@ -103,7 +110,12 @@ def resolve_model(
         # `max_completion_tokens`, which pydantic-ai sends by default, and generates until the context is full.
         profile = OpenAIModelProfile(openai_chat_supports_max_completion_tokens=False)
         compatible = OpenAIProvider(base_url=base_url, api_key=key, http_client=http_client)
-        model: Model = OpenAIChatModel(name, provider=compatible, profile=profile)
+        model: Model
+        if batch:
+            batched = OpenAIModelProfile(openai_supports_batch_api=True)
+            model = OpenAIResponsesModel(name, provider=compatible, profile=batched)
+        else:
+            model = OpenAIChatModel(name, provider=compatible, profile=profile)
         return ResolvedModel(model, spec, safe_url(base_url), local=is_loopback(base_url))
     if provider is None:
         raise ModelSetupError(
@@ -161,6 +173,15 @@ def _setup_message(spec: str, text: str) -> str:
     if first.startswith("Unknown model"):
         return f"unknown model {spec!r}: check the provider prefix and name ({first})"
     return f"cannot use model {spec!r}: {first}"
+
+
+def with_default_retries(model: Model, settings: ModelSettings | None) -> ModelSettings | None:
+    """`settings` with `DEFAULT_TRANSPORT_RETRIES` for a model whose SDK would retry nothing (Google's), so every
+    provider resends a failed request alike unless told otherwise. Other SDKs already do (and are left alone: a
+    per-request count costs the OpenAI client a copy of itself per request)."""
+    if not model.system.startswith("google") or "max_retries" in (settings or {}):
+        return settings
+    return ModelSettings(**(settings or {}), max_retries=DEFAULT_TRANSPORT_RETRIES)
 
 
 def forces_tool_choice(model: Model) -> bool:

@@ -21,6 +21,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from farel_eval.attempts import UserPrices
+from farel_eval.batches import PENDING_FILE, BatchOptions, PendingRequests
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.engine import EvaluationResult, RunControl, Sample, ToolChoice, default_retries, evaluate_samples
 from farel_eval.errors import EvaluatorError, InputError, ResultFileError
@@ -51,6 +52,7 @@ INTERRUPTED = "interrupted by the user"
 
 _SAME_RUN_SETTINGS = (
     "model", "mode", "retries", "temperature", "seed", "max_tokens", "system_prompt", "repeats", "judge_model",
+    "batch",
 )  # fmt: skip
 """Settings that must match for a resume to continue a run (the task, the dataset's MD5 and limit too)."""
 
@@ -138,6 +140,7 @@ async def run(
     retry_errors: bool = False,
     repeats: int = 1,
     judge_model: str | None = None,
+    batch: BatchOptions | None = None,
     control: RunControl | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
     on_start: Callable[[int, Path], None] | None = None,
@@ -149,14 +152,23 @@ async def run(
     (Ctrl-C, kill -9, a reboot) loses nothing: resume it. `on_start(to_pose, run_dir)` is called before the
     first request. Returns the final summary; `summary.status` says `finished`, `partial` or `dnf`. `repeats`
     poses every case that many times; resume and the retry of errors work per (case, repeat). `judge_model` names
-    the model a task's LLM judge grades with (stored, and a resume must keep it).
+    the model a task's LLM judge grades with (stored, and a resume must keep it). `batch` sends the run through
+    the provider's batch API; each request waiting on a batch is kept in the run folder (`batches.jsonl`) as soon
+    as it is submitted, so a resume collects it instead of sending it again.
     """
     if repeats < 1:
         raise InputError(f"repeats must be at least 1, got {repeats}")
     async with AsyncExitStack() as stack:
         if isinstance(model, str):
             model = await stack.enter_async_context(
-                open_model(model, mode=mode, task=task, request_timeout=request_timeout, tool_choice=tool_choice)
+                open_model(
+                    model,
+                    mode=mode,
+                    task=task,
+                    request_timeout=request_timeout,
+                    tool_choice=tool_choice,
+                    batch=batch is not None,
+                )
             )
         elif not isinstance(model, PreparedModel):
             model = PreparedModel(ResolvedModel(model, model_name(model), None, local=False), tool_choice)
@@ -168,7 +180,7 @@ async def run(
             concurrency=concurrency or model.concurrency or 8, prices=prices,
             tool_choice=tool_choice or model.tool_choice, max_transport_retries=max_transport_retries,
             request_timeout=request_timeout, resume=resume, retry_errors=retry_errors, repeats=repeats,
-            judge_model=judge_model,
+            judge_model=judge_model, batch=batch,
             control=control or RunControl(), on_record=on_record, on_start=on_start,
         )  # fmt: skip
 
@@ -202,6 +214,7 @@ async def _run(
     retry_errors: bool,
     repeats: int,
     judge_model: str | None,
+    batch: BatchOptions | None,
     control: RunControl,
     on_record: Callable[[SampleRecord], None] | None,
     on_start: Callable[[int, Path], None] | None,
@@ -214,7 +227,7 @@ async def _run(
         model_settings["seed"] = seed
     if max_transport_retries is not None:  # else the SDK's default, with no client copy per request
         model_settings["max_retries"] = max_transport_retries
-    if request_timeout is not None:
+    if request_timeout is not None and batch is None:  # a batch has no per-request timeout: the client's applies
         model_settings["timeout"] = request_timeout
     if max_tokens is not None:
         model_settings["max_tokens"] = max_tokens
@@ -226,6 +239,7 @@ async def _run(
         tool_choice_reason=prepared.tool_choice_reason if mode == "tool" else None, concurrency=concurrency,
         price_in=prices.input_per_million if prices else None, price_out=prices.output_per_million if prices else None,
         local=resolved.local, model_file=prepared.model_file, chat_format=prepared.chat_format,
+        batch=batch is not None,
     )  # fmt: skip
     continued = _run_to_continue(resume, retry_errors, results_dir, settings, task, dataset)
     posed, to_pose = _samples(dataset, repeats, lambda _, __: True), dataset.size * repeats
@@ -250,7 +264,7 @@ async def _run(
         return await _pose_and_store(
             task, dataset, posed, to_pose, resolved, writer, settings, model_settings, prices=prices,
             started_at=started_at, earlier_s=earlier_s, resumed=continued is not None, retry_errors=retry_errors,
-            control=control, on_record=on_record, on_start=on_start,
+            batch=batch, control=control, on_record=on_record, on_start=on_start,
         )  # fmt: skip
 
 
@@ -269,6 +283,7 @@ async def _pose_and_store(
     earlier_s: float,
     resumed: bool,
     retry_errors: bool,
+    batch: BatchOptions | None,
     control: RunControl,
     on_record: Callable[[SampleRecord], None] | None,
     on_start: Callable[[int, Path], None] | None,
@@ -310,9 +325,10 @@ async def _pose_and_store(
                 system_prompt=settings.system_prompt, model_settings=model_settings,
                 concurrency=settings.concurrency, local=resolved.local, prices=prices,
                 tool_choice=settings.tool_choice, on_record=on_each, control=control, keep_records=False,
+                batch=batch, batch_store=PendingRequests(run_dir / PENDING_FILE) if batch is not None else None,
             )  # fmt: skip
     except EvaluatorError as exc:
-        if not resumed and not (run_dir / RECORDS_FILE).stat().st_size:
+        if not resumed and not (run_dir / RECORDS_FILE).stat().st_size and not (run_dir / PENDING_FILE).exists():
             writer.discard()
         else:
             with contextlib.suppress(ResultFileError):  # the disk may be as full for the summary: keep the cause

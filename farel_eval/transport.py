@@ -1,8 +1,9 @@
 """The HTTP layer under the provider SDKs: count transport retries per sample, and cache responses on request.
 
-Retrying itself is the SDK's (openai, anthropic: exponential backoff with jitter, honouring `Retry-After`,
-`max_retries` times). It marks each retried request with `x-stainless-retry-count`, which is how we tell a
-transport retry from a new request, apart from corrective retries, which are new requests of the agent.
+Retrying itself is the SDK's (openai, anthropic, google-genai: exponential backoff with jitter, `max_retries`
+times, 2 for every provider unless told). openai and anthropic mark each retried request with
+`x-stainless-retry-count`, which is how we tell a transport retry from a new request (corrective retries are new
+requests of the agent); google-genai's resend is the request that follows a retryable failure.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class TrafficMeter:
 
     transport_retries: int = 0
     waiting_now: int = 0
+    batch_states: dict[str, int] = field(default_factory=dict)
+    """With a batch API: how many batches are in each state, and how many samples wait on one (`waiting`)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def retried(self) -> None:
@@ -58,8 +61,12 @@ class SampleTraffic:
             self.meter.waiting(1 if waiting else -1)
 
     def sent(self, request: httpx2.Request) -> None:
+        """The OpenAI and Anthropic SDKs number their resends in a header; Google's does not, so there a request
+        sent while the sample waits after a retryable failure is the resend."""
+        marked = request.headers.get("x-stainless-retry-count")
+        resend = int(marked or 0) > 0 if marked is not None else self.waiting
         self.set_waiting(False)
-        if int(request.headers.get("x-stainless-retry-count", "0") or 0) > 0:
+        if resend:
             self.transport_retries += 1
             self.meter.retried()
 

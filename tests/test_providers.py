@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from openai import AsyncOpenAI
@@ -13,7 +14,8 @@ import evaluator
 import farel_bench
 from farel_eval.errors import ModelSetupError
 from farel_eval.providers import forces_tool_choice, is_loopback, resolve_model, safe_url, without_forced_tool_choice
-from tests.fake_openai import FakeOpenAI, answer_key, completion, tool_call
+from farel_eval.transport import http_client
+from tests.fake_openai import FakeOpenAI, Route, answer_key, completion, text, tool_call
 
 
 def test_openrouter_reported_cost_is_the_most_trusted() -> None:
@@ -83,3 +85,25 @@ def test_turning_forced_tool_choice_off_leaves_the_original_alone() -> None:
     relaxed = without_forced_tool_choice(model)
     assert (forces_tool_choice(model), forces_tool_choice(relaxed)) == (True, False)
     assert relaxed.model_name == model.model_name
+
+
+def test_google_models_resend_a_failed_request_twice_like_the_others() -> None:
+    """google-genai retries nothing by default; the evaluator gives every provider the same 2 resends."""
+    (quiz,) = list(farel_bench.generate(1, 1, 7, shuffle=True))[:1]
+    bodies: list[dict[str, Any]] = []
+
+    def generate(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        bodies.append(body)
+        if len(bodies) <= 2:
+            return 503, {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}
+        call = {"functionCall": {"name": "select_answer", "args": {"answer": quiz.correct}}}
+        return 200, {"candidates": [{"content": {"role": "model", "parts": [call]}, "finishReason": "STOP"}],
+                     "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 10, "totalTokenCount": 110},
+                     "modelVersion": "gemini-2.0-flash"}  # fmt: skip
+
+    route: dict[str, Route] = {"POST /v1beta/models/gemini-2.0-flash:generateContent": generate}
+    with FakeOpenAI(lambda r: completion(text("unused")), routes=route) as server:
+        base = server.url.removesuffix("/v1")
+        resolved = resolve_model("google:gemini-2.0-flash", base_url=base, api_key="k", http_client=http_client())
+        (record,) = asyncio.run(evaluator.evaluate_quizzes([quiz], resolved.model)).records
+    assert (record.status, record.error, record.transport_retries, len(bodies)) == ("correct", None, 2, 3)

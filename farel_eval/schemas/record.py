@@ -86,6 +86,9 @@ class Cost(_Record):
 
     usd: float | None
     source: CostSource
+    batch_price: str | None = None
+    """Sent through a batch API: how its price was found (the price data's batch price, or the provider's
+    documented batch discount, with where it is documented)."""
 
 
 class SampleRecord(_Record):

@@ -178,6 +178,10 @@ class RunSettings(_Model):
     """A local model's GGUF file."""
     chat_format: str | None = None
     """A local model's llama-cpp-python chat handler."""
+    batch: bool = False
+    """Sent through the provider's batch API (batch prices; see each record's `cost.batch_price`)."""
+    updated_prices: bool = False
+    """genai-prices' price data was refreshed from the network for this run (`--update-prices`), not the installed."""
 
 
 class RunSummary(_Model):
