@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import math
 import re
 import signal
@@ -31,6 +32,7 @@ from farel_eval.farel_logs import log_files, parse_log
 from farel_eval.leaderboard import build_rows, compare_runs, load_run, relaxed_score
 from farel_eval.local_server import DEFAULT_LOCAL_MODEL, locate_local_model
 from farel_eval.models import open_model
+from farel_eval.prices import DEFAULT_UPDATE_URL
 from farel_eval.progress import Progress
 from farel_eval.runs import INTERRUPTED, NothingToResume, RunOutcome, program_version, run
 from farel_eval.schemas import RunSettings, RunSummary, is_text_mode
@@ -60,7 +62,7 @@ TERMINATED = "terminated (SIGTERM)"
 
 PARAMETERS = (
     "max_cost", "max_requests", "concurrency", "limit", "api_key", "embedding_api_key", "embedding_base_url",
-    "base_url", "embedding_model", "resume",
+    "base_url", "embedding_model", "resume", "update_prices",
 )  # fmt: skip
 """Library parameters named in library messages, which the command line calls by their flags."""
 
@@ -70,7 +72,7 @@ def _as_flags(message: str) -> str:
     `--api-key`, `pull=True` -> `--pull`, `prices` -> `--price-in/--price-out`."""
     message = re.sub(r"\b([a-z_]+)='([^']*)'", lambda m: f"--{m[1].replace('_', '-')} {m[2]}", message)
     message = re.sub(r"\b([a-z_]+)=True\b", lambda m: f"--{m[1].replace('_', '-')}", message)
-    message = re.sub(r"\bprices\b", "--price-in/--price-out", message)
+    message = re.sub(r"(?<![-\w])prices(?![-\w])", "--price-in/--price-out", message)
     message = re.sub(r"\blength and number\b", "--length and --number", message)
     names = "|".join(PARAMETERS)
     return re.sub(rf"(?<![-\w])({names})\b", lambda m: "--" + m[1].replace("_", "-"), message)
@@ -290,6 +292,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=30.0,
         metavar="SECONDS",
         help="--batch: first check of a batch after this many seconds, then 1.5x longer each time, up to 10 min",
+    )
+    faults.add_argument(
+        "--update-prices",
+        nargs="?",
+        const=DEFAULT_UPDATE_URL,
+        metavar="URL",
+        help="price with genai-prices' latest data (downloaded from its repository, or URL) for models released "
+        "after install; default: the installed data, for reproducible costs (recorded in the run)",
     )
     faults.add_argument("--max-cost", type=_price, help="stop starting samples once this many USD are spent")
     faults.add_argument("--max-requests", type=_positive, help="stop starting samples after this many requests")
@@ -604,6 +614,7 @@ async def _run_model(
             resume=True if args.resume == LATEST else (args.resume or False), retry_errors=args.retry_errors,
             repeats=args.repeats, judge_model=judge_name(task), control=control, on_record=progress.advance,
             batch=BatchOptions(poll_interval_s=args.batch_poll) if args.batch else None,
+            update_prices=args.update_prices,
             on_start=lambda total, _: progress.start(total, prepared.resolved.name, control.traffic),
         )  # fmt: skip
 
@@ -778,7 +789,13 @@ def _prog() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    urls = [getattr(args, "base_url", None), getattr(args, "embedding_base_url", None)]
+    logging.getLogger("genai-prices").addHandler(logging.NullHandler())  # its update failures: our one line says it
+    logging.getLogger("genai-prices").propagate = False
+    urls = [
+        getattr(args, "base_url", None),
+        getattr(args, "embedding_base_url", None),
+        getattr(args, "update_prices", None),
+    ]
     keys = [getattr(args, "api_key", None), getattr(args, "embedding_api_key", None)]
     redact = Redactor.for_run(keys=keys, urls=urls)
     try:

@@ -26,6 +26,7 @@ from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.engine import EvaluationResult, RunControl, Sample, ToolChoice, default_retries, evaluate_samples
 from farel_eval.errors import EvaluatorError, InputError, ResultFileError
 from farel_eval.models import PreparedModel, open_model
+from farel_eval.prices import updated_prices
 from farel_eval.providers import ResolvedModel
 from farel_eval.schemas import AnswerMode, Case, RunSettings, RunStatus, RunSummary, SampleRecord
 from farel_eval.scoring import ScoreBook
@@ -141,6 +142,7 @@ async def run(
     repeats: int = 1,
     judge_model: str | None = None,
     batch: BatchOptions | None = None,
+    update_prices: str | None = None,
     control: RunControl | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
     on_start: Callable[[int, Path], None] | None = None,
@@ -154,11 +156,15 @@ async def run(
     poses every case that many times; resume and the retry of errors work per (case, repeat). `judge_model` names
     the model a task's LLM judge grades with (stored, and a resume must keep it). `batch` sends the run through
     the provider's batch API; each request waiting on a batch is kept in the run folder (`batches.jsonl`) as soon
-    as it is submitted, so a resume collects it instead of sending it again.
+    as it is submitted, so a resume collects it instead of sending it again. `update_prices` (a URL, e.g.
+    `farel_eval.prices.DEFAULT_UPDATE_URL`) refreshes genai-prices' data from it before the first request
+    (recorded in the run's settings).
     """
     if repeats < 1:
         raise InputError(f"repeats must be at least 1, got {repeats}")
     async with AsyncExitStack() as stack:
+        if update_prices is not None:
+            stack.enter_context(updated_prices(update_prices))
         if isinstance(model, str):
             model = await stack.enter_async_context(
                 open_model(
@@ -180,7 +186,7 @@ async def run(
             concurrency=concurrency or model.concurrency or 8, prices=prices,
             tool_choice=tool_choice or model.tool_choice, max_transport_retries=max_transport_retries,
             request_timeout=request_timeout, resume=resume, retry_errors=retry_errors, repeats=repeats,
-            judge_model=judge_model, batch=batch,
+            judge_model=judge_model, batch=batch, prices_updated=update_prices is not None,
             control=control or RunControl(), on_record=on_record, on_start=on_start,
         )  # fmt: skip
 
@@ -215,6 +221,7 @@ async def _run(
     repeats: int,
     judge_model: str | None,
     batch: BatchOptions | None,
+    prices_updated: bool,
     control: RunControl,
     on_record: Callable[[SampleRecord], None] | None,
     on_start: Callable[[int, Path], None] | None,
@@ -239,7 +246,7 @@ async def _run(
         tool_choice_reason=prepared.tool_choice_reason if mode == "tool" else None, concurrency=concurrency,
         price_in=prices.input_per_million if prices else None, price_out=prices.output_per_million if prices else None,
         local=resolved.local, model_file=prepared.model_file, chat_format=prepared.chat_format,
-        batch=batch is not None,
+        batch=batch is not None, updated_prices=prices_updated,
     )  # fmt: skip
     continued = _run_to_continue(resume, retry_errors, results_dir, settings, task, dataset)
     posed, to_pose = _samples(dataset, repeats, lambda _, __: True), dataset.size * repeats

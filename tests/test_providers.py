@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
+import subprocess
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +20,9 @@ import evaluator
 import farel_bench
 from farel_eval.errors import ModelSetupError
 from farel_eval.providers import forces_tool_choice, is_loopback, resolve_model, safe_url, without_forced_tool_choice
+from farel_eval.schemas import RunSummary, SampleRecord
 from farel_eval.transport import http_client
+from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Route, answer_key, completion, text, tool_call
 
 
@@ -107,3 +115,54 @@ def test_google_models_resend_a_failed_request_twice_like_the_others() -> None:
         resolved = resolve_model("google:gemini-2.0-flash", base_url=base, api_key="k", http_client=http_client())
         (record,) = asyncio.run(evaluator.evaluate_quizzes([quiz], resolved.model)).records
     assert (record.status, record.error, record.transport_retries, len(bodies)) == ("correct", None, 2, 3)
+
+
+CHAT_USAGE = {"root": "usage", "api_flavor": "chat", "model_path": "model", "mappings": [
+    {"path": "prompt_tokens", "dest": "input_tokens", "required": True},
+    {"path": "completion_tokens", "dest": "output_tokens", "required": True},
+]}  # fmt: skip
+PRICE_DATA = [{"id": "openai", "name": "OpenAI", "api_pattern": r"https://api\.openai\.com", "extractors": [CHAT_USAGE],
+               "models": [{"id": "gpt-4o-mini", "match": {"equals": "gpt-4o-mini"},
+                           "prices": {"input_mtok": 1000, "output_mtok": 2000}}]}]  # fmt: skip
+"""Price data as genai-prices publishes it, with a price no release ever had: $1,000 / $2,000 per million."""
+
+
+def test_update_prices_prices_the_run_with_the_downloaded_data_and_says_so(tmp_path: Path) -> None:
+    (tmp_path / "data.json").write_text(json.dumps(PRICE_DATA))
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
+    prices = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=prices.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{prices.server_address[1]}/data.json"
+    quizzes = list(farel_bench.generate(3, 50, 42, shuffle=True))
+    key = answer_key(quizzes)
+    runs: dict[str, tuple[RunSummary, list[float | None]]] = {}
+    try:
+        with FakeOpenAI(lambda r: completion(tool_call({"answer": key(r).correct}), model="gpt-4o-mini")) as server:
+            for name, extra in (("installed", ()), ("updated", ("--update-prices", url))):
+                results = tmp_path / name
+                done = subprocess.run(
+                    [PYTHON, "main.py", "run", "--model", "gpt-4o-mini", "--base-url", server.url, "--api-key", "k",
+                     "--limit", "2", "--results-dir", str(results), "--quiet", *extra],
+                    cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+                )  # fmt: skip
+                assert done.returncode == 0, done.stderr
+                (summary,) = results.rglob("summary.json")
+                lines = (summary.parent / "samples.jsonl").read_text().splitlines()
+                costs = [SampleRecord.model_validate_json(line).cost.usd for line in lines]
+                runs[name] = (RunSummary.model_validate_json(summary.read_text()), costs)
+        missing = subprocess.run(
+            [PYTHON, "main.py", "run", "--model", "test", "--results-dir", str(tmp_path / "no"), "--quiet",
+             "--update-prices", url.replace("data.json", "gone.json")],
+            cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    finally:
+        prices.shutdown()
+        prices.server_close()
+    assert runs["installed"][0].settings.updated_prices is False
+    assert runs["installed"][1] == [pytest.approx(0.000021, abs=1e-12)] * 2  # 100 input and 10 output tokens
+    assert runs["updated"][0].settings.updated_prices is True
+    assert runs["updated"][1] == [pytest.approx(0.12, abs=1e-12)] * 2  # 100 x $1,000/M + 10 x $2,000/M
+    assert missing.returncode == 2
+    (line,) = missing.stderr.strip().splitlines()
+    assert line.startswith(f"main.py: error: --update-prices: cannot read price data from {url[:-9]}gone.json: ")
+    assert not (tmp_path / "no").exists()

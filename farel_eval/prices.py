@@ -1,0 +1,37 @@
+"""Refresh genai-prices' price data from the network for a run (`--update-prices`), for models released after
+the package was installed. Off by default, so a run prices as the installed data does and can be reproduced."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from genai_prices import UpdatePrices
+from genai_prices.update_prices import DEFAULT_UPDATE_URL
+
+from farel_eval.errors import InputError
+from farel_eval.providers import safe_url
+from farel_eval.secrets import Redactor
+
+__all__ = ["DEFAULT_UPDATE_URL", "updated_prices"]
+
+_WAIT_S = 30.0
+
+
+@contextmanager
+def updated_prices(url: str) -> Iterator[None]:
+    """genai-prices' background updater, started for the block: the first download is waited for (up to 30 s),
+    so every sample is priced with it; one that fails is one line, not a run priced otherwise than asked."""
+    updater = UpdatePrices(url=url)
+    updater.start()
+    try:
+        try:
+            fetched = updater.wait(timeout=_WAIT_S)
+        except Exception as exc:  # whatever the download or the data raised: the run does not start
+            reason = Redactor.for_run(urls=[url])(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            raise InputError(f"update_prices: cannot read price data from {safe_url(url)}: {reason}") from None
+        if not fetched:
+            raise InputError(f"update_prices: no price data from {safe_url(url)} within {_WAIT_S:g} s")
+        yield
+    finally:
+        updater.stop()  # type: ignore[no-untyped-call]
