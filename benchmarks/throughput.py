@@ -2,13 +2,15 @@
 """Throughput of `main.py run` against the floors it is built on, and its memory on a huge run.
 
     python benchmarks/throughput.py                      # 1,800 quizzes, concurrency 32, 20 ms latency
+    python benchmarks/throughput.py --workers 1 2 4      # the main.py rows: --workers 1, 2 and 4
     python benchmarks/throughput.py --memory 100000      # resident set of a 100,000-quiz run
 
 A loopback mock OpenAI-compatible server (asyncio, keep-alive, fixed latency; it answers tool calls, tag
 text or JSON) serves three clients, each run as a whole process on the same quizzes:
 (a) a bare `openai.AsyncOpenAI` client sending pydantic-ai's own request body, the limit of any client
 built on the openai SDK; (b) a bare pydantic-ai `Agent` with `ToolOutput`, the floor of the library we
-build on; (c) `main.py run`, with everything it adds (records, attempts, files, progress, scoring).
+build on; (c) `main.py run`, with everything it adds (records, attempts, files, progress, scoring), with
+`--workers 1` and `--workers 2` (N processes, each with the same concurrency, sharing one run).
 """
 
 from __future__ import annotations
@@ -106,9 +108,8 @@ class MockServer:
 
 def _prompts(length: int, number: int) -> list[str]:
     sys.path.insert(0, str(REPO))
-    from farel_eval.answers import TAG_INSTRUCTION
-
     import farel_bench
+    from farel_bench import TAG_INSTRUCTION
 
     return [
         q.prompt.replace("\n" + TAG_INSTRUCTION, "") for q in farel_bench.generate(length, number, 42, shuffle=True)
@@ -131,10 +132,11 @@ async def _bare_openai(url: str, prompts: list[str], concurrency: int, template:
 
 async def _bare_agent(url: str, prompts: list[str], concurrency: int) -> None:
     sys.path.insert(0, str(REPO))
-    from farel_eval.answers import OptionAnswer
     from pydantic_ai import Agent, ToolOutput
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
+
+    from farel_eval.suites.multiple_choice import OptionAnswer
 
     model = OpenAIChatModel("m", provider=OpenAIProvider(base_url=url, api_key="k"))
     agent = Agent(model, output_type=ToolOutput(OptionAnswer, name="select_answer"))
@@ -147,7 +149,7 @@ async def _bare_agent(url: str, prompts: list[str], concurrency: int) -> None:
     await asyncio.gather(*(one(p) for p in prompts))
 
 
-def _main_run(url: str, length: int, number: int, concurrency: int, results: str) -> list[str]:
+def _main_run(url: str, length: int, number: int, concurrency: int, results: str, workers: int = 1) -> list[str]:
     return [
         sys.executable,
         "main.py",
@@ -165,6 +167,8 @@ def _main_run(url: str, length: int, number: int, concurrency: int, results: str
         "--results-dir",
         results,
         "--quiet",
+        "--workers",
+        str(workers),
     ]
 
 
@@ -174,23 +178,22 @@ def _timed(command: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def throughput(length: int, number: int, concurrency: int, latency_ms: float, repeats: int) -> None:
+def throughput(length: int, number: int, concurrency: int, latency_ms: float, repeats: int, workers: list[int]) -> None:
     server = MockServer(latency_ms / 1000)
     quizzes = len(_prompts(length, number))
     me = [sys.executable, __file__]
     shape = [server.url, str(length), str(number), str(concurrency)]
-    runs: dict[str, list[float]] = {
-        "(a) bare openai.AsyncOpenAI": [],
-        "(b) bare pydantic-ai Agent": [],
-        "(c) main.py run": [],
-    }
+    runs: dict[str, list[float]] = {"(a) bare openai.AsyncOpenAI": [], "(b) bare pydantic-ai Agent": []}
+    rows = {n: f"(c) main.py run, --workers {n}" for n in workers}
+    runs |= {row: [] for row in rows.values()}
     with tempfile.TemporaryDirectory() as scratch:
         template = Path(scratch) / "body.json"
         for _ in range(repeats):
             runs["(b) bare pydantic-ai Agent"].append(_timed([*me, "_agent", *shape]))
             template.write_text(json.dumps(server.first_body))
             runs["(a) bare openai.AsyncOpenAI"].append(_timed([*me, "_openai", *shape, str(template)]))
-            runs["(c) main.py run"].append(_timed(_main_run(server.url, length, number, concurrency, scratch)))
+            for n, row in rows.items():
+                runs[row].append(_timed(_main_run(server.url, length, number, concurrency, scratch, n)))
     best = {name: min(times) for name, times in runs.items()}
     client, agent = best["(a) bare openai.AsyncOpenAI"], best["(b) bare pydantic-ai Agent"]
     print(
@@ -201,10 +204,12 @@ def throughput(length: int, number: int, concurrency: int, latency_ms: float, re
     print("| --- | ---: | ---: | ---: | ---: |")
     for name, seconds in best.items():
         print(f"| {name} | {seconds:.2f} | {quizzes / seconds:.0f} | {client / seconds:.2f} | {agent / seconds:.2f} |")
-    print(
-        f"\nmain.py run reaches {agent / best['(c) main.py run']:.2f} of the bare agent's throughput "
-        "(target: at least 0.90)"
-    )
+    if 1 in rows:
+        one = best[rows[1]]
+        print(f"\nmain.py run (1 worker) reaches {agent / one:.2f} of the bare agent's throughput (target: 0.90)")
+        for n, row in rows.items():
+            if n > 1:
+                print(f"main.py run with {n} workers: {one / best[row]:.2f} x one worker (target with 2: 1.60)")
 
 
 def memory(quizzes: int, concurrency: int) -> None:
@@ -249,12 +254,13 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="main.py run's --workers rows")
     parser.add_argument("--memory", type=int, metavar="QUIZZES", help="measure the resident set of a run this big")
     args = parser.parse_args()
     if args.memory:
         memory(args.memory, args.concurrency)
     else:
-        throughput(args.length, args.number, args.concurrency, args.latency_ms, args.repeats)
+        throughput(args.length, args.number, args.concurrency, args.latency_ms, args.repeats, args.workers)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,11 @@ import argparse
 import asyncio
 import logging
 import math
+import os
 import re
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ from farel_eval.suites.lineage_import import read_results, result_files, store_r
 from farel_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
 from farel_eval.tables import render_comparison, render_rich
 from farel_eval.tasks import Task
+from farel_eval.workers import WorkerProcesses, budget_share, share_result_line, write_record_line
 
 PROG = "farel-eval"
 CACHE_FILE = Path(".cache") / "responses.sqlite"
@@ -58,6 +60,7 @@ SHORT_RUN_CASES = 45
 EXIT_DNF = 3
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
+EXIT_BROKEN_PIPE = 141
 TERMINATED = "terminated (SIGTERM)"
 
 PARAMETERS = (
@@ -266,6 +269,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--full", action="store_true", help="local models: all quizzes (default with a local: model: 45, 5 per class)"
     )
     out.add_argument("--concurrency", type=_positive, help="requests in flight (default 8; 1 for local models)")
+    out.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        help="pose the samples in N processes (each with --concurrency requests in flight) into one run: "
+        "for servers faster than one core can drive (default 1)",
+    )
+    out.add_argument("--worker-share", type=Path, help=argparse.SUPPRESS)  # a worker's side of --workers
+    out.add_argument("--worker-model", help=argparse.SUPPRESS)
     out.add_argument("--results-dir", type=Path, default=Path("result"), help="where runs are stored (default result)")
     out.add_argument("--quiet", action="store_true", help="no progress display")
     faults = run.add_argument_group("faults, budgets and cache")
@@ -515,6 +527,10 @@ def command_run(args: argparse.Namespace) -> int:
         raise InputError("give both --price-in and --price-out (USD per million tokens), or neither")
     if args.batch and args.cache:
         raise InputError("--batch with --cache: a batch's status changes while the cache would answer the same")
+    if args.workers > 1 and args.batch:
+        raise InputError("--workers with --batch: a batch run waits on the provider, not on this machine's cores")
+    if args.workers > 1 and any(name.startswith("local:") for name in args.model or [DEFAULT_LOCAL_MODEL]):
+        raise InputError("--workers with a local: model: its server answers one request at a time; use --workers 1")
     if args.batch and (args.max_cost is not None or args.max_requests is not None):
         raise InputError(
             "--batch sends every sample at once and a batch is priced when it ends, so --max-cost and "
@@ -526,6 +542,8 @@ def command_run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace, task: Task[Any], dataset: Dataset) -> int:
     """Each `--model` in turn on the identical cases, under one progress display; then the comparison."""
     models: list[str] = list(dict.fromkeys(args.model or [DEFAULT_LOCAL_MODEL]))
+    if args.worker_share is not None:
+        models = [args.worker_model]
     if args.resume not in (None, LATEST) and len(models) > 1:
         raise InputError("--resume RUN_DIR continues one run: give one --model, or --resume alone for each model's")
     short = any(name.startswith("local:") for name in models)  # the embedded model is slow: a short default
@@ -554,6 +572,10 @@ async def _run(args: argparse.Namespace, task: Task[Any], dataset: Dataset) -> i
                 if stopped:
                     break
                 current = RunControl(max_cost=args.max_cost, max_requests=args.max_requests)  # budgets are per run
+                if args.worker_share is not None:
+                    current = _share_of_budgets(args)
+                    share_result_line((await _run_model(args, name, task, dataset, current, progress)).result)
+                    return 0
                 try:
                     outcome = await _run_model(args, name, task, dataset, current, progress)
                 except NothingToResume as exc:
@@ -572,6 +594,21 @@ async def _run(args: argparse.Namespace, task: Task[Any], dataset: Dataset) -> i
     if len(outcomes) > 1:
         _print_comparison([o.run_dir for o in outcomes])
     return code
+
+
+def _share_of_budgets(args: argparse.Namespace) -> RunControl:
+    """A worker's part of the run's budgets; its owner checks the whole, and stops every worker once it is spent."""
+    return budget_share(RunControl(max_cost=args.max_cost, max_requests=args.max_requests), args.workers)
+
+
+def _worker_command(args: argparse.Namespace, name: str) -> Callable[[Path, int], list[str]]:
+    """How the owner of a run starts its workers: this very command, told which model and share to pose."""
+
+    def command(share: Path, index: int) -> list[str]:
+        return [sys.executable, "-c", "import sys; from farel_eval.cli import main; sys.exit(main())", *args.argv,
+                "--worker-share", str(share), "--worker-model", name, "--quiet"]  # fmt: skip
+
+    return command
 
 
 def _print_comparison(run_dirs: Sequence[Path]) -> None:
@@ -612,7 +649,11 @@ async def _run_model(
             max_tokens=args.max_tokens, concurrency=args.concurrency, prices=prices,
             max_transport_retries=args.max_transport_retries, request_timeout=args.request_timeout,
             resume=True if args.resume == LATEST else (args.resume or False), retry_errors=args.retry_errors,
-            repeats=args.repeats, judge_model=judge_name(task), control=control, on_record=progress.advance,
+            repeats=args.repeats, judge_model=judge_name(task), control=control,
+            on_record=progress.advance if args.worker_share is None else write_record_line,
+            share=args.worker_share,
+            workers=WorkerProcesses(args.workers, _worker_command(args, name))
+            if args.workers > 1 and args.worker_share is None else None,
             batch=BatchOptions(poll_interval_s=args.batch_poll) if args.batch else None,
             update_prices=args.update_prices,
             on_start=lambda total, _: progress.start(total, prepared.resolved.name, control.traffic),
@@ -789,6 +830,7 @@ def _prog() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]
     logging.getLogger("genai-prices").addHandler(logging.NullHandler())  # its update failures: our one line says it
     logging.getLogger("genai-prices").propagate = False
     urls = [
@@ -815,6 +857,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # a second Ctrl-C while shutting down: records written so far are kept
         print(f"{_prog()}: interrupted; finished samples are kept (--resume continues)", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader of the output left (`| head`, a worker's owner that died): say no more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     return 2
 
 

@@ -61,6 +61,7 @@ from farel_eval.transport import SampleTraffic, TrafficMeter, current_traffic, m
 
 __all__ = [
     "CREDENTIALS_REFUSED",
+    "Collector",
     "EvaluationResult",
     "RunControl",
     "Sample",
@@ -424,7 +425,7 @@ def _names_tool_choice(exc: BaseException | None) -> bool:
     return "tool_choice" in body or "tool choice" in body
 
 
-class _Collector:
+class Collector:
     """Takes each finished sample: scores it, keeps it if asked, reports it, and applies the budgets.
 
     The cost budget also gates each new sample: one starts only if the spend so far plus what the samples
@@ -615,7 +616,7 @@ async def _evaluate(
     started = time.perf_counter()
     current = poser(model)
     if batching is not None:  # every sample at once: a batch's turnaround is hours, so none goes first alone
-        collected = _Collector(task, keep=keep_records, on_record=on_record, control=control)
+        collected = Collector(task, keep=keep_records, on_record=on_record, control=control)
         await _pose_rest(current, itertools.chain([head], pending), collected, batching.options.max_requests, control)
         return _result(collected, "finished", None, chosen, reason if mode == "tool" else None, control, started)
     posed = await _pose_unless_stopped(current, head[1], head[2], control)
@@ -640,7 +641,7 @@ async def _evaluate(
             f"max_cost needs a known price, and {first.record.cost.source} is all that is known of this "
             "model's cost: give prices (USD per million input and output tokens)"
         )
-    collected = _Collector(task, keep=keep_records, on_record=on_record, control=control)
+    collected = Collector(task, keep=keep_records, on_record=on_record, control=control)
     collected.add(head[0], first.record)
     status: RunStatus = "finished"
     why: str | None = None
@@ -652,7 +653,7 @@ async def _evaluate(
 
 
 def _result(
-    collected: _Collector, status: RunStatus, why: str | None, chosen: ToolChoice | None, reason: str | None,
+    collected: Collector, status: RunStatus, why: str | None, chosen: ToolChoice | None, reason: str | None,
     control: RunControl, started: float,
 ) -> EvaluationResult:  # fmt: skip
     book = collected.book
@@ -705,7 +706,7 @@ async def _pose_unless_stopped(poser: _Poser, case: Case, repeat: int, control: 
 
 
 async def _pose_rest(
-    poser: _Poser, pending: Iterator[_Numbered], collected: _Collector, concurrency: int, control: RunControl
+    poser: _Poser, pending: Iterator[_Numbered], collected: Collector, concurrency: int, control: RunControl
 ) -> None:
     """Pose the remaining cases with `concurrency` workers pulling from one iterator (memory stays flat).
 

@@ -8,6 +8,7 @@ retry of failed calls and the summary live here, so a library user gets them as 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AsyncExitStack
@@ -45,6 +46,7 @@ from farel_eval.storage import (
     rewrite_records,
 )
 from farel_eval.tasks import Task
+from farel_eval.workers import WorkerProcesses, claimed_samples, pose_in_workers
 
 __all__ = ["INTERRUPTED", "RUNNING", "NothingToResume", "RunOutcome", "model_name", "program_version", "run"]
 
@@ -143,6 +145,8 @@ async def run(
     judge_model: str | None = None,
     batch: BatchOptions | None = None,
     update_prices: str | None = None,
+    workers: WorkerProcesses | None = None,
+    share: Path | None = None,
     control: RunControl | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
     on_start: Callable[[int, Path], None] | None = None,
@@ -158,7 +162,9 @@ async def run(
     the provider's batch API; each request waiting on a batch is kept in the run folder (`batches.jsonl`) as soon
     as it is submitted, so a resume collects it instead of sending it again. `update_prices` (a URL, e.g.
     `farel_eval.prices.DEFAULT_UPDATE_URL`) refreshes genai-prices' data from it before the first request
-    (recorded in the run's settings).
+    (recorded in the run's settings). `workers` poses the samples in that many processes (see
+    `farel_eval.workers`), this process storing their records; `share` is a worker's side: pose the samples in
+    that share file of a stored run, give each record to `on_record` only, and store nothing.
     """
     if repeats < 1:
         raise InputError(f"repeats must be at least 1, got {repeats}")
@@ -186,8 +192,8 @@ async def run(
             concurrency=concurrency or model.concurrency or 8, prices=prices,
             tool_choice=tool_choice or model.tool_choice, max_transport_retries=max_transport_retries,
             request_timeout=request_timeout, resume=resume, retry_errors=retry_errors, repeats=repeats,
-            judge_model=judge_model, batch=batch, prices_updated=update_prices is not None,
-            control=control or RunControl(), on_record=on_record, on_start=on_start,
+            judge_model=judge_model, batch=batch, prices_updated=update_prices is not None, workers=workers,
+            share=share, control=control or RunControl(), on_record=on_record, on_start=on_start,
         )  # fmt: skip
 
 
@@ -222,6 +228,8 @@ async def _run(
     judge_model: str | None,
     batch: BatchOptions | None,
     prices_updated: bool,
+    workers: WorkerProcesses | None,
+    share: Path | None,
     control: RunControl,
     on_record: Callable[[SampleRecord], None] | None,
     on_start: Callable[[int, Path], None] | None,
@@ -246,8 +254,10 @@ async def _run(
         tool_choice_reason=prepared.tool_choice_reason if mode == "tool" else None, concurrency=concurrency,
         price_in=prices.input_per_million if prices else None, price_out=prices.output_per_million if prices else None,
         local=resolved.local, model_file=prepared.model_file, chat_format=prepared.chat_format,
-        batch=batch is not None, updated_prices=prices_updated,
+        batch=batch is not None, updated_prices=prices_updated, workers=workers.count if workers is not None else 1,
     )  # fmt: skip
+    if share is not None:
+        return await _pose_share(task, dataset, resolved, settings, model_settings, share, prices, control, on_record)
     continued = _run_to_continue(resume, retry_errors, results_dir, settings, task, dataset)
     posed, to_pose = _samples(dataset, repeats, lambda _, __: True), dataset.size * repeats
     earlier_s = 0.0
@@ -257,7 +267,9 @@ async def _run(
     else:
         run_dir, started_at, earlier_s = continued.path, continued.summary.started_at, continued.summary.wall_s
         if continued.summary.settings.tool_choice == "auto" and tool_choice is None:
-            settings = continued.summary.settings.model_copy(update={"concurrency": concurrency})
+            settings = continued.summary.settings.model_copy(
+                update={"concurrency": concurrency, "workers": settings.workers}
+            )
     with RunWriter(run_dir, resume=continued is not None) as writer:  # the lock: one process writes a run
         if continued is not None:
             drop_torn_line(run_dir)
@@ -271,8 +283,41 @@ async def _run(
         return await _pose_and_store(
             task, dataset, posed, to_pose, resolved, writer, settings, model_settings, prices=prices,
             started_at=started_at, earlier_s=earlier_s, resumed=continued is not None, retry_errors=retry_errors,
-            batch=batch, control=control, on_record=on_record, on_start=on_start,
+            batch=batch, workers=workers, control=control, on_record=on_record, on_start=on_start,
         )  # fmt: skip
+
+
+async def _pose_share(
+    task: Task[Any], dataset: Dataset, resolved: ResolvedModel, settings: RunSettings, model_settings: ModelSettings,
+    share: Path, prices: UserPrices | None, control: RunControl, on_record: Callable[[SampleRecord], None] | None,
+) -> RunOutcome:  # fmt: skip
+    """A worker's part of a stored run: its share of the samples, with the run's settings (a resumed run's
+    tool choice included), each record given to `on_record`; the run folder is left to its owner."""
+    (stored,) = load_runs(share.parent / SUMMARY_FILE)
+    if changed := _differences(stored.summary, settings, task, dataset):
+        raise InputError(f"a worker's settings differ from its run's: {'; '.join(changed)}")
+    if settings.mode == "tool" and stored.summary.settings.tool_choice == "auto":
+        settings = settings.model_copy(update={"tool_choice": "auto"})
+    result = await _pose_part(task, dataset, resolved, settings, model_settings, share, prices, control, on_record)
+    return RunOutcome(share.parent, stored.summary, result, 0 if result is None else result.scores.samples)
+
+
+async def _pose_part(
+    task: Task[Any], dataset: Dataset, resolved: ResolvedModel, settings: RunSettings, model_settings: ModelSettings,
+    work: Path, prices: UserPrices | None, control: RunControl, on_record: Callable[[SampleRecord], None] | None,
+) -> EvaluationResult | None:  # fmt: skip
+    """One part's samples of a shared work stream (see `farel_eval.workers`), posed; None if the other parts
+    took them all."""
+    stream = claimed_samples(_samples(dataset, settings.repeats, lambda *_: True), work)
+    first = next(stream, None)
+    if first is None:
+        return None
+    return await evaluate_samples(
+        task, itertools.chain([first], stream), resolved.model, mode=settings.mode, retries=settings.retries,
+        system_prompt=settings.system_prompt, model_settings=model_settings, concurrency=settings.concurrency,
+        local=resolved.local, prices=prices, tool_choice=settings.tool_choice, on_record=on_record, control=control,
+        keep_records=False,
+    )  # fmt: skip
 
 
 async def _pose_and_store(
@@ -291,6 +336,7 @@ async def _pose_and_store(
     resumed: bool,
     retry_errors: bool,
     batch: BatchOptions | None,
+    workers: WorkerProcesses | None,
     control: RunControl,
     on_record: Callable[[SampleRecord], None] | None,
     on_start: Callable[[int, Path], None] | None,
@@ -326,7 +372,17 @@ async def _pose_and_store(
     if on_start is not None:
         on_start(to_pose, run_dir)
     try:
-        if to_pose > 0:
+        if to_pose > 0 and workers is not None:
+
+            async def pose_here(
+                work: Path, take: Callable[[SampleRecord], None], part: RunControl
+            ) -> EvaluationResult | None:
+                return await _pose_part(task, dataset, resolved, settings, model_settings, work, prices, part, take)
+
+            result = await pose_in_workers(
+                task, workers, run_dir, posed, pose_here=pose_here, on_record=on_each, control=control
+            )
+        elif to_pose > 0:
             result = await evaluate_samples(
                 task, posed, resolved.model, mode=mode, retries=settings.retries,
                 system_prompt=settings.system_prompt, model_settings=model_settings,

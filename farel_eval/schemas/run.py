@@ -171,6 +171,8 @@ class RunSettings(_Model):
     """Tool mode: whether the output tool call was forced."""
     tool_choice_reason: str | None = None
     concurrency: int
+    workers: int = 1
+    """Processes that posed the samples (`--workers`), each with `concurrency` requests in flight."""
     price_in: float | None = None
     price_out: float | None = None
     local: bool = False

@@ -1,0 +1,143 @@
+"""`--workers N`: one run posed by N processes against a loopback server: the same records as one process,
+one record per case, budgets over all of them, resume and retry-errors, and a worker that dies."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import evaluator
+import farel_bench
+from farel_eval.errors import EvaluatorError
+from farel_eval.schemas import RunSummary, SampleRecord
+from farel_eval.workers import WorkerProcesses
+from tests.fake_openai import FakeOpenAI, answer_key, completion, tool_call
+from tests.test_cli import cli
+
+QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
+KEY = answer_key(QUIZZES)
+
+
+class Server:
+    """Answers right except on siblings, `latency_s` per request, and keeps the most requests it held at once."""
+
+    def __init__(self, latency_s: float = 0.0, failing: set[str] | None = None) -> None:
+        self.latency_s, self.failing = latency_s, failing or set()
+        self.in_flight = self.most_in_flight = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        with self._lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        time.sleep(self.latency_s)
+        with self._lock:
+            self.in_flight -= 1
+        quiz = KEY(request)
+        if quiz.class_name in self.failing:
+            return 400, {"error": {"message": "refused for this test", "type": "invalid_request_error"}}
+        answer = quiz.correct if quiz.class_name != "sibling" else quiz.correct % len(quiz.options) + 1
+        return completion(tool_call({"answer": answer}), prompt_tokens=120, completion_tokens=15)
+
+
+def run(server: FakeOpenAI, results: Path, *extra: str) -> tuple[int, str]:
+    done = cli("main.py", "run", "--model", "fake-model", "--base-url", server.url, "--limit", "45",
+               "--results-dir", str(results), "--quiet", *extra)  # fmt: skip
+    return done.returncode, done.stderr
+
+
+def stored(results: Path) -> tuple[RunSummary, list[SampleRecord]]:
+    (summary,) = results.rglob("summary.json")
+    lines = (summary.parent / "samples.jsonl").read_text().splitlines()
+    return RunSummary.model_validate_json(summary.read_text()), [SampleRecord.model_validate_json(x) for x in lines]
+
+
+def comparable(record: SampleRecord) -> tuple[Any, ...]:
+    return (record.case_id, record.status, record.score, record.output, record.usage, record.attempts)
+
+
+def test_two_workers_pose_at_once_and_store_what_one_process_stores(tmp_path: Path) -> None:
+    one, two = Server(latency_s=0.25), Server(latency_s=0.25)
+    with FakeOpenAI(one) as server:
+        assert run(server, tmp_path / "one", "--concurrency", "1") == (0, "")
+    with FakeOpenAI(two) as server:
+        assert run(server, tmp_path / "two", "--concurrency", "1", "--workers", "2") == (0, "")
+    assert (one.most_in_flight, two.most_in_flight) == (1, 2)  # two processes, one request in flight each
+    (single, alone), (shared, dealt) = stored(tmp_path / "one"), stored(tmp_path / "two")
+    assert sorted(map(comparable, dealt)) == sorted(map(comparable, alone))
+    assert len({r.case_id for r in dealt}) == len(dealt) == 45
+    assert shared.status == "finished"
+    assert shared.scores.model_dump(exclude={"totals"}) == single.scores.model_dump(exclude={"totals"})
+    assert (shared.scores.totals.requests, shared.scores.totals.input_tokens) == (45, 5400)
+    assert shared.scores.score == pytest.approx(88.888888, abs=1e-4)
+    assert shared.settings.workers == 2
+    assert not list((tmp_path / "two").rglob(".work*"))
+
+
+def test_budgets_hold_over_all_workers_and_resume_finishes_the_run(tmp_path: Path) -> None:
+    with FakeOpenAI(Server()) as server:
+        code, _ = run(server, tmp_path, "--concurrency", "1", "--workers", "2", "--max-requests", "10")
+        partial, first = stored(tmp_path)
+        resumed = run(server, tmp_path, "--concurrency", "1", "--workers", "2", "--resume")
+    assert code == 0
+    assert (partial.status, partial.reason, len(first)) == ("partial", "max_requests 10 reached", 10)
+    assert resumed == (0, "")
+    final, records = stored(tmp_path)
+    assert (final.status, len(records), len({r.case_id for r in records})) == ("finished", 45, 45)
+    assert records[:10] == first  # what was stored stays as it was
+    assert final.scores.score == pytest.approx(88.888888, abs=1e-4)
+
+
+def test_retry_errors_in_workers_poses_only_the_failed_samples(tmp_path: Path) -> None:
+    with FakeOpenAI(Server(failing={"grandparent", "aunt or uncle"})) as server:  # not the first case of a share
+        assert run(server, tmp_path, "--workers", "2") == (0, "")
+        _, failed = stored(tmp_path)
+    with FakeOpenAI(Server()) as server:
+        assert run(server, tmp_path, "--workers", "2", "--retry-errors") == (0, "")
+    final, records = stored(tmp_path)
+    assert sum(r.status == "error" for r in failed) == 10
+    assert (final.status, len(records)) == ("finished", 45)
+    assert [r.case_id for r in records] == sorted(r.case_id for r in records)  # rewritten in dataset order
+    assert {r.status for r in records} == {"correct", "incorrect"}
+
+
+def test_a_worker_that_dies_fails_the_run_and_keeps_what_was_stored(tmp_path: Path) -> None:
+    dead = WorkerProcesses(2, lambda work, index: [sys.executable, "-c", "raise SystemExit(3)"])
+    cases = [quiz.to_case() for quiz in QUIZZES[:20]]
+    with pytest.raises(EvaluatorError, match=r"worker 2 of 2 stopped without finishing its share \(exit 3\)"):
+        asyncio.run(evaluator.run(evaluator.multiple_choice_task(), cases, "test", results_dir=tmp_path, workers=dead))
+    summary, records = stored(tmp_path)
+    assert summary.status == "partial"
+    assert summary.reason is not None and summary.reason.startswith("stopped by an error: worker 2 of 2")
+    assert sorted(r.case_id for r in records) == sorted(c.id for c in cases)  # the owner took the whole stream
+
+
+def test_parts_taking_chunks_of_one_stream_pose_every_sample_once(tmp_path: Path) -> None:
+    from farel_eval.workers import CHUNK, _write_work, claimed_samples  # the stream the parts share
+
+    samples = [(quiz.to_case(), repeat) for repeat in range(2) for quiz in QUIZZES[:30]]
+    skipped = {(samples[3][0].id, 0), (samples[40][0].id, 1)}  # already recorded: not in the work file
+    work, count = _write_work((s for s in samples if (s[0].id, s[1]) not in skipped), tmp_path)
+    assert count == 58
+    parts = [claimed_samples(iter(samples), work) for _ in range(3)]
+    taken: list[list[tuple[str, int]]] = [[], [], []]
+    turns = [0, 0, 1, 2, 2, 2, 0, 1] * 20  # parts asking at their own pace
+    for turn in turns:
+        sample = next(parts[turn], None)
+        if sample is not None:
+            taken[turn].append((sample[0].id, sample[1]))
+    posed = [key for part in taken for key in part]
+    assert sorted(posed) == sorted((c.id, r) for c, r in samples if (c.id, r) not in skipped)
+    order = [tuple(json.loads(line)) for line in work.read_text().splitlines()]
+    for part in taken:  # each part posed whole chunks of the stream, in the stream's order
+        positions = [order.index(key) for key in part]
+        assert positions == sorted(positions) and part
+        chunks = {p // CHUNK for p in positions}
+        assert len(positions) == sum(min(CHUNK, count - c * CHUNK) for c in chunks)
