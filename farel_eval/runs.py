@@ -162,9 +162,10 @@ async def run(
     the provider's batch API; each request waiting on a batch is kept in the run folder (`batches.jsonl`) as soon
     as it is submitted, so a resume collects it instead of sending it again. `update_prices` (a URL, e.g.
     `farel_eval.prices.DEFAULT_UPDATE_URL`) refreshes genai-prices' data from it before the first request
-    (recorded in the run's settings). `workers` poses the samples in that many processes (see
-    `farel_eval.workers`), this process storing their records; `share` is a worker's side: pose the samples in
-    that share file of a stored run, give each record to `on_record` only, and store nothing.
+    (recorded in the run's settings). `workers` poses the samples in that many parts, this process and
+    worker processes sharing one stream of them (see `farel_eval.workers`), this process storing every record;
+    `share` is a worker's side: pose its part of that work file of a stored run, give each record to
+    `on_record` only, and store nothing.
     """
     if repeats < 1:
         raise InputError(f"repeats must be at least 1, got {repeats}")
@@ -291,7 +292,7 @@ async def _pose_share(
     task: Task[Any], dataset: Dataset, resolved: ResolvedModel, settings: RunSettings, model_settings: ModelSettings,
     share: Path, prices: UserPrices | None, control: RunControl, on_record: Callable[[SampleRecord], None] | None,
 ) -> RunOutcome:  # fmt: skip
-    """A worker's part of a stored run: its share of the samples, with the run's settings (a resumed run's
+    """A worker's part of a stored run: the chunks of its work file it takes, with the run's settings (a resumed run's
     tool choice included), each record given to `on_record`; the run folder is left to its owner."""
     (stored,) = load_runs(share.parent / SUMMARY_FILE)
     if changed := _differences(stored.summary, settings, task, dataset):

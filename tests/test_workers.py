@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -18,6 +21,7 @@ import farel_bench
 from farel_eval.errors import EvaluatorError
 from farel_eval.schemas import RunSummary, SampleRecord
 from farel_eval.workers import WorkerProcesses
+from tests.conftest import REPO
 from tests.fake_openai import FakeOpenAI, answer_key, completion, tool_call
 from tests.test_cli import cli
 
@@ -141,3 +145,27 @@ def test_parts_taking_chunks_of_one_stream_pose_every_sample_once(tmp_path: Path
         assert positions == sorted(positions) and part
         chunks = {p // CHUNK for p in positions}
         assert len(positions) == sum(min(CHUNK, count - c * CHUNK) for c in chunks)
+
+
+def test_ctrl_c_stops_every_part_and_resume_finishes(tmp_path: Path) -> None:
+    """Ctrl-C in a terminal reaches the whole process group: every part stops, what finished is stored."""
+    with FakeOpenAI(Server(latency_s=0.3)) as server:
+        command = [sys.executable, "main.py", "run", "--model", "fake-model", "--base-url", server.url, "--limit",
+                   "45", "--results-dir", str(tmp_path), "--quiet", "--concurrency", "1", "--workers", "2"]  # fmt: skip
+        with subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True, start_new_session=True) as owner:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and len(list(tmp_path.rglob("samples.jsonl"))) == 0:
+                time.sleep(0.1)
+            (records_file,) = tmp_path.rglob("samples.jsonl")
+            while time.monotonic() < deadline and len(records_file.read_text().splitlines()) < 8:
+                time.sleep(0.1)
+            os.killpg(owner.pid, signal.SIGINT)
+            _, stderr = owner.communicate(timeout=60)
+        assert owner.returncode == 130, stderr
+        partial, first = stored(tmp_path)
+        assert partial.status == "partial" and 8 <= len(first) < 45
+        assert len({r.case_id for r in first}) == len(first)
+        assert not list(tmp_path.rglob(".work*"))
+        assert run(server, tmp_path, "--workers", "2", "--resume") == (0, "")
+    final, records = stored(tmp_path)
+    assert (final.status, len(records), len({r.case_id for r in records})) == ("finished", 45, 45)
