@@ -167,6 +167,7 @@ def _row(run: StoredRun, analysis: RunAnalysis | None) -> LeaderboardRow:
         cost_usd=scores.totals.cost_usd,
         cost_complete=scores.totals.cost_complete,
         cost_sources=scores.totals.cost_sources,
+        batch=s.settings.batch,
         wall_s=s.wall_s,
         dataset_md5=s.dataset.md5,
         reason=s.reason,

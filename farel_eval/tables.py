@@ -61,7 +61,7 @@ def _cost(row: LeaderboardRow) -> str:
 
 
 def _label(row: LeaderboardRow) -> str:
-    marks = [row.mode, *(["imported"] if row.imported else [])]
+    marks = [row.mode, *(["imported"] if row.imported else []), *(["batch"] if row.batch else [])]
     if row.status == "partial":
         marks.append("partial")
     elif not row.complete and row.status == "finished":

@@ -104,6 +104,10 @@ def test_a_batch_run_counts_every_request_fault_and_follow_up_batch(tmp_path: Pa
         assert (record.cost.source, record.cost.batch_price) == ("genai-prices", "genai-prices batch price")
     run_dir = next(tmp_path.rglob("summary.json")).parent
     assert SECRET not in "".join(p.read_text() for p in run_dir.iterdir() if p.is_file())
+    rows = subprocess.run([PYTHON, "format_result.py", str(tmp_path), "--format", "json"], cwd=REPO,
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    (row,) = json.loads(rows.stdout)
+    assert (row["batch"], row["requests"], row["errors"]) == (True, 9, 1)
 
 
 def test_a_run_killed_while_its_batch_runs_resumes_that_batch_and_pays_once(tmp_path: Path) -> None:

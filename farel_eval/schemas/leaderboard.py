@@ -53,6 +53,8 @@ class LeaderboardRow(BaseModel):
     """None when unknown; a lower bound when `cost_complete` is False."""
     cost_complete: bool
     cost_sources: list[str]
+    batch: bool = False
+    """Sent through the provider's batch API (`--batch`), so priced at its batch price: compare costs knowingly."""
     wall_s: float
     dataset_md5: str
     reason: str | None = None
