@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -148,9 +147,7 @@ class PendingRequests:
         assert self.path is not None
         try:
             with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
+                handle.write(text)  # flushed on close, as a record is: what a kill -9 cannot take back
         except OSError as exc:
             raise ResultFileError(f"cannot write to {self.path}: {exc.strerror or exc}") from None
 

@@ -185,10 +185,13 @@ async def pose_in_workers(
                     process.send_signal(signal.SIGTERM)
 
     stopper = asyncio.create_task(stop_when_asked())
+    parts_done = [asyncio.create_task(own()), *(asyncio.create_task(read(i, p)) for i, p in enumerate(processes, 1))]
     try:
-        await asyncio.gather(own(), *(read(i, p) for i, p in enumerate(processes, start=1)))
+        await asyncio.gather(*parts_done)
     finally:
-        stopper.cancel()
+        for running in (stopper, *parts_done):  # after a failure, no part goes on storing records
+            running.cancel()
+        await asyncio.gather(stopper, *parts_done, return_exceptions=True)
         for process in processes:
             if process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
