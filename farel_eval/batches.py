@@ -84,22 +84,31 @@ class PendingRequests:
     """The samples whose request waits on a batch: their message history, by (case id, repeat).
 
     With a run folder, each history is appended to `batches.jsonl` (one flushed JSON line) the moment its request
-    is in a batch, and read back on resume; only a new batch adds a line, not every check of the same one.
+    is in a batch, and read back on resume; only a new batch adds a line, not every check of the same one. A
+    sample done (answered, or failed) gets a line saying so, so a retry of its error starts afresh rather than
+    from the batch that failed it.
     """
 
     path: Path | None = None
     _histories: dict[SampleKey, tuple[str, list[ModelMessage]]] = field(default_factory=dict, repr=False)
     _states: dict[str, str] = field(default_factory=dict, repr=False)
     _waiting: dict[SampleKey, str] = field(default_factory=dict, repr=False)
+    _torn: bool = field(default=False, repr=False)
+    """The file ends in a line cut off by a kill: the next line starts on a line of its own."""
 
     def __post_init__(self) -> None:
         if self.path is None or not self.path.exists():
             return
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        text = self.path.read_text(encoding="utf-8")
+        self._torn = bool(text) and not text.endswith("\n")
+        for line in text.splitlines():
             try:
                 entry = json.loads(line)
-                messages = ModelMessagesTypeAdapter.validate_python(entry["messages"])
                 key = (str(entry["case_id"]), int(entry["repeat"]))
+                if entry.get("done"):
+                    self._histories.pop(key, None)
+                    continue
+                messages = ModelMessagesTypeAdapter.validate_python(entry["messages"])
                 self._histories[key] = (str(entry["batch_id"]), messages)
             except (ValueError, KeyError, TypeError, ValidationError):
                 continue  # a line torn by a kill mid-write: that sample's request was never saved as sent
@@ -132,7 +141,8 @@ class PendingRequests:
         batch_id = self._waiting.pop(key, None)
         if batch_id is not None:
             self._states[batch_id] = "ended"
-        self._histories.pop(key, None)
+        if self._histories.pop(key, None) is not None and self.path is not None:
+            self._append(json.dumps({"case_id": key[0], "repeat": key[1], "done": True}, ensure_ascii=False) + "\n")
 
     def states(self) -> dict[str, int]:
         """How many batches are in each state, and how many samples wait on one (`waiting`)."""
@@ -145,6 +155,8 @@ class PendingRequests:
 
     def _append(self, text: str) -> None:
         assert self.path is not None
+        if self._torn:
+            text, self._torn = "\n" + text, False
         try:
             with self.path.open("a", encoding="utf-8") as handle:
                 handle.write(text)  # flushed on close, as a record is: what a kill -9 cannot take back

@@ -18,7 +18,9 @@ from pydantic_ai import (
     Agent,
     ModelConnectionError,
     ModelHTTPError,
+    ModelMessage,
     ModelRequestRejectedError,
+    ModelResponse,
     PendingModelResponse,
     UnexpectedModelBehavior,
     UserError,
@@ -296,8 +298,11 @@ class _Poser:
                 try:
                     settings = self._settings_for(repeat)
                     asked = None if history else prompt
+                    left = max(self.retries - _answers(history), 0) if history else None  # the sample's, not the run's
                     output = (
-                        await self.agent.run(asked, message_history=history, deps=case, model_settings=settings)
+                        await self.agent.run(
+                            asked, message_history=history, deps=case, model_settings=settings, retries=left
+                        )
                     ).output
                 except UserError as exc:
                     first = str(exc).splitlines()[0]
@@ -391,6 +396,12 @@ class _Poser:
             cache_hits=traffic.cache_hits,
         )
         return _Outcome(record, exception)
+
+
+def _answers(history: list[ModelMessage]) -> int:
+    """How many answers a conversation continued from a batch already holds: each was invalid (else the
+    conversation would have ended), so each used one of the sample's corrective retries."""
+    return sum(isinstance(m, ModelResponse) and m.state != "suspended" for m in history)
 
 
 def _describe(exc: BaseException) -> str:

@@ -27,10 +27,10 @@ from typing import IO
 from farel_eval.errors import ModelSetupError
 from farel_eval.schemas import AnswerMode
 
-__all__ = ["DEFAULT_LOCAL_MODEL", "LlamaServer", "LocalModel", "locate_local_model"]
+__all__ = ["DEFAULT_LOCAL_MODEL", "LlamaServer", "LocalModel", "die_with_parent", "locate_local_model"]
 
 DEFAULT_LOCAL_MODEL = "local:smollm2-135m"
-INSTALL_HINT = "pip install -e '.[local]' (builds llama-cpp-python from source, about 5 minutes on 2 cores)"
+INSTALL_HINT = "pip install -e '.[local]' (builds llama-cpp-python from source: the README's CMAKE_ARGS make it 2 min)"
 _STOP_GRACE_S = 10.0
 
 
@@ -112,8 +112,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:
-    """In the child: get SIGTERM when the evaluator dies, even by SIGKILL, so no server is left behind."""
+def die_with_parent() -> None:
+    """In the child: get SIGTERM when the evaluator dies, even by SIGKILL, so no server or worker is left behind."""
     if sys.platform == "linux":
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
 
@@ -145,7 +145,7 @@ class LlamaServer:
         self._log = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
             command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent, start_new_session=True,  # Ctrl-C reaches us; we stop the server
+            preexec_fn=die_with_parent, start_new_session=True,  # Ctrl-C reaches us; we stop the server
         )  # fmt: skip
         try:
             self._wait_until_ready()

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import fcntl
 import json
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -22,8 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from farel_eval.engine import Collector, EvaluationResult, RunControl, Sample, ToolChoice
 from farel_eval.errors import EvaluatorError, ResultFileError
+from farel_eval.local_server import die_with_parent
 from farel_eval.schemas import RunStatus, SampleRecord
 from farel_eval.tasks import Task
 
@@ -33,8 +37,9 @@ __all__ = [
 
 _LINE_LIMIT = 1 << 26
 """The longest record line a worker may send (64 MiB: a record holds every attempt's raw reply)."""
-WORK_FILE = ".work.jsonl"
-CLAIMS_FILE = ".work.claims"
+WORK_PREFIX = ".work-"
+"""A segment's work file is `.work-<owner pid>.jsonl` with its claims counter beside it (`.claims`): a worker
+left over from a killed owner cannot take chunks of a later segment's stream."""
 CHUNK = 8
 """Samples a part takes from the stream at a time: small, so the parts end together."""
 
@@ -56,7 +61,7 @@ def claimed_samples(samples: Iterable[Sample], work_file: Path) -> Iterator[Samp
     chunks fall."""
     wanted = {(str(case_id), int(repeat)) for case_id, repeat in map(json.loads, _read(work_file).splitlines())}
     chunks = -(-len(wanted) // CHUNK)
-    claims = work_file.with_name(CLAIMS_FILE)
+    claims = work_file.with_suffix(".claims")
     current = _claim(claims)
     position = 0
     for case, repeat in samples:
@@ -105,14 +110,17 @@ def share_result_line(result: EvaluationResult | None) -> None:
 
 
 def _write_work(samples: Iterable[Sample], run_dir: Path) -> tuple[Path, int]:
-    """The samples still to pose, in order, and a claims counter at 0; how many there are."""
-    work, count = run_dir / WORK_FILE, 0
+    """The samples still to pose, in order, and a claims counter at 0; how many there are. Work files of an
+    earlier segment (its owner killed) are removed first."""
+    work, count = run_dir / f"{WORK_PREFIX}{os.getpid()}.jsonl", 0
     try:
+        for stale in run_dir.glob(f"{WORK_PREFIX}*"):
+            stale.unlink(missing_ok=True)
         with work.open("w", encoding="utf-8") as handle:
             for case, repeat in samples:
                 handle.write(json.dumps([case.id, repeat]) + "\n")
                 count += 1
-        (run_dir / CLAIMS_FILE).write_text("0", encoding="utf-8")
+        work.with_suffix(".claims").write_text("0", encoding="utf-8")
     except OSError as exc:
         raise ResultFileError(f"cannot write the work file in {run_dir}: {exc.strerror or exc}") from None
     return work, count
@@ -150,57 +158,72 @@ async def pose_in_workers(
     parts = min(workers.count, -(-count // CHUNK))
     collected = Collector(task, keep=False, on_record=on_record, control=control)
     here = budget_share(control, workers.count)
-    pipe = asyncio.subprocess.PIPE
-    processes = [
-        await asyncio.create_subprocess_exec(*workers.command(work, index), stdout=pipe, limit=_LINE_LIMIT)
-        for index in range(1, parts)
-    ]
+    processes: dict[int, asyncio.subprocess.Process] = {}
     ends: list[dict[str, Any] | None] = [None] * max(parts, 1)
     position = 0
+    reached = asyncio.Event()
+    """This process's first sample is recorded (or its part ended): the model is reachable, workers may start."""
 
     def take(record: SampleRecord) -> None:
         nonlocal position
         collected.add(position, record)
         position += 1
+        reached.set()
 
     async def own() -> None:
-        ends[0] = _ending(await pose_here(work, take, here) if count else None)
+        try:
+            ends[0] = _ending(await pose_here(work, take, here) if count else None)
+        finally:
+            reached.set()
 
-    async def read(index: int, process: asyncio.subprocess.Process) -> None:
+    async def start_and_read(index: int) -> None:
+        await reached.wait()
+        if (ends[0] is not None and ends[0]["status"] == "dnf") or control.stopping:
+            return  # the model cannot be reached, or the run is stopped: no worker is started
+        process = await asyncio.create_subprocess_exec(
+            *workers.command(work, index), stdout=asyncio.subprocess.PIPE, limit=_LINE_LIMIT,
+            preexec_fn=die_with_parent, start_new_session=True,  # stopped by us (SIGTERM), not by the terminal
+        )  # fmt: skip
+        processes[index] = process
+        if control.stopping:  # stopped while it was starting
+            process.send_signal(signal.SIGTERM)
         assert process.stdout is not None
-        while line := await process.stdout.readline():
-            message = json.loads(line)
-            if "record" in message:
-                take(SampleRecord.model_validate(message["record"]))
-            elif "result" in message:
-                ends[index] = message["result"]
+        try:
+            while line := await process.stdout.readline():
+                message = json.loads(line)
+                if "record" in message:
+                    take(SampleRecord.model_validate(message["record"]))
+                elif "result" in message:
+                    ends[index] = message["result"]
+        except (ValueError, ValidationError):  # a line cut off by the worker's death: the worker failed
+            process.kill()
         await process.wait()
 
     async def stop_when_asked() -> None:
         await control.stopped()
         here.stop(control.reason or "stopped")
-        for process in processes:
+        for process in processes.values():
             if process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     process.send_signal(signal.SIGTERM)
 
     stopper = asyncio.create_task(stop_when_asked())
-    parts_done = [asyncio.create_task(own()), *(asyncio.create_task(read(i, p)) for i, p in enumerate(processes, 1))]
+    parts_done = [asyncio.create_task(own()), *(asyncio.create_task(start_and_read(i)) for i in range(1, parts))]
     try:
         await asyncio.gather(*parts_done)
     finally:
         for running in (stopper, *parts_done):  # after a failure, no part goes on storing records
             running.cancel()
         await asyncio.gather(stopper, *parts_done, return_exceptions=True)
-        for process in processes:
+        for process in processes.values():
             if process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     process.kill()
                 await process.wait()
-        for leftover in (work, run_dir / CLAIMS_FILE):
+        for leftover in (work, work.with_suffix(".claims")):
             leftover.unlink(missing_ok=True)
-    failed = [(i, p.returncode) for i, p in enumerate(processes, start=1) if ends[i] is None]
-    if failed:
+    failed = sorted((i, p.returncode) for i, p in processes.items() if ends[i] is None)
+    if failed and not control.stopping:  # a worker told to stop before it could say so is not a failure
         index, code = failed[0]
         raise EvaluatorError(f"worker {index + 1} of {workers.count} stopped without finishing its share (exit {code})")
     return _combined([end for end in ends if end is not None], collected, control, started)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from pydantic_ai import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai import ModelHTTPError, ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
@@ -208,16 +208,38 @@ def test_pending_requests_survive_a_torn_line_and_count_batch_states(tmp_path: P
     samples = [(Case(id="a", prompt="a", expected=3), 0)]
     result = asyncio.run(evaluate_samples(TASK, samples, model, batch=QUICK, batch_store=store))
     assert result.records[0].status == "correct"
-    (line,) = path.read_text().splitlines()
-    assert json.loads(line)["case_id"] == "a"
+    waited, done = path.read_text().splitlines()
+    assert (json.loads(waited)["case_id"], json.loads(done)) == ("a", {"case_id": "a", "repeat": 0, "done": True})
     assert store.states() == {"ended": 1}
-    path.write_text(line + "\n" + line[:100])  # killed while writing a second line
+    path.write_text(waited + "\n" + waited[:100])  # killed while writing a second line
     reread = PendingRequests(path)
     assert reread.history(("a", 0)) is not None
     assert reread.history(("b", 0)) is None
+    reread.wait(("a", 0), [*(reread.history(("a", 0)) or [])])
+    reread.done(("a", 0))  # its line starts on a line of its own, not glued to the torn one
+    assert path.read_text().splitlines()[2] == done
+    assert PendingRequests(path).history(("a", 0)) is None
     assert describe_states({"in_progress": 2, "ended": 1, "waiting": 40}) == (
         "batches 1 ended, 2 in_progress (40 samples waiting)")  # fmt: skip
     assert describe_states({}) == ""
+
+
+def test_a_sample_whose_batch_failed_it_is_sent_again_by_a_retry_of_errors(tmp_path: Path) -> None:
+    calls: list[str] = []
+
+    def refuse_then_answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls.append("asked")
+        if len(calls) == 1:
+            raise ModelHTTPError(400, "m", {"error": "refused"})
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, '{"n": 3}')])
+
+    path = tmp_path / "batches.jsonl"
+    samples = [(Case(id="a", prompt="a", expected=3), 0)]
+    for expected in ("error", "correct"):  # the first run, then a retry of its error with the run's file
+        model = FunctionModel(refuse_then_answer)
+        result = asyncio.run(evaluate_samples(TASK, samples, model, batch=QUICK, batch_store=PendingRequests(path)))
+        assert result.records[0].status == expected
+    assert calls == ["asked", "asked"]
 
 
 def test_a_task_asking_in_a_loop_and_a_model_without_batches_are_refused() -> None:
@@ -264,3 +286,17 @@ def test_a_batch_answer_costs_the_batch_price_with_its_source(
     messages = batch_answer(model_name, provider)
     cost = sample_cost(messages, sample_usage(messages), local=False, prices=None)
     assert cost == Cost(usd=usd, source="genai-prices", batch_price=batch_price)
+
+
+def test_corrective_retries_are_the_sample_s_across_follow_up_batches() -> None:
+    """Each follow-up batch is a new agent run from the conversation so far: the retries it may still use are
+    what the sample has left, so a model that never answers validly stops where a live run stops."""
+    case = Case(id="a", prompt="a", expected=3)
+
+    def run(batch: BatchOptions | None) -> tuple[Any, list[int]]:
+        model, sizes = counting({"a": ['{"n": "x"}'] * 10})
+        (record,) = asyncio.run(evaluator.evaluate(TASK, [case], model, retries=2, batch=batch)).records
+        return (record.status, [a.valid for a in record.attempts], record.corrective_retries), sizes
+
+    assert run(None) == (("missing", [False] * 3, 2), [])
+    assert run(QUICK) == (("missing", [False] * 3, 2), [1, 1, 1])

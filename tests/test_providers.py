@@ -166,3 +166,9 @@ def test_update_prices_prices_the_run_with_the_downloaded_data_and_says_so(tmp_p
     (line,) = missing.stderr.strip().splitlines()
     assert line.startswith(f"main.py: error: --update-prices: cannot read price data from {url[:-9]}gone.json: ")
     assert not (tmp_path / "no").exists()
+    for bad, message in [("http://127.0.0.1:abc/x", "not a URL (its port is not a number)"),
+                         ("ftp://127.0.0.1/data.json", "give an http(s) URL of genai-prices' data")]:  # fmt: skip
+        refused = subprocess.run([PYTHON, "main.py", "run", "--model", "test", "--results-dir", str(tmp_path / "no"),
+                                  "--quiet", "--update-prices", bad], cwd=REPO, capture_output=True, text=True,
+                                 timeout=300, check=False)  # fmt: skip
+        assert (refused.returncode, refused.stderr) == (2, f"main.py: error: --update-prices: {message}\n")

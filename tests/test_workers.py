@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -169,3 +170,15 @@ def test_ctrl_c_stops_every_part_and_resume_finishes(tmp_path: Path) -> None:
         assert run(server, tmp_path, "--workers", "2", "--resume") == (0, "")
     final, records = stored(tmp_path)
     assert (final.status, len(records), len({r.case_id for r in records})) == ("finished", 45, 45)
+
+
+def test_no_worker_starts_when_the_model_cannot_be_reached(tmp_path: Path) -> None:
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+    done = cli("main.py", "run", "--model", "fake-model", "--base-url", url, "--limit", "45", "--workers", "2",
+               "--results-dir", str(tmp_path), "--quiet", "--max-transport-retries", "0")  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert "could not be reached" in done.stderr and "Traceback" not in done.stderr
+    summary, records = stored(tmp_path)
+    assert (summary.status, len(records)) == ("dnf", 1)  # the first case alone, as in one process
