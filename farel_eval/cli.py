@@ -605,8 +605,8 @@ def _worker_command(args: argparse.Namespace, name: str) -> Callable[[Path, int]
     """How the owner of a run starts its workers: this very command, told which model and share to pose."""
 
     def command(share: Path, index: int) -> list[str]:
-        return [sys.executable, "-c", "import sys; from farel_eval.cli import main; sys.exit(main())", *args.argv,
-                "--worker-share", str(share), "--worker-model", name, "--quiet"]  # fmt: skip
+        return [sys.executable, "-m", "farel_eval.cli", *args.argv, "--worker-share", str(share), "--worker-model",
+                name, "--quiet"]  # fmt: skip
 
     return command
 
