@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import json
 import logging
 import math
 import os
@@ -17,6 +19,7 @@ import re
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,7 +51,14 @@ from farel_eval.suites.lineage_import import read_results, result_files, store_r
 from farel_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
 from farel_eval.tables import render_comparison, render_rich
 from farel_eval.tasks import Task
-from farel_eval.workers import WorkerProcesses, budget_share, share_result_line, write_record_line
+from farel_eval.workers import (
+    WorkerPool,
+    WorkerProcesses,
+    budget_share,
+    share_result_line,
+    stop_when_told,
+    write_record_line,
+)
 
 PROG = "farel-eval"
 CACHE_FILE = Path(".cache") / "responses.sqlite"
@@ -276,8 +286,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="pose the samples in N processes (each with --concurrency requests in flight) into one run: "
         "for servers faster than one core can drive (default 1)",
     )
-    out.add_argument("--worker-share", type=Path, help=argparse.SUPPRESS)  # a worker's side of --workers
-    out.add_argument("--worker-model", help=argparse.SUPPRESS)
     out.add_argument("--results-dir", type=Path, default=Path("result"), help="where runs are stored (default result)")
     out.add_argument("--quiet", action="store_true", help="no progress display")
     faults = run.add_argument_group("faults, budgets and cache")
@@ -536,14 +544,41 @@ def command_run(args: argparse.Namespace) -> int:
             "--batch sends every sample at once and a batch is priced when it ends, so --max-cost and "
             "--max-requests cannot stop it in time: use --limit"
         )
-    return asyncio.run(_run(args, task, dataset))
+    if args.workers == 1:
+        return asyncio.run(_run(args, task, dataset))
+    with WorkerPool(args.workers, _serving(args, task, dataset)) as pool:
+        return asyncio.run(_run(args, task, dataset, pool=pool))
 
 
-async def _run(args: argparse.Namespace, task: Task[Any], dataset: Dataset) -> int:
-    """Each `--model` in turn on the identical cases, under one progress display; then the comparison."""
+def _serving(args: argparse.Namespace, task: Task[Any], dataset: Dataset) -> Callable[[str], int]:
+    """A forked worker's side of `--workers`: this very command, posing its part of the work file its owner names
+    for one of the command's models, quietly (its records go to its owner)."""
+
+    def serve(order: str) -> int:
+        name, work = json.loads(order)
+        share = _Share(name, Path(work))
+        return _reported(args, lambda: asyncio.run(_run(args, task, dataset, share=share)))
+
+    return serve
+
+
+@dataclass(frozen=True)
+class _Share:
+    """What a worker is ordered to pose: `model`'s part of a run's work file."""
+
+    model: str
+    work: Path
+
+
+async def _run(
+    args: argparse.Namespace, task: Task[Any], dataset: Dataset, *, pool: WorkerPool | None = None,
+    share: _Share | None = None,
+) -> int:  # fmt: skip
+    """Each `--model` in turn on the identical cases, under one progress display; then the comparison. With `pool`,
+    each run is posed by it and this process; `share` is a worker's side of such a run."""
     models: list[str] = list(dict.fromkeys(args.model or [DEFAULT_LOCAL_MODEL]))
-    if args.worker_share is not None:
-        models = [args.worker_model]
+    if share is not None:
+        models = [share.model]
     if args.resume not in (None, LATEST) and len(models) > 1:
         raise InputError("--resume RUN_DIR continues one run: give one --model, or --resume alone for each model's")
     short = any(name.startswith("local:") for name in models)  # the embedded model is slow: a short default
@@ -567,17 +602,19 @@ async def _run(args: argparse.Namespace, task: Task[Any], dataset: Dataset) -> i
     outcomes: list[RunOutcome] = []
     code = 0
     try:
-        with Progress(quiet=args.quiet) as progress:
+        with Progress(quiet=args.quiet or share is not None) as progress:
             for name in models:
                 if stopped:
                     break
                 current = RunControl(max_cost=args.max_cost, max_requests=args.max_requests)  # budgets are per run
-                if args.worker_share is not None:
+                if share is not None:
                     current = _share_of_budgets(args)
-                    share_result_line((await _run_model(args, name, task, dataset, current, progress)).result)
+                    with stop_when_told(lambda: stop(TERMINATED)):
+                        outcome = await _run_model(args, name, task, dataset, current, progress, share=share)
+                    share_result_line(outcome.result)
                     return 0
                 try:
-                    outcome = await _run_model(args, name, task, dataset, current, progress)
+                    outcome = await _run_model(args, name, task, dataset, current, progress, pool=pool)
                 except NothingToResume as exc:
                     if len(models) == 1:
                         raise
@@ -601,16 +638,6 @@ def _share_of_budgets(args: argparse.Namespace) -> RunControl:
     return budget_share(RunControl(max_cost=args.max_cost, max_requests=args.max_requests), args.workers)
 
 
-def _worker_command(args: argparse.Namespace, name: str) -> Callable[[Path, int], list[str]]:
-    """How the owner of a run starts its workers: this very command, told which model and share to pose."""
-
-    def command(share: Path, index: int) -> list[str]:
-        return [sys.executable, "-m", "farel_eval.cli", *args.argv, "--worker-share", str(share), "--worker-model",
-                name, "--quiet"]  # fmt: skip
-
-    return command
-
-
 def _print_comparison(run_dirs: Sequence[Path]) -> None:
     """The runs of one command side by side, and with two models their paired comparison."""
     runs = [load_run(run_dir) for run_dir in run_dirs]
@@ -626,8 +653,9 @@ def _print_comparison(run_dirs: Sequence[Path]) -> None:
 
 
 async def _run_model(
-    args: argparse.Namespace, name: str, task: Task[Any], dataset: Dataset, control: RunControl, progress: Progress
-) -> RunOutcome:
+    args: argparse.Namespace, name: str, task: Task[Any], dataset: Dataset, control: RunControl, progress: Progress,
+    *, pool: WorkerPool | None = None, share: _Share | None = None,
+) -> RunOutcome:  # fmt: skip
     prices = UserPrices(args.price_in, args.price_out) if args.price_in is not None else None
 
     def status(text: str) -> None:
@@ -650,10 +678,9 @@ async def _run_model(
             max_transport_retries=args.max_transport_retries, request_timeout=args.request_timeout,
             resume=True if args.resume == LATEST else (args.resume or False), retry_errors=args.retry_errors,
             repeats=args.repeats, judge_model=judge_name(task), control=control,
-            on_record=progress.advance if args.worker_share is None else write_record_line,
-            share=args.worker_share,
-            workers=WorkerProcesses(args.workers, _worker_command(args, name))
-            if args.workers > 1 and args.worker_share is None else None,
+            on_record=progress.advance if share is None else write_record_line,
+            share=share.work if share is not None else None,
+            workers=WorkerProcesses(pool, lambda work: json.dumps([name, str(work)])) if pool is not None else None,
             batch=BatchOptions(poll_interval_s=args.batch_poll) if args.batch else None,
             update_prices=args.update_prices,
             on_start=lambda total, _: progress.start(total, prepared.resolved.name, control.traffic),
@@ -829,29 +856,25 @@ def _prog() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    gc.freeze()  # what the imports made lives as long as the process: collections skip it, and so does the exit
     args = build_parser().parse_args(argv)
-    args.argv = list(argv) if argv is not None else sys.argv[1:]
     logging.getLogger("genai-prices").addHandler(logging.NullHandler())  # its update failures: our one line says it
     logging.getLogger("genai-prices").propagate = False
-    urls = [
-        getattr(args, "base_url", None),
-        getattr(args, "embedding_base_url", None),
-        getattr(args, "update_prices", None),
-    ]
+    commands: dict[str, Callable[[argparse.Namespace], int]] = {
+        "run": command_run, "generate": command_generate, "import-farel": command_import, "models": command_models,
+        "import": command_import if getattr(args, "source", None) == "farel" else command_import_lineage,
+    }  # fmt: skip
+    return _reported(args, lambda: commands[args.command](args))
+
+
+def _reported(args: argparse.Namespace, command: Callable[[], int]) -> int:
+    """A command's exit code, its expected failures said in one line (no key or URL credentials in it)."""
+    urls = [getattr(args, name, None) for name in ("base_url", "embedding_base_url", "update_prices")]
     keys = [getattr(args, "api_key", None), getattr(args, "embedding_api_key", None)]
-    redact = Redactor.for_run(keys=keys, urls=urls)
     try:
-        if args.command == "run":
-            return command_run(args)
-        if args.command == "generate":
-            return command_generate(args)
-        if args.command == "import-farel" or (args.command == "import" and args.source == "farel"):
-            return command_import(args)
-        if args.command == "import":
-            return command_import_lineage(args)
-        if args.command == "models":
-            return command_models(args)
+        return command()
     except EvaluatorError as exc:
+        redact = Redactor.for_run(keys=keys, urls=urls)
         print(f"{_prog()}: error: {redact(_as_flags(str(exc)))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:  # a second Ctrl-C while shutting down: records written so far are kept
@@ -860,7 +883,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader of the output left (`| head`, a worker's owner that died): say no more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
-    return 2
 
 
 if __name__ == "__main__":

@@ -162,10 +162,10 @@ async def run(
     the provider's batch API; each request waiting on a batch is kept in the run folder (`batches.jsonl`) as soon
     as it is submitted, so a resume collects it instead of sending it again. `update_prices` (a URL, e.g.
     `farel_eval.prices.DEFAULT_UPDATE_URL`) refreshes genai-prices' data from it before the first request
-    (recorded in the run's settings). `workers` poses the samples in that many parts, this process and
-    worker processes sharing one stream of them (see `farel_eval.workers`), this process storing every record;
-    `share` is a worker's side: pose its part of that work file of a stored run, give each record to
-    `on_record` only, and store nothing.
+    (recorded in the run's settings). `workers` poses the samples in `workers.count` parts, this process and
+    its pool's worker processes sharing one stream of them (see `farel_eval.workers`), this process storing
+    every record; `share` is a worker's side: pose its part of that work file of a stored run, give each record
+    to `on_record` only, and store nothing.
     """
     if repeats < 1:
         raise InputError(f"repeats must be at least 1, got {repeats}")

@@ -4,6 +4,7 @@ one record per case, budgets over all of them, resume and retry-errors, and a wo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -21,7 +22,7 @@ import evaluator
 import farel_bench
 from farel_eval.errors import EvaluatorError
 from farel_eval.schemas import RunSummary, SampleRecord
-from farel_eval.workers import WorkerProcesses
+from farel_eval.workers import WorkerPool, WorkerProcesses
 from tests.conftest import REPO
 from tests.fake_openai import FakeOpenAI, answer_key, completion, tool_call
 from tests.test_cli import cli
@@ -35,11 +36,12 @@ class Server:
 
     def __init__(self, latency_s: float = 0.0, failing: set[str] | None = None) -> None:
         self.latency_s, self.failing = latency_s, failing or set()
-        self.in_flight = self.most_in_flight = 0
+        self.in_flight = self.most_in_flight = self.received = 0
         self._lock = threading.Lock()
 
     def __call__(self, request: dict[str, Any]) -> Any:
         with self._lock:
+            self.received += 1
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
         time.sleep(self.latency_s)
@@ -114,14 +116,45 @@ def test_retry_errors_in_workers_poses_only_the_failed_samples(tmp_path: Path) -
 
 
 def test_a_worker_that_dies_fails_the_run_and_keeps_what_was_stored(tmp_path: Path) -> None:
-    dead = WorkerProcesses(2, lambda work, index: [sys.executable, "-c", "raise SystemExit(3)"])
-    cases = [quiz.to_case() for quiz in QUIZZES[:20]]
-    with pytest.raises(EvaluatorError, match=r"worker 2 of 2 stopped without finishing its share \(exit 3\)"):
-        asyncio.run(evaluator.run(evaluator.multiple_choice_task(), cases, "test", results_dir=tmp_path, workers=dead))
+    cases, task = [quiz.to_case() for quiz in QUIZZES[:20]], evaluator.multiple_choice_task()
+    with WorkerPool(2, serve=lambda order: 3) as pool:  # a worker that fails its order
+        dead = WorkerProcesses(pool, order=str)
+        with pytest.raises(EvaluatorError, match=r"worker 2 of 2 stopped without finishing its share \(exit 3\)"):
+            asyncio.run(evaluator.run(task, cases, "test", results_dir=tmp_path, workers=dead))
     summary, records = stored(tmp_path)
     assert summary.status == "partial"
     assert summary.reason is not None and summary.reason.startswith("stopped by an error: worker 2 of 2")
     assert sorted(r.case_id for r in records) == sorted(c.id for c in cases)  # the owner took the whole stream
+
+
+def test_a_pool_serves_orders_in_turn_and_its_workers_end_with_it(tmp_path: Path) -> None:
+    served = tmp_path / "served.txt"
+
+    def serve(order: str) -> int:
+        with served.open("a") as log:
+            log.write(f"{os.getpid()} {order}\n")
+        return 5 if order == "fail" else 0
+
+    def lines(count: int) -> list[list[str]]:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (not served.exists() or served.read_text().count("\n") < count):
+            time.sleep(0.01)
+        return [line.split() for line in served.read_text().splitlines()]
+
+    with WorkerPool(3, serve) as pool:
+        assert pool.order(1, "first") and pool.order(2, "other")
+        pool.stop(1)  # a stop that comes after its order ended is no order
+        assert pool.order(1, "second")
+        taken = lines(3)
+        assert pool.order(2, "fail")
+        assert asyncio.run(pool.exit_code(2)) == 5
+        assert not pool.order(2, "too late")  # it is gone
+    assert pool.exit_codes == [0, 5]  # the idle one ended by itself when the pool closed (not killed: -9)
+    by_worker: dict[str, list[str]] = {}
+    for pid, order in taken:
+        by_worker.setdefault(pid, []).append(order)
+    assert sorted(by_worker.values()) == [["first", "second"], ["other"]]
+    assert str(os.getpid()) not in by_worker
 
 
 def test_parts_taking_chunks_of_one_stream_pose_every_sample_once(tmp_path: Path) -> None:
@@ -170,6 +203,47 @@ def test_ctrl_c_stops_every_part_and_resume_finishes(tmp_path: Path) -> None:
         assert run(server, tmp_path, "--workers", "2", "--resume") == (0, "")
     final, records = stored(tmp_path)
     assert (final.status, len(records), len({r.case_id for r in records})) == ("finished", 45, 45)
+
+
+def test_each_model_of_a_command_is_posed_by_the_same_workers_after_a_budget_stopped_one(tmp_path: Path) -> None:
+    with FakeOpenAI(Server(latency_s=0.02)) as server:
+        done = cli("main.py", "run", "--model", "fake-model", "--model", "other-model", "--base-url", server.url,
+                   "--limit", "45", "--results-dir", str(tmp_path), "--quiet", "--concurrency", "1", "--workers", "2",
+                   "--max-requests", "10")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    runs = {}
+    for summary_file in tmp_path.rglob("summary.json"):
+        summary = RunSummary.model_validate_json(summary_file.read_text())
+        records = (summary_file.parent / "samples.jsonl").read_text().splitlines()
+        runs[summary.model] = (summary.status, summary.reason, len(records), summary.settings.workers)
+    partial = ("partial", "max_requests 10 reached", 10, 2)
+    assert runs == {"fake-model": partial, "other-model": partial}
+
+
+def test_workers_die_with_their_owner_even_by_sigkill(tmp_path: Path) -> None:
+    def running() -> list[int]:  # every process of this test's command: a forked worker has its owner's command line
+        found = []
+        for entry in Path("/proc").iterdir():
+            with contextlib.suppress(OSError):
+                if entry.name.isdigit() and str(tmp_path).encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+        return found
+
+    answers = Server(latency_s=0.2)
+    with FakeOpenAI(answers) as server:
+        command = [sys.executable, "main.py", "run", "--model", "fake-model", "--base-url", server.url, "--limit",
+                   "45", "--results-dir", str(tmp_path), "--quiet", "--concurrency", "1", "--workers", "3"]  # fmt: skip
+        with subprocess.Popen(command, cwd=REPO, stderr=subprocess.DEVNULL) as owner:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and answers.most_in_flight < 3:  # every part is posing
+                time.sleep(0.05)
+            assert len(running()) == 3
+            owner.kill()
+        sent = answers.received
+        while time.monotonic() < deadline and running():
+            time.sleep(0.05)
+        assert running() == []
+        assert answers.received - sent <= 2  # no new request once the owner is dead (one per worker on the way)
 
 
 def test_no_worker_starts_when_the_model_cannot_be_reached(tmp_path: Path) -> None:
