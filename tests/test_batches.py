@@ -51,6 +51,15 @@ def batch_run(fake: FakeBatches, results: Path, *extra: str) -> list[str]:
             "--results-dir", str(results), "--quiet", "--batch", *FAST, *extra]  # fmt: skip
 
 
+def provider_batch_run(model: str, provider_env: dict[str, str], results: Path) -> subprocess.CompletedProcess[str]:
+    """`main.py run --batch` of a provider's model on 9 quizzes, its SDK pointed at a fake by `provider_env` (no
+    other provider key or URL taken from this environment)."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "GOOGLE_", "GEMINI_"))}
+    return subprocess.run([PYTHON, "main.py", "run", "--model", model, "--limit", "9", "--results-dir", str(results),
+                           "--quiet", "--batch", *FAST], cwd=REPO, capture_output=True, text=True,
+                          env=kept | provider_env, timeout=300, check=False)  # fmt: skip
+
+
 def stored(results: Path) -> tuple[RunSummary, dict[str, SampleRecord]]:
     (summary,) = results.rglob("summary.json")
     lines = (summary.parent / "samples.jsonl").read_text().splitlines()

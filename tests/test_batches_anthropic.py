@@ -4,8 +4,6 @@ ended, results as JSONL: succeeded, errored and expired requests): exact records
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,12 +12,8 @@ from typing import Any
 
 import pytest
 
-import farel_bench
-from farel_eval.schemas import RunSummary, SampleRecord
-from tests.conftest import PYTHON, REPO
+from tests.test_batches import BY_QUESTION, provider_batch_run, stored
 
-QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
-BY_QUESTION = {q.prompt.split("Select the correct answer:")[0]: q for q in QUIZZES}
 Outcome = dict[str, Any]
 """A Message Batches result: `{"type": "succeeded", "message": ...}`, `errored` or `expired`."""
 
@@ -122,21 +116,13 @@ def test_an_anthropic_batch_run_records_answers_errors_expiries_and_follow_ups(t
         return tool_use(quiz.correct)
 
     fake = FakeMessageBatches(answer)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
-    env |= {"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "sk-ant-fake-0123456789"}
     try:
-        done = subprocess.run(
-            [PYTHON, "main.py", "run", "--model", "anthropic:claude-sonnet-4-5", "--limit", "9", "--batch",
-             "--batch-poll", "0.05", "--results-dir", str(tmp_path), "--quiet"],
-            cwd=REPO, capture_output=True, text=True, env=env, timeout=300, check=False,
-        )  # fmt: skip
+        pointed = {"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "sk-ant-fake-0123456789"}
+        done = provider_batch_run("anthropic:claude-sonnet-4-5", pointed, tmp_path)
     finally:
         fake.close()
     assert done.returncode == 0, done.stderr
-    (summary_file,) = tmp_path.rglob("summary.json")
-    summary = RunSummary.model_validate_json(summary_file.read_text())
-    lines = (summary_file.parent / "samples.jsonl").read_text().splitlines()
-    records = {r.case_id: r for r in map(SampleRecord.model_validate_json, lines)}
+    summary, records = stored(tmp_path)
     by_class = {record.group: record for record in records.values()}
     assert [len(batch) for batch in fake.created] == [9, 2]  # the sibling's retry and the expired request
     assert (summary.status, summary.settings.batch, len(records)) == ("finished", True, 9)
@@ -153,5 +139,5 @@ def test_an_anthropic_batch_run_records_answers_errors_expiries_and_follow_ups(t
     assert (plain.usage.requests, plain.usage.input_tokens, plain.usage.output_tokens) == (1, 100, 10)
     assert plain.cost.usd == pytest.approx(0.00045 / 2)  # claude-sonnet-4-5: $3 in, $15 out per million, halved
     assert (plain.cost.source, plain.cost.batch_price) == ("genai-prices", "genai-prices batch price")
-    stored = [path.read_text() for path in tmp_path.rglob("*") if path.is_file()]
-    assert stored and not any("sk-ant-fake" in text for text in stored)  # the key is never stored
+    files = [path.read_text() for path in tmp_path.rglob("*") if path.is_file()]
+    assert files and not any("sk-ant-fake" in text for text in files)  # the key is never stored

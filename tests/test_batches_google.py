@@ -5,8 +5,6 @@ download of its responses file, deletion of the input): exact records, batch pri
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,12 +15,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from genai_prices import Usage, calc_price
 
-import farel_bench
-from farel_eval.schemas import RunSummary, SampleRecord
-from tests.conftest import PYTHON, REPO
+from tests.test_batches import BY_QUESTION, provider_batch_run, stored
 
-QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
-BY_QUESTION = {q.prompt.split("Select the correct answer:")[0]: q for q in QUIZZES}
 API_KEY = "AIza-fake-gemini-0123456789"
 MODEL = "gemini-2.0-flash"
 Outcome = dict[str, Any]
@@ -193,23 +187,15 @@ def test_a_gemini_batch_run_records_answers_errors_and_follow_ups(tmp_path: Path
         return function_call(quiz.correct)
 
     fake = FakeGeminiBatches(answer)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "GEMINI_", "OPENAI_", "ANTHROPIC_"))}
-    env |= {"GOOGLE_GEMINI_BASE_URL": fake.url, "GOOGLE_API_KEY": API_KEY, "GEMINI_API_KEY": API_KEY}
     try:
-        done = subprocess.run(
-            [PYTHON, "main.py", "run", "--model", f"google:{MODEL}", "--limit", "9", "--batch",
-             "--batch-poll", "0.05", "--results-dir", str(tmp_path), "--quiet"],
-            cwd=REPO, capture_output=True, text=True, env=env, timeout=300, check=False,
-        )  # fmt: skip
+        pointed = {"GOOGLE_GEMINI_BASE_URL": fake.url, "GOOGLE_API_KEY": API_KEY, "GEMINI_API_KEY": API_KEY}
+        done = provider_batch_run(f"google:{MODEL}", pointed, tmp_path)
     finally:
         fake.close()
     assert done.returncode == 0, done.stderr
     assert fake.unexpected == []
     assert fake.keys == {API_KEY}
-    (summary_file,) = tmp_path.rglob("summary.json")
-    summary = RunSummary.model_validate_json(summary_file.read_text())
-    lines = (summary_file.parent / "samples.jsonl").read_text().splitlines()
-    records = {r.case_id: r for r in map(SampleRecord.model_validate_json, lines)}
+    summary, records = stored(tmp_path)
     by_class = {record.group: record for record in records.values()}
     assert [len(batch) for batch in fake.created] == [9, 1]  # the sibling's corrective retry
     assert fake.uploaded == ["files/input0", "files/input1"]
@@ -232,5 +218,5 @@ def test_a_gemini_batch_run_records_answers_errors_and_follow_ups(tmp_path: Path
         "genai-prices",
         "documented batch discount x0.5: https://ai.google.dev/gemini-api/docs/batch-mode",
     )
-    stored = [path.read_text() for path in tmp_path.rglob("*") if path.is_file()]
-    assert stored and not any(API_KEY in text for text in stored)  # the key is never stored
+    files = [path.read_text() for path in tmp_path.rglob("*") if path.is_file()]
+    assert files and not any(API_KEY in text for text in files)  # the key is never stored
