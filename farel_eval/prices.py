@@ -23,11 +23,12 @@ _WAIT_S = 30.0
 def updated_prices(url: str) -> Iterator[None]:
     """genai-prices' background updater, started for the block: the first download is waited for (up to 30 s),
     so every sample is priced with it; one that fails is one line, not a run priced otherwise than asked."""
+    parts = urlsplit(url)
     try:
-        urlsplit(url).port  # noqa: B018 (raises on a port that is not a number)
+        parts.port  # noqa: B018 (raises on a port that is not a number)
     except ValueError:
         raise InputError("update_prices: not a URL (its port is not a number)") from None
-    if not urlsplit(url).scheme.startswith("http"):
+    if not parts.scheme.startswith("http"):
         raise InputError("update_prices: give an http(s) URL of genai-prices' data")
     updater = UpdatePrices(url=url)
     updater.start()
