@@ -556,10 +556,12 @@ async def evaluate_samples(
     keep_records: bool = True,
     batch: BatchOptions | None = None,
     batch_store: PendingRequests | None = None,
+    reached: bool = False,
 ) -> EvaluationResult:
     """`evaluate()` over given (case, repeat) pairs: what a resumed run with repeats poses. With `batch`,
     `batch_store` keeps the requests that wait on a batch (a run folder's `batches.jsonl`), and gives those a
-    resumed sample continues from."""
+    resumed sample continues from. `reached`: the model has answered this run already (a worker's part of it), so
+    a first sample that fails is that sample's error, not a model that cannot be reached."""
     if not isinstance(task, Task):
         raise TaskError(f"evaluate() takes a Task first, got {type(task).__name__}: see evaluator.Task")
     if mode not in ("tool", "native", "prompted", "text", "tag"):
@@ -584,6 +586,7 @@ async def evaluate_samples(
             system_prompt=system_prompt, model_settings=model_settings, concurrency=concurrency or 8,
             local=bool(local), prices=prices, tool_choice=tool_choice, on_record=on_record,
             control=control or RunControl(), keep_records=keep_records, batch=batch, batch_store=batch_store,
+            reached=reached,
         )  # fmt: skip
 
 
@@ -606,6 +609,7 @@ async def _evaluate(
     keep_records: bool,
     batch: BatchOptions | None,
     batch_store: PendingRequests | None,
+    reached: bool,
 ) -> EvaluationResult:
     meter_model(model)
     model_settings = with_default_retries(model, model_settings)
@@ -656,7 +660,7 @@ async def _evaluate(
     collected.add(head[0], first.record)
     status: RunStatus = "finished"
     why: str | None = None
-    if _unreachable(first.exception):
+    if _unreachable(first.exception) and not reached:
         status, why = "dnf", first.record.error
     else:
         await _pose_rest(current, pending, collected, concurrency, control)

@@ -299,16 +299,20 @@ async def _pose_share(
         raise InputError(f"a worker's settings differ from its run's: {'; '.join(changed)}")
     if settings.mode == "tool" and stored.summary.settings.tool_choice == "auto":
         settings = settings.model_copy(update={"tool_choice": "auto"})
-    result = await _pose_part(task, dataset, resolved, settings, model_settings, share, prices, control, on_record)
+    result = await _pose_part(
+        task, dataset, resolved, settings, model_settings, share, prices, control, on_record, reached=True
+    )
     return RunOutcome(share.parent, stored.summary, result, 0 if result is None else result.scores.samples)
 
 
 async def _pose_part(
     task: Task[Any], dataset: Dataset, resolved: ResolvedModel, settings: RunSettings, model_settings: ModelSettings,
     work: Path, prices: UserPrices | None, control: RunControl, on_record: Callable[[SampleRecord], None] | None,
+    *, reached: bool = False,
 ) -> EvaluationResult | None:  # fmt: skip
     """One part's samples of a shared work stream (see `farel_eval.workers`), posed; None if the other parts
-    took them all."""
+    took them all. `reached`: a worker's part, begun once the owner's first sample was recorded, so its own first
+    sample failing is that sample's error, not a model that cannot be reached (its chunk is posed all the same)."""
     stream = claimed_samples(_samples(dataset, settings.repeats, lambda *_: True), work)
     first = next(stream, None)
     if first is None:
@@ -317,7 +321,7 @@ async def _pose_part(
         task, itertools.chain([first], stream), resolved.model, mode=settings.mode, retries=settings.retries,
         system_prompt=settings.system_prompt, model_settings=model_settings, concurrency=settings.concurrency,
         local=resolved.local, prices=prices, tool_choice=settings.tool_choice, on_record=on_record, control=control,
-        keep_records=False,
+        keep_records=False, reached=reached,
     )  # fmt: skip
 
 

@@ -421,15 +421,19 @@ def _ending(result: EvaluationResult | None) -> dict[str, Any]:
 def _combined(
     ends: list[dict[str, Any]], collected: Collector, control: RunControl, started: float
 ) -> EvaluationResult:
-    """How the run ended, from how each worker's part did: DNF if every part was; else stopped if the owner's
-    budgets, or any part, stopped; a tool choice set free by any part is the run's."""
+    """How the run ended, from how each worker's part did: DNF if every part was, or if every sample of the run
+    failed (as in one process: a part whose own samples all failed says nothing of the run); else stopped if the
+    owner's budgets, or any part, stopped; a tool choice set free by any part is the run's."""
     status: RunStatus = "finished"
     reason: str | None = None
     ends = ends or [_ending(None)]
+    book = collected.book
     if all(end["status"] == "dnf" for end in ends):
         status, reason = "dnf", ends[0]["reason"]
-    elif control.stopping or any(end["status"] != "finished" for end in ends):
-        stopped = next((end["reason"] for end in ends if end["status"] != "finished"), None)
+    elif book.samples and book.answered == 0 and book.errors == book.samples:
+        status, reason = "dnf", collected.first_error
+    elif control.stopping or any(end["status"] == "partial" for end in ends):
+        stopped = next((end["reason"] for end in ends if end["status"] == "partial"), None)
         status, reason = "partial", control.reason or stopped
     freed = next((end for end in ends if end["tool_choice"] == "auto"), None)
     chosen: ToolChoice | None = "auto" if freed is not None else ends[0]["tool_choice"]

@@ -105,14 +105,40 @@ def test_budgets_hold_over_all_workers_and_resume_finishes_the_run(tmp_path: Pat
 def test_retry_errors_in_workers_poses_only_the_failed_samples(tmp_path: Path) -> None:
     with FakeOpenAI(Server(failing={"grandparent", "aunt or uncle"})) as server:  # not the first case of a share
         assert run(server, tmp_path, "--workers", "2") == (0, "")
-        _, failed = stored(tmp_path)
+        first, failed = stored(tmp_path)
     with FakeOpenAI(Server()) as server:
         assert run(server, tmp_path, "--workers", "2", "--retry-errors") == (0, "")
     final, records = stored(tmp_path)
     assert sum(r.status == "error" for r in failed) == 10
+    assert (first.status, len(failed)) == ("finished", 45)  # a part whose first sample failed posed its chunk still
     assert (final.status, len(records)) == ("finished", 45)
     assert [r.case_id for r in records] == sorted(r.case_id for r in records)  # rewritten in dataset order
     assert {r.status for r in records} == {"correct", "incorrect"}
+
+
+def test_a_part_of_a_reached_model_poses_on_past_a_first_sample_the_provider_rejects() -> None:
+    from pydantic_ai import ModelMessage, ModelResponse, ToolCallPart
+    from pydantic_ai.exceptions import ModelHTTPError, ModelRequestRejectedError
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from farel_eval.engine import evaluate_samples
+
+    rejected = QUIZZES[0].prompt.split("Select the correct answer:")[0]
+
+    def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        asked = " ".join(str(getattr(part, "content", "")) for message in messages for part in message.parts)
+        if rejected in asked:  # the first sample, however often it is asked
+            raise ModelHTTPError.for_category(ModelRequestRejectedError, status_code=400, model_name="m")
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"answer": 1})])
+
+    def part(reached: bool) -> evaluator.EvaluationResult:
+        samples = [(quiz.to_case(), 0) for quiz in QUIZZES[:8]]
+        task, model = evaluator.multiple_choice_task(), FunctionModel(reply)
+        return asyncio.run(evaluate_samples(task, samples, model, reached=reached))
+
+    alone, part_of_run = part(reached=False), part(reached=True)
+    assert (alone.status, alone.scores.samples) == ("dnf", 1)  # a run's first sample: the model cannot answer
+    assert (part_of_run.status, part_of_run.scores.samples, part_of_run.scores.errors) == ("finished", 8, 1)
 
 
 def test_a_worker_that_dies_fails_the_run_and_keeps_what_was_stored(tmp_path: Path) -> None:
