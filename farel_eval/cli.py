@@ -33,6 +33,7 @@ from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.engine import CREDENTIALS_REFUSED, RunControl
 from farel_eval.errors import EvaluatorError, InputError, OneLineArgumentParser
 from farel_eval.farel_logs import log_files, parse_log
+from farel_eval.flow import Pacer
 from farel_eval.leaderboard import build_rows, compare_runs, load_run, relaxed_score
 from farel_eval.local_server import DEFAULT_LOCAL_MODEL, locate_local_model
 from farel_eval.models import open_model
@@ -139,6 +140,13 @@ def _share(text: str) -> float:
     value = _finite(text)
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"must be 0 to 1, got {text}")
+    return value
+
+
+def _rate(text: str) -> float:
+    value = _finite(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
     return value
 
 
@@ -289,6 +297,16 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--results-dir", type=Path, default=Path("result"), help="where runs are stored (default result)")
     out.add_argument("--quiet", action="store_true", help="no progress display")
     faults = run.add_argument_group("faults, budgets and cache")
+    faults.add_argument(
+        "--rpm", type=_rate, help="cap the run at N requests a minute from the start (the provider's stated limits "
+        "are kept besides, and read as they come)",
+    )  # fmt: skip
+    faults.add_argument("--tpm", type=_rate, help="cap the run at N tokens a minute from the start")
+    faults.add_argument(
+        "--max-wait", type=_seconds, default=600.0, metavar="SECONDS",
+        help="stop the run as partial (resumable) once requests have waited this long for capacity, or for an "
+        "outage to end, with nothing answered (default 600)",
+    )  # fmt: skip
     faults.add_argument(
         "--max-transport-retries",
         type=_non_negative,
@@ -544,20 +562,21 @@ def command_run(args: argparse.Namespace) -> int:
             "--batch sends every sample at once and a batch is priced when it ends, so --max-cost and "
             "--max-requests cannot stop it in time: use --limit"
         )
+    pacer = Pacer(rpm=args.rpm, tpm=args.tpm, max_wait_s=args.max_wait, shared=args.workers > 1)
     if args.workers == 1:
-        return asyncio.run(_run(args, task, dataset))
-    with WorkerPool(args.workers, _serving(args, task, dataset)) as pool:
-        return asyncio.run(_run(args, task, dataset, pool=pool))
+        return asyncio.run(_run(args, task, dataset, pacer))
+    with WorkerPool(args.workers, _serving(args, task, dataset, pacer)) as pool:
+        return asyncio.run(_run(args, task, dataset, pacer, pool=pool))
 
 
-def _serving(args: argparse.Namespace, task: Task[Any], dataset: Dataset) -> Callable[[str], int]:
+def _serving(args: argparse.Namespace, task: Task[Any], dataset: Dataset, pacer: Pacer) -> Callable[[str], int]:
     """A forked worker's side of `--workers`: this very command, posing its part of the work file its owner names
     for one of the command's models, quietly (its records go to its owner)."""
 
     def serve(order: str) -> int:
         name, work = json.loads(order)
         share = _Share(name, Path(work))
-        return _reported(args, lambda: asyncio.run(_run(args, task, dataset, share=share)))
+        return _reported(args, lambda: asyncio.run(_run(args, task, dataset, pacer, share=share)))
 
     return serve
 
@@ -571,11 +590,12 @@ class _Share:
 
 
 async def _run(
-    args: argparse.Namespace, task: Task[Any], dataset: Dataset, *, pool: WorkerPool | None = None,
+    args: argparse.Namespace, task: Task[Any], dataset: Dataset, pacer: Pacer, *, pool: WorkerPool | None = None,
     share: _Share | None = None,
 ) -> int:  # fmt: skip
     """Each `--model` in turn on the identical cases, under one progress display; then the comparison. With `pool`,
-    each run is posed by it and this process; `share` is a worker's side of such a run."""
+    each run is posed by it and this process; `share` is a worker's side of such a run. Every run keeps `pacer`'s
+    pace, started afresh for each model (shared with the workers, which never reset it)."""
     models: list[str] = list(dict.fromkeys(args.model or [DEFAULT_LOCAL_MODEL]))
     if share is not None:
         models = [share.model]
@@ -606,13 +626,14 @@ async def _run(
             for name in models:
                 if stopped:
                     break
-                current = RunControl(max_cost=args.max_cost, max_requests=args.max_requests)  # budgets are per run
+                current = RunControl(max_cost=args.max_cost, max_requests=args.max_requests, pacer=pacer)  # per run
                 if share is not None:
-                    current = _share_of_budgets(args)
+                    current = _share_of_budgets(args, pacer)
                     with stop_when_told(lambda: stop(TERMINATED)):
                         outcome = await _run_model(args, name, task, dataset, current, progress, share=share)
                     share_result_line(outcome.result)
                     return 0
+                pacer.reset()
                 try:
                     outcome = await _run_model(args, name, task, dataset, current, progress, pool=pool)
                 except NothingToResume as exc:
@@ -633,9 +654,10 @@ async def _run(
     return code
 
 
-def _share_of_budgets(args: argparse.Namespace) -> RunControl:
+def _share_of_budgets(args: argparse.Namespace, pacer: Pacer) -> RunControl:
     """A worker's part of the run's budgets; its owner checks the whole, and stops every worker once it is spent."""
-    return budget_share(RunControl(max_cost=args.max_cost, max_requests=args.max_requests), args.workers)
+    whole = RunControl(max_cost=args.max_cost, max_requests=args.max_requests, pacer=pacer)
+    return budget_share(whole, args.workers)
 
 
 def _print_comparison(run_dirs: Sequence[Path]) -> None:

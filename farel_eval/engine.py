@@ -42,6 +42,7 @@ from farel_eval.attempts import (
 )
 from farel_eval.batches import Batching, BatchOptions, PendingRequests, without_pending
 from farel_eval.errors import EvaluatorError, TaskError
+from farel_eval.flow import Pacer, WaitedTooLong
 from farel_eval.models import open_model
 from farel_eval.providers import forces_tool_choice, with_default_retries, without_forced_tool_choice
 from farel_eval.schemas import (
@@ -133,6 +134,9 @@ class RunControl:
     """Why the run was stopped; None while it runs."""
     traffic: TrafficMeter = field(default_factory=TrafficMeter)
     """This run's transport retries and backoff waits, as they happen (for a progress display)."""
+    pacer: Pacer | None = None
+    """The gate every request of the run goes through (see `farel_eval.flow`); None: one of the run's own, made
+    for its concurrency. Runs handed the same pacer keep one pace between them."""
     _event: asyncio.Event | None = field(default=None, repr=False)
 
     def stop(self, reason: str) -> None:
@@ -208,6 +212,7 @@ class _Poser:
         prices: UserPrices | None,
         traffic: TrafficMeter,
         redact: Redactor,
+        pacer: Pacer | None,
         grader: Task[Any] | None = None,
         batching: Batching | None = None,
     ) -> None:
@@ -222,6 +227,7 @@ class _Poser:
         self.local = local
         self.prices = prices
         self.traffic = traffic
+        self.pacer = pacer
         self.model_settings = model_settings or ModelSettings()
         self.batching = batching
         context = task.validation_context
@@ -277,7 +283,7 @@ class _Poser:
             poser = _Poser(
                 task, self.model, mode=mode, retries=self.retries, system_prompt=self.system_prompt,
                 model_settings=self.model_settings, local=self.local, prices=self.prices, traffic=self.traffic,
-                redact=self.redact, grader=self.grader, batching=self.batching,
+                redact=self.redact, pacer=self.pacer, grader=self.grader, batching=self.batching,
             )  # fmt: skip
             self._posers[key] = (task, poser)  # the task is kept so its id is not reused
         return self._posers[key][1]
@@ -332,7 +338,7 @@ class _Poser:
         started = time.perf_counter()
         value: Any = None
         exception: BaseException | None = None
-        traffic = SampleTraffic(self.traffic)
+        traffic = SampleTraffic(self.traffic, self.pacer, f"{case.id}\x00{repeat}")
         counting = current_traffic.set(traffic)
         turns = _Turns(self, case, repeat)
         try:
@@ -347,7 +353,7 @@ class _Poser:
         finally:
             current_traffic.reset(counting)
             traffic.set_waiting(False)
-        latency = time.perf_counter() - started
+        latency = time.perf_counter() - started - traffic.wait_s
         attempts, usage = turns.attempts, turns.usage
         verdict: Score | None = None
         relaxed_output: Any = None
@@ -394,6 +400,8 @@ class _Poser:
             error=self.redact(_describe(exception)) if exception is not None else None,
             transport_retries=traffic.transport_retries,
             cache_hits=traffic.cache_hits,
+            rate_limited=traffic.rate_limited,
+            wait_s=round(traffic.wait_s, 4),
         )
         return _Outcome(record, exception)
 
@@ -514,6 +522,7 @@ async def evaluate(
     keep_records: bool = True,
     repeats: int = 1,
     batch: BatchOptions | None = None,
+    pacer: Pacer | None = None,
 ) -> EvaluationResult:
     """Pose every case of `task` to `model` in `mode`, validate and score the outputs.
 
@@ -529,8 +538,14 @@ async def evaluate(
     8, or to what suits the model string (a local server: 1, with its 512-token answer cap). `repeats` poses
     every case that many times (records carry the repeat index; scores are means over all of them). `batch`
     sends every request through the provider's batch API (`BatchOptions`: half the price, results within a day),
-    all samples at once; corrective retries go out as follow-up batches.
+    all samples at once; corrective retries go out as follow-up batches. `pacer` paces every request (a `Pacer`:
+    `rpm`, `tpm`, `max_wait_s`; see `farel_eval.flow`): the limits the provider states are kept, a 429 waits
+    without spending a transport retry, an outage holds the requests; runs handed one pacer share its pace. Without
+    one the run makes its own.
     """
+    if pacer is not None:
+        control = control or RunControl()
+        control.pacer = pacer
     return await evaluate_samples(
         task, repeated(cases, repeats), model, mode=mode, retries=retries, system_prompt=system_prompt,
         model_settings=model_settings, concurrency=concurrency, local=local, prices=prices, tool_choice=tool_choice,
@@ -615,6 +630,7 @@ async def _evaluate(
     model_settings = with_default_retries(model, model_settings)
     redact = Redactor.for_run(model=model)
     batching = _batching(task, model, control, batch, batch_store)
+    pacer = None if batching is not None else control.pacer or Pacer(concurrency=concurrency)  # a batch is queued
     if tool_choice == "auto":
         model = without_forced_tool_choice(model)
     chosen: ToolChoice | None = None
@@ -625,9 +641,10 @@ async def _evaluate(
     def poser(for_model: Model) -> _Poser:
         return _Poser(
             task, for_model, mode=mode, retries=retries, system_prompt=system_prompt, model_settings=model_settings,
-            local=local, prices=prices, traffic=control.traffic, redact=redact, batching=batching,
+            local=local, prices=prices, traffic=control.traffic, redact=redact, pacer=pacer, batching=batching,
         )  # fmt: skip
 
+    control.traffic.pacer = pacer
     started = time.perf_counter()
     current = poser(model)
     if batching is not None:  # every sample at once: a batch's turnaround is hours, so none goes first alone
@@ -713,6 +730,9 @@ async def _pose_unless_stopped(poser: _Poser, case: Case, repeat: int, control: 
         await asyncio.wait({posing, stop}, return_when=asyncio.FIRST_COMPLETED)
         if not posing.done():
             await asyncio.wait({posing}, timeout=control.grace_s)
+        if posing.done() and not posing.cancelled() and isinstance(posing.exception(), WaitedTooLong):
+            control.stop(str(posing.exception()))
+            return None
         return posing.result() if posing.done() else None
     finally:
         for task in (posing, stop):
@@ -736,7 +756,11 @@ async def _pose_rest(
                 item = next(pending, None)
                 if item is None:
                     return
-                outcome = await poser.pose(item[1], item[2])
+                try:
+                    outcome = await poser.pose(item[1], item[2])
+                except WaitedTooLong as exc:  # the sample stays unrecorded: a resume poses it
+                    control.stop(str(exc))
+                    return
                 collected.add(item[0], outcome.record, outcome.exception)
             finally:
                 collected.release()

@@ -43,7 +43,9 @@ class _StatsColumn(ProgressColumn):
 
 class Progress:
     """Done/total, rate, ETA, mean score, invalid outputs, corrective retries, errors, transport retries and
-    backoff waits in progress (so a run waiting on a rate limit never looks stuck), tokens and cost so far."""
+    backoff waits in progress, tokens and cost so far, and the pace (requests in flight and per second, the limit
+    the provider stated, "waiting for capacity" or "provider unavailable"), so a run waiting on a rate limit or
+    an outage never looks stuck."""
 
     def __init__(self, *, quiet: bool = False) -> None:
         self.total = 0
@@ -65,6 +67,7 @@ class Progress:
             )  # fmt: skip
         self._task: TaskID | None = None
         self._began = False
+        self._said: list[str] = []
 
     def stats(self) -> str:
         answered = self.done - self.errors
@@ -74,11 +77,21 @@ class Progress:
         traffic = self._traffic
         waiting = f" ({traffic.waiting_now} backing off)" if traffic.waiting_now else ""
         batches = describe_states(traffic.batch_states)
+        pace = f" | {traffic.pacer.describe()}" if traffic.pacer is not None else ""
         return (batches + " | " if batches else "") + (
             f"score {score} | invalid outputs {self.invalid} | corrective retries {self.retries} | "
             f"errors {self.errors} | transport retries {traffic.transport_retries}{waiting} | "
-            f"{self.requests} req, {self.tokens} tok, {cost} | {rate:.1f}/s"
+            f"{self.requests} req, {self.tokens} tok, {cost} | {rate:.1f}/s{pace}{self._notes(traffic)}"
         )
+
+    def _notes(self, traffic: TrafficMeter) -> str:
+        """What the provider sent that could not be true, said once each, in the display while the run lasts."""
+        if traffic.pacer is None:
+            return ""
+        for note in traffic.pacer.report().notes:
+            if note not in self._said:
+                self._said.append(note)
+        return "".join(f" | provider sent {note}" for note in self._said)
 
     def advance(self, record: SampleRecord) -> None:
         self.done += 1
@@ -105,6 +118,7 @@ class Progress:
         self._traffic = traffic or TrafficMeter()
         self.done = self.invalid = self.retries = self.errors = self.requests = self.tokens = 0
         self.score, self.cost = 0.0, None
+        self._said = []
         if self._rich is not None:
             self._task = self._rich.add_task(label, total=total)
 

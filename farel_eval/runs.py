@@ -26,10 +26,11 @@ from farel_eval.batches import PENDING_FILE, BatchOptions, PendingRequests
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.engine import EvaluationResult, RunControl, Sample, ToolChoice, default_retries, evaluate_samples
 from farel_eval.errors import EvaluatorError, InputError, ResultFileError
+from farel_eval.flow import Pacer, PaceReport
 from farel_eval.models import PreparedModel, open_model
 from farel_eval.prices import updated_prices
 from farel_eval.providers import ResolvedModel
-from farel_eval.schemas import AnswerMode, Case, RunSettings, RunStatus, RunSummary, SampleRecord
+from farel_eval.schemas import AnswerMode, Case, Pacing, RunSettings, RunStatus, RunSummary, SampleRecord
 from farel_eval.scoring import ScoreBook
 from farel_eval.secrets import Redactor
 from farel_eval.storage import (
@@ -150,6 +151,7 @@ async def run(
     control: RunControl | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
     on_start: Callable[[int, Path], None] | None = None,
+    pacer: Pacer | None = None,
 ) -> RunOutcome:
     """Evaluate and store: a new run under `results_dir`, or the one `resume` names (True: the latest
     unfinished run with the same model, task, settings and dataset; or a run folder). A resumed run keeps its
@@ -165,10 +167,14 @@ async def run(
     (recorded in the run's settings). `workers` poses the samples in `workers.count` parts, this process and
     its pool's worker processes sharing one stream of them (see `farel_eval.workers`), this process storing
     every record; `share` is a worker's side: pose its part of that work file of a stored run, give each record
-    to `on_record` only, and store nothing.
+    to `on_record` only, and store nothing. `pacer` paces every request (see `evaluate()`; runs handed one share its
+    pace); what it met (429s, waits, outages) is stored in the summary's totals.
     """
     if repeats < 1:
         raise InputError(f"repeats must be at least 1, got {repeats}")
+    control = control or RunControl()
+    if pacer is not None:
+        control.pacer = pacer
     async with AsyncExitStack() as stack:
         if update_prices is not None:
             stack.enter_context(updated_prices(update_prices))
@@ -194,7 +200,7 @@ async def run(
             tool_choice=tool_choice or model.tool_choice, max_transport_retries=max_transport_retries,
             request_timeout=request_timeout, resume=resume, retry_errors=retry_errors, repeats=repeats,
             judge_model=judge_model, batch=batch, prices_updated=update_prices is not None, workers=workers,
-            share=share, control=control or RunControl(), on_record=on_record, on_start=on_start,
+            share=share, control=control, on_record=on_record, on_start=on_start,
         )  # fmt: skip
 
 
@@ -256,20 +262,23 @@ async def _run(
         price_in=prices.input_per_million if prices else None, price_out=prices.output_per_million if prices else None,
         local=resolved.local, model_file=prepared.model_file, chat_format=prepared.chat_format,
         batch=batch is not None, updated_prices=prices_updated, workers=workers.count if workers is not None else 1,
+        rpm=control.pacer.rpm if control.pacer else None, tpm=control.pacer.tpm if control.pacer else None,
+        max_wait_s=None if batch is not None else control.pacer.max_wait_s if control.pacer else 600.0,
     )  # fmt: skip
     if share is not None:
         return await _pose_share(task, dataset, resolved, settings, model_settings, share, prices, control, on_record)
     continued = _run_to_continue(resume, retry_errors, results_dir, settings, task, dataset)
     posed, to_pose = _samples(dataset, repeats, lambda _, __: True), dataset.size * repeats
-    earlier_s = 0.0
+    earlier_s, earlier_pacing = 0.0, None
     if continued is None:
         started_at = datetime.now(UTC)
         run_dir = results_dir / model_slug(resolved.name) / new_run_id(mode, started_at)
     else:
         run_dir, started_at, earlier_s = continued.path, continued.summary.started_at, continued.summary.wall_s
+        earlier_pacing = continued.summary.scores.totals.pacing
         if continued.summary.settings.tool_choice == "auto" and tool_choice is None:
             settings = continued.summary.settings.model_copy(
-                update={"concurrency": concurrency, "workers": settings.workers}
+                update={key: getattr(settings, key) for key in ("concurrency", "workers", "rpm", "tpm", "max_wait_s")}
             )
     with RunWriter(run_dir, resume=continued is not None) as writer:  # the lock: one process writes a run
         if continued is not None:
@@ -283,7 +292,8 @@ async def _run(
                 to_pose = dataset.size * repeats - len(kept)
         return await _pose_and_store(
             task, dataset, posed, to_pose, resolved, writer, settings, model_settings, prices=prices,
-            started_at=started_at, earlier_s=earlier_s, resumed=continued is not None, retry_errors=retry_errors,
+            started_at=started_at, earlier_s=earlier_s, earlier_pacing=earlier_pacing, resumed=continued is not None,
+            retry_errors=retry_errors,
             batch=batch, workers=workers, control=control, on_record=on_record, on_start=on_start,
         )  # fmt: skip
 
@@ -338,6 +348,7 @@ async def _pose_and_store(
     prices: UserPrices | None,
     started_at: datetime,
     earlier_s: float,
+    earlier_pacing: Pacing | None,
     resumed: bool,
     retry_errors: bool,
     batch: BatchOptions | None,
@@ -348,6 +359,7 @@ async def _pose_and_store(
 ) -> RunOutcome:
     run_dir, mode = writer.run_dir, settings.mode
     segment_started = time.perf_counter()
+    paced_before = control.pacer.report() if control.pacer is not None else None
 
     def summary(result: EvaluationResult | None, status: RunStatus, reason: str | None) -> RunSummary:
         used: dict[str, Any] = {"tool_choice": result.tool_choice if result is not None else settings.tool_choice}
@@ -358,11 +370,13 @@ async def _pose_and_store(
             book.add(record)
             if record.excluded:
                 excluded.append(record.case_id)
+        scores = book.scores()
+        scores.totals.pacing = _pacing(earlier_pacing, control.traffic.pacer, paced_before)
         return RunSummary(
             program_version=program_version(), run_id=run_dir.name, suite=dataset.info.suite, task=task.name,
             model=resolved.name, mode=mode, status=status, reason=reason, started_at=started_at,
             finished_at=datetime.now(UTC), wall_s=round(earlier_s + time.perf_counter() - segment_started, 3),
-            settings=settings.model_copy(update=used), dataset=dataset.info, scores=book.scores(),
+            settings=settings.model_copy(update=used), dataset=dataset.info, scores=scores,
             excluded_case_ids=sorted(set(excluded)),  # a case posed with repeats is listed once
         )  # fmt: skip
 
@@ -416,3 +430,20 @@ async def _pose_and_store(
         final = final.model_copy(update={"status": "partial", "reason": "some cases have no record yet"})
     writer.write_summary(final)
     return RunOutcome(run_dir, final, result, to_pose)
+
+
+def _pacing(earlier: Pacing | None, pacer: Pacer | None, before: PaceReport | None) -> Pacing | None:
+    """What flow control met in this segment of the run, added to the earlier segments' (None: nothing was paced)."""
+    if pacer is None:
+        return earlier
+    now = pacer.report()
+    segment = now.since(before) if before is not None else now
+    earlier = earlier or Pacing()
+    return Pacing(
+        rate_limited=earlier.rate_limited + segment.rate_limited, waits=earlier.waits + segment.waits,
+        wait_s=round(earlier.wait_s + segment.wait_s, 3), outages=earlier.outages + segment.outages,
+        outage_s=round(earlier.outage_s + segment.outage_s, 3),
+        sent_into_outage=earlier.sent_into_outage + segment.sent_into_outage,
+        stated_rpm=segment.stated_rpm or earlier.stated_rpm, stated_tpm=segment.stated_tpm or earlier.stated_tpm,
+        notes=list(dict.fromkeys([*earlier.notes, *segment.notes])),
+    )  # fmt: skip

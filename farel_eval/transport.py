@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import sqlite3
 import threading
 from contextvars import ContextVar
@@ -20,6 +21,7 @@ import httpx2
 from pydantic_ai.models import create_async_httpx2_client
 
 from farel_eval.errors import ResultFileError
+from farel_eval.flow import Pacer, Verdict
 
 __all__ = ["ResponseCache", "SampleTraffic", "TrafficMeter", "current_traffic", "http_client", "meter_model"]
 
@@ -34,6 +36,8 @@ class TrafficMeter:
     waiting_now: int = 0
     batch_states: dict[str, int] = field(default_factory=dict)
     """With a batch API: how many batches are in each state, and how many samples wait on one (`waiting`)."""
+    pacer: Pacer | None = None
+    """The run's gate, whose pace and waits a progress display shows."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def retried(self) -> None:
@@ -50,8 +54,16 @@ class SampleTraffic:
     """What one sample's requests met on the wire, reported to its run's meter."""
 
     meter: TrafficMeter
+    pacer: Pacer | None = None
+    """The run's gate every request of the sample goes through (None: sent as they come)."""
+    key: str = ""
+    """Names the sample to the pacer (an outage is failures of several samples)."""
     transport_retries: int = 0
     cache_hits: int = 0
+    rate_limited: int = 0
+    """Responses answered HTTP 429 (resent by the pacer)."""
+    wait_s: float = 0.0
+    """Seconds the sample's requests waited for capacity or for an outage to end."""
     waiting: bool = False
     """A retryable failure was answered and the SDK is backing off before the next attempt."""
 
@@ -119,9 +131,10 @@ class ResponseCache:
 
 
 class _MeteredTransport(httpx2.AsyncBaseTransport):
-    """Counts each request for the sample being posed (if any), answers from the cache when it has one, and
-    bounds the whole request, body included, by `deadline_s` (a read timeout alone lets a server that drips
-    a byte a second hold a request forever)."""
+    """Counts each request for the sample being posed (if any), answers from the cache when it has one, sends it
+    through the run's pacer (which resends a 429, and a failure in an outage, itself), and bounds each sending,
+    body included, by `deadline_s` (a read timeout alone lets a server that drips a byte a second hold a request
+    forever)."""
 
     def __init__(
         self, inner: httpx2.AsyncBaseTransport, cache: ResponseCache | None, deadline_s: float | None = None
@@ -144,7 +157,46 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
                 return httpx2.Response(status, headers=headers, content=content, request=request)
         if traffic is not None:
             traffic.sent(request)
-        whole = self._deadline_s is not None or self._cache is not None
+        pacer = traffic.pacer if traffic is not None else None
+        if pacer is None:
+            response = await self._send(request, traffic, whole=self._cache is not None)
+        else:
+            response = await self._paced(request, traffic, pacer)  # type: ignore[arg-type]
+        if response.status_code == 200 and self._cache is not None and key is not None:
+            self._cache.put(key, response.status_code, response.headers, response.content)
+        return response
+
+    async def _paced(self, request: httpx2.Request, traffic: SampleTraffic, pacer: Pacer) -> httpx2.Response:
+        """Through the gate: a 429 and a failure in an outage are sent again once the pacer lets them."""
+        last: list[httpx2.Response | httpx2.TransportError] = []
+        whole = self._cache is not None or pacer.counts_tokens
+
+        async def attempt() -> tuple[Verdict, httpx2.Headers, float | None]:
+            if last and isinstance(last[0], httpx2.Response):
+                await last[0].aclose()
+            try:
+                response = await self._send(request, traffic, whole=whole)
+            except httpx2.TransportError as exc:
+                last[:] = [exc]
+                return "failed", httpx2.Headers(), None
+            last[:] = [response]
+            status = response.status_code
+            if status == 429:
+                traffic.rate_limited += 1
+                return "throttled", response.headers, None
+            failed = status >= 500 or status == 408
+            return ("failed" if failed else "answered"), response.headers, _used_tokens(response) if whole else None
+
+        length = request.headers.get("content-length", "")
+        traffic.wait_s += await pacer.send(traffic.key, int(length) / 4 if length.isdigit() else 256.0, attempt)
+        outcome = last[0]
+        if isinstance(outcome, httpx2.TransportError):
+            raise outcome
+        return outcome
+
+    async def _send(self, request: httpx2.Request, traffic: SampleTraffic | None, *, whole: bool) -> httpx2.Response:
+        """One sending; the body read whole when asked (or to bound it by the deadline)."""
+        whole = whole or self._deadline_s is not None
         try:
             async with asyncio.timeout(self._deadline_s):
                 response = await self._inner.handle_async_request(request)
@@ -161,12 +213,25 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
             traffic.failed(response.status_code)
         if raw is None:
             return response
-        if response.status_code == 200 and self._cache is not None and key is not None:
-            self._cache.put(key, response.status_code, response.headers, raw)
         return httpx2.Response(response.status_code, headers=response.headers, content=raw, request=request)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+def _used_tokens(response: httpx2.Response) -> float | None:
+    """The tokens an answer used, as OpenAI (`total_tokens`) or Anthropic (input + output) report them."""
+    try:
+        usage = json.loads(response.content).get("usage")
+    except (ValueError, AttributeError, httpx2.ResponseNotRead):
+        return None
+    if not isinstance(usage, dict):
+        return None
+    total = usage.get("total_tokens")
+    if total is None:
+        parts = [usage.get(name) for name in ("input_tokens", "output_tokens")]
+        total = sum(part for part in parts if isinstance(part, int | float)) or None
+    return float(total) if isinstance(total, int | float) and total > 0 else None
 
 
 _POOL = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)

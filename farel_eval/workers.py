@@ -312,10 +312,12 @@ def _write_work(samples: Iterable[Sample], run_dir: Path) -> tuple[Path, int]:
 
 def budget_share(control: RunControl, count: int) -> RunControl:
     """One of `count` parts' share of a run's budgets, each part gating its samples as a whole run does, so the
-    run overshoots by at most about one sample per part; its traffic gauges are the run's."""
+    run overshoots by at most about one sample per part; its traffic gauges and its pacer are the run's."""
     requests = -(-control.max_requests // count) if control.max_requests is not None else None
     cost = control.max_cost / count if control.max_cost is not None else None
-    return RunControl(max_cost=cost, max_requests=requests, grace_s=control.grace_s, traffic=control.traffic)
+    return RunControl(
+        max_cost=cost, max_requests=requests, grace_s=control.grace_s, traffic=control.traffic, pacer=control.pacer
+    )
 
 
 PoseHere = Callable[[Path, Callable[[SampleRecord], None], RunControl], Awaitable[EvaluationResult | None]]

@@ -106,6 +106,8 @@ def embeddings(vector: Callable[[str], Sequence[float]], calls: list[dict[str, A
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 256
+    """A real server's backlog: with the default 5, a burst of new connections is refused by the kernel."""
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that was killed mid-request (as some tests do) is not a server failure."""

@@ -65,26 +65,30 @@ def run_against(server: FakeOpenAI, results: Path, *args: str) -> subprocess.Com
     return main_py("--model", "m", "--base-url", server.url, "--results-dir", str(results), "--quiet", *args)
 
 
-def test_rate_limit_bursts_are_retried_and_counted_apart(tmp_path: Path) -> None:
+def test_rate_limit_bursts_are_waited_out_not_spent_as_retries(tmp_path: Path) -> None:
     flaky = Flaky(lambda quiz, n: RATE_LIMITED if n < 2 else None)
     with FakeOpenAI(flaky) as server:
-        done = run_against(server, tmp_path, "--limit", "9")
+        done = run_against(server, tmp_path, "--limit", "9", "--max-transport-retries", "0")
     assert done.returncode == 0, done.stderr
     summary, records = stored(tmp_path)
-    assert [r.transport_retries for r in records] == [2] * 9
-    assert (summary.scores.correct, summary.scores.errors, summary.scores.totals.transport_retries) == (9, 0, 18)
+    assert [(r.status, r.transport_retries, r.rate_limited) for r in records] == [("correct", 0, 2)] * 9
+    totals = summary.scores.totals
+    assert (summary.scores.correct, summary.scores.errors, totals.transport_retries) == (9, 0, 0)
+    assert totals.pacing is not None and (totals.pacing.rate_limited, totals.pacing.outages) == (18, 0)
     assert (summary.scores.compliance.invalid_outputs, summary.scores.compliance.corrective_retries) == (0, 0)
-    assert (summary.scores.totals.requests, sum(flaky.calls.values())) == (9, 27)
+    assert (totals.requests, sum(flaky.calls.values())) == (9, 27)
 
 
-def test_retry_after_is_honoured(tmp_path: Path) -> None:
+def test_retry_after_is_honoured_and_kept_out_of_latency(tmp_path: Path) -> None:
     wait = Fault(429, {"error": {"message": "rate limited"}}, {"retry-after": "1"})
     with FakeOpenAI(Flaky(lambda quiz, n: wait if n < 2 else None)) as server:
         done = run_against(server, tmp_path, "--limit", "1")
     assert done.returncode == 0, done.stderr
-    _, (record,) = stored(tmp_path)
-    assert (record.status, record.transport_retries) == ("correct", 2)
-    assert record.latency_s is not None and 2.0 <= record.latency_s < 4.0
+    summary, (record,) = stored(tmp_path)
+    assert (record.status, record.transport_retries, record.rate_limited) == ("correct", 0, 2)
+    assert 2.0 <= record.wait_s < 3.0
+    assert record.latency_s is not None and record.latency_s < 1.0
+    assert summary.scores.totals.pacing is not None and summary.scores.totals.pacing.waits == 2
 
 
 def test_intermittent_500s_timeouts_and_dropped_connections_are_retried(tmp_path: Path) -> None:
@@ -99,10 +103,11 @@ def test_intermittent_500s_timeouts_and_dropped_connections_are_retried(tmp_path
         return None
 
     with FakeOpenAI(Flaky(plan)) as server:
-        done = run_against(server, tmp_path, "--limit", "9", "--request-timeout", "1.5", "--concurrency", "9")
+        done = run_against(server, tmp_path, "--limit", "9", "--request-timeout", "1.5", "--concurrency", "1")
     assert done.returncode == 0, done.stderr
-    summary, records = stored(tmp_path)
+    summary, records = stored(tmp_path)  # one at a time, each failure is followed by an answer: no outage
     assert [(r.status, r.transport_retries) for r in records] == [("correct", 1)] * 9
+    assert summary.scores.totals.pacing is not None and summary.scores.totals.pacing.outages == 0
     assert (summary.scores.errors, summary.scores.compliance.invalid_outputs) == (0, 0)
     assert summary.scores.totals.transport_retries == 9
 

@@ -126,11 +126,16 @@ class SampleRecord(_Record):
     usage: TokenUsage
     cost: Cost
     latency_s: float | None
-    """Seconds from the first request to the final output; None when not known (imported logs)."""
+    """Seconds from the first request to the final output, waits for capacity (`wait_s`) left out; None when not
+    known (imported logs)."""
     transport_retries: int = 0
     """Requests the SDK sent again after a transport failure (429, 5xx, timeout, dropped connection):
     counted apart from corrective retries, never as invalid output."""
     cache_hits: int = 0
     """Responses served from the request cache instead of the network."""
+    rate_limited: int = Field(default=0, exclude_if=lambda count: count == 0)
+    """Responses answered HTTP 429 and sent again once the provider had capacity (never a transport retry)."""
+    wait_s: float = Field(default=0.0, exclude_if=lambda seconds: seconds == 0)
+    """Seconds the sample's requests waited for capacity or for an outage to end: left out of `latency_s`."""
     error: str | None = None
     """Why the call failed, for status `error`."""

@@ -15,6 +15,7 @@ __all__ = [
     "Compliance",
     "DatasetInfo",
     "GroupScore",
+    "Pacing",
     "RunSettings",
     "RunStatus",
     "RunSummary",
@@ -73,6 +74,27 @@ class Compliance(_Model):
     relaxed_recoverable_correct: int = 0
 
 
+class Pacing(_Model):
+    """What flow control met in a run (all its segments): the provider's rationing and outages, waited out."""
+
+    rate_limited: int = 0
+    """Responses answered HTTP 429, each sent again once there was capacity (none a sample's failure)."""
+    waits: int = 0
+    """Requests that waited for capacity, or for an outage to end, before going out."""
+    wait_s: float = 0.0
+    """Those waits added up (requests waiting side by side each count)."""
+    outages: int = 0
+    """Times the provider failed several samples in a row, and requests were held until it answered again."""
+    outage_s: float = 0.0
+    sent_into_outage: int = 0
+    """Requests that failed in an outage or made one (probes included)."""
+    stated_rpm: float | None = None
+    """The request limit the provider stated (per minute), as last read."""
+    stated_tpm: float | None = None
+    notes: list[str] = Field(default_factory=list)
+    """What the provider stated that could not be true (clamped or ignored)."""
+
+
 class Totals(_Model):
     """Run-wide sums."""
 
@@ -90,6 +112,8 @@ class Totals(_Model):
     mean_latency_s: float | None
     transport_retries: int = 0
     cache_hits: int = 0
+    pacing: Pacing | None = None
+    """None for runs made before flow control, imported ones and batches."""
 
 
 Aggregate = Literal["macro", "mean"]
@@ -184,6 +208,12 @@ class RunSettings(_Model):
     """Sent through the provider's batch API (batch prices; see each record's `cost.batch_price`)."""
     updated_prices: bool = False
     """genai-prices' price data was refreshed from the network for this run (`--update-prices`), not the installed."""
+    rpm: float | None = None
+    """The caller's cap on requests per minute (`--rpm`); the provider's stated limits apply besides."""
+    tpm: float | None = None
+    """The caller's cap on tokens per minute (`--tpm`)."""
+    max_wait_s: float | None = None
+    """How long requests may wait with nothing answered before the run stops as partial (`--max-wait`)."""
 
 
 class RunSummary(_Model):
