@@ -23,6 +23,7 @@ from farel_eval.batches import BatchOptions
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.engine import EvaluationResult, RunControl, ToolChoice, default_retries, evaluate
 from farel_eval.errors import EvaluatorError, InputError, ModelSetupError, ResultFileError, TaskError
+from farel_eval.flow import Pacer, PaceReport
 from farel_eval.models import PreparedModel, open_model
 from farel_eval.runs import RunOutcome, run
 from farel_eval.schemas import (
@@ -59,6 +60,8 @@ __all__ = [
     "InputError",
     "ModelSetupError",
     "OptionAnswer",
+    "PaceReport",
+    "Pacer",
     "PreparedModel",
     "Quiz",
     "ResultFileError",

@@ -33,7 +33,7 @@ from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.engine import CREDENTIALS_REFUSED, RunControl
 from farel_eval.errors import EvaluatorError, InputError, OneLineArgumentParser
 from farel_eval.farel_logs import log_files, parse_log
-from farel_eval.flow import Pacer
+from farel_eval.flow import WAITED_TOO_LONG, Pacer
 from farel_eval.leaderboard import build_rows, compare_runs, load_run, relaxed_score
 from farel_eval.local_server import DEFAULT_LOCAL_MODEL, locate_local_model
 from farel_eval.models import open_model
@@ -72,6 +72,8 @@ EXIT_DNF = 3
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 EXIT_BROKEN_PIPE = 141
+EXIT_TRY_LATER = 75
+"""The provider gave no capacity, or stayed out of service, past --max-wait: resume later (sysexits' EX_TEMPFAIL)."""
 TERMINATED = "terminated (SIGTERM)"
 
 PARAMETERS = (
@@ -544,6 +546,16 @@ def _report(summary: RunSummary, run_dir: Path) -> None:
         f"totals: {totals.requests} requests, {_count(totals.input_tokens)} input / {_count(totals.output_tokens)} "
         f"output tokens, cost {cost}, {summary.wall_s:.1f} s"
     )
+    pacing = totals.pacing
+    if pacing is not None and (pacing.rate_limited or pacing.waits or pacing.outages):
+        stated = ", ".join(f"{value:.0f} {unit}" for value, unit in ((pacing.stated_rpm, "rpm"),
+                                                                    (pacing.stated_tpm, "tpm")) if value)  # fmt: skip
+        print(
+            f"pacing: {pacing.rate_limited} answers 429 (waited out, none an error), {pacing.waits} requests waited "
+            f"{pacing.wait_s:.1f} s in all, {pacing.outages} outages ({pacing.outage_s:.1f} s, "
+            f"{pacing.sent_into_outage} requests sent into them)"
+            + (f"; the provider states {stated}" if stated else "")
+        )
     print(f"stored in {run_dir}")
 
 
@@ -721,6 +733,9 @@ def _outcome_code(outcome: RunOutcome) -> int:
     if final.reason is not None and final.reason.startswith(CREDENTIALS_REFUSED):
         print(f"{_prog()}: error: {final.reason} (run stored as partial in {run_dir})", file=sys.stderr)
         return EXIT_DNF
+    if final.reason is not None and final.reason.startswith(WAITED_TOO_LONG):
+        print(f"{_prog()}: {final.reason} (run stored as partial in {run_dir})", file=sys.stderr)
+        return EXIT_TRY_LATER
     if final.reason in (INTERRUPTED, TERMINATED):
         kept = f"finished samples are kept in {run_dir} (--resume continues)"
         print(f"{_prog()}: {final.reason}; {kept}", file=sys.stderr)

@@ -40,8 +40,10 @@ from typing import Literal
 
 from farel_eval.errors import EvaluatorError
 
-__all__ = ["PaceReport", "Pacer", "WaitedTooLong"]
+__all__ = ["WAITED_TOO_LONG", "PaceReport", "Pacer", "WaitedTooLong"]
 
+WAITED_TOO_LONG = "stopped: the provider gave no capacity"
+"""The start of a run's reason when it stopped because requests waited past the max wait."""
 _POLL_S = 0.005
 """How often a request waiting for room in flight (freed by any process) looks again."""
 _OUTAGE_FAILURES = 3
@@ -286,8 +288,8 @@ class Pacer:
                         state.gave_up_at = max(state.gave_up_at, now)
                         state.waiting -= 1
                         raise WaitedTooLong(
-                            f"stopped: the provider gave no capacity for {state.max_wait_s:g} s (max wait); "
-                            "resume to carry on"
+                            f"{WAITED_TOO_LONG}, or stayed out of service, for {state.max_wait_s:g} s (the max "
+                            "wait); resume to carry on"
                         )
                 await asyncio.sleep(min(max(delay, _POLL_S), 1.0))
 
