@@ -187,6 +187,8 @@ def _row(run: StoredRun, analysis: RunAnalysis | None) -> LeaderboardRow:
         score_per_usd=score / per_case if score is not None and per_case else None,
         latency_median_s=analysis.latency_median_s if analysis else None,
         latency_p95_s=analysis.latency_p95_s if analysis else None,
+        rate_limited=scores.totals.pacing.rate_limited if scores.totals.pacing else None,
+        wait_s=scores.totals.pacing.wait_s if scores.totals.pacing else None,
         valid_after_retries=scores.compliance.valid_after_retries,
         invalid_by_kind=dict(scores.compliance.invalid_by_kind),
         score_relaxed=_score_relaxed(run, score),

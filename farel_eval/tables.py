@@ -301,7 +301,7 @@ CSV_FIELDS = (
     "requests", "input_tokens", "output_tokens", "cost_usd", "wall_s", "complete", "cases", "repeats",
     "score_ci95_low", "score_ci95_high", "rank_group", "chance", "favourite_position", "favourite_position_score",
     "cost_per_case_usd", "cost_per_correct_usd", "score_per_usd", "pareto", "latency_median_s", "latency_p95_s",
-    "valid_after_retries", "consistency",
+    "valid_after_retries", "consistency", "rate_limited", "wait_s",
 )  # fmt: skip
 
 

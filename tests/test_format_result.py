@@ -356,7 +356,7 @@ def test_csv_and_json_carry_the_same_rows(results: Path) -> None:
     rows = format_result.build_rows(load_runs(results))
     lines = format_result.render_csv(rows).splitlines()
     assert lines[0].startswith("rank,suite,model,mode,run_id,status,imported,score,child,grandparent,samples,")
-    assert lines[0].endswith(",valid_after_retries,consistency")
+    assert lines[0].endswith(",valid_after_retries,consistency,rate_limited,wait_s")
     assert lines[1].startswith(
         "1,farel,best,tool,run-best-1,finished,False,75.00,100.00,50.00,4,3,1,0,0,,0,0,4,400,40,,12.5,"
     )

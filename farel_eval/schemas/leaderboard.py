@@ -93,8 +93,12 @@ class LeaderboardRow(BaseModel):
     """On the (cost per case, score) Pareto frontier of its suite's complete runs; None when cost is unknown or
     the run is not complete."""
     latency_median_s: float | None = None
-    """Seconds per case, from the first request to the final output."""
+    """Seconds per case, from the first request to the final output, waits for capacity left out."""
     latency_p95_s: float | None = None
+    rate_limited: int | None = None
+    """Responses the provider answered HTTP 429 (waited out); None when the run was not paced (imported, older)."""
+    wait_s: float | None = None
+    """Seconds requests waited for capacity or for an outage to end, added up: reported apart from latency."""
     valid_after_retries: float | None = None
     invalid_by_kind: dict[str, int] = {}
     score_relaxed: float | None = None
