@@ -9,6 +9,7 @@ import asyncio
 import subprocess
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 import evaluator
 import farel_bench
+from farel_eval.flow import Verdict
 from farel_eval.schemas import RunSummary, SampleRecord
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
@@ -249,3 +251,20 @@ def test_two_runs_in_one_process_share_the_pacer_they_are_handed() -> None:
     assert [(r.status, r.scores.correct) for r in results] == [("finished", 20), ("finished", 20)]
     assert len(times) == 40 and times[-1] - times[0] >= (40 - 11) / 10  # one pace of 10 a second for both
     assert pacer.report().rate_limited == 0
+
+
+def test_anthropic_states_its_limits_in_its_own_headers() -> None:
+    reset = (datetime.now(UTC) + timedelta(seconds=30)).isoformat().replace("+00:00", "Z")
+    stated = {"anthropic-ratelimit-requests-limit": "50", "anthropic-ratelimit-requests-remaining": "0",
+              "anthropic-ratelimit-requests-reset": reset}  # fmt: skip
+
+    async def answered() -> tuple[Verdict, dict[str, str], float | None]:
+        return "answered", stated, None
+
+    async def twice(pacer: evaluator.Pacer) -> tuple[float, float]:
+        return await pacer.send("a", 10, answered), await pacer.send("b", 10, answered)
+
+    pacer = evaluator.Pacer()
+    first, second = asyncio.run(twice(pacer))
+    assert pacer.report().stated_rpm == 50.0
+    assert first == 0.0 and second >= 1.2  # nothing left, refilled at 50 a minute: the next waits for one and more
