@@ -130,6 +130,9 @@ class RunControl:
     max_requests: int | None = None
     """Stop starting samples once this many model requests were made."""
     grace_s: float = 10.0
+    budget_named: tuple[float | None, int | None] | None = None
+    """The whole run's (max_cost, max_requests) when these are one part's share of them (`--workers`): what a
+    stop's reason names, since the user set those."""
     reason: str | None = None
     """Why the run was stopped; None while it runs."""
     traffic: TrafficMeter = field(default_factory=TrafficMeter)
@@ -138,6 +141,10 @@ class RunControl:
     """The gate every request of the run goes through (see `farel_eval.flow`); None: one of the run's own, made
     for its concurrency. Runs handed the same pacer keep one pace between them."""
     _event: asyncio.Event | None = field(default=None, repr=False)
+
+    @property
+    def named_budget(self) -> tuple[float | None, int | None]:
+        return self.budget_named or (self.max_cost, self.max_requests)
 
     def stop(self, reason: str) -> None:
         if self.reason is None:
@@ -338,7 +345,7 @@ class _Poser:
         started = time.perf_counter()
         value: Any = None
         exception: BaseException | None = None
-        traffic = SampleTraffic(self.traffic, self.pacer, f"{case.id}\x00{repeat}")
+        traffic = SampleTraffic(self.traffic, self.pacer, f"{case.id}\x00{repeat}", self.redact)
         counting = current_traffic.set(traffic)
         turns = _Turns(self, case, repeat)
         try:
@@ -403,6 +410,8 @@ class _Poser:
             rate_limited=traffic.rate_limited,
             wait_s=round(traffic.wait_s, 4),
         )
+        if self.redact.active:  # a key a server or model echoes in an answer is not stored either
+            record = SampleRecord.model_validate_json(self.redact(record.model_dump_json()))
         return _Outcome(record, exception)
 
 
@@ -476,10 +485,10 @@ class Collector:
         if _refused_credentials(exception):
             control.stop(f"{CREDENTIALS_REFUSED}: {record.error}")
         if control.max_requests is not None and self.book.requests >= control.max_requests:
-            control.stop(f"max_requests {control.max_requests} reached")
+            control.stop(f"max_requests {control.named_budget[1]} reached")
         spent = self.book.cost_usd
         if control.max_cost is not None and spent is not None and spent >= control.max_cost:
-            control.stop(f"max_cost ${control.max_cost:g} reached")
+            control.stop(f"max_cost ${control.named_budget[0]:g} reached")
 
     async def admit(self) -> bool:
         """Wait until one more sample fits the budgets beside those in flight; False once none may start."""
@@ -491,7 +500,7 @@ class Collector:
                 self._in_flight += 1
                 return True
             if not self._in_flight:
-                control.stop(f"max_cost ${control.max_cost:g} reached: the next sample would pass it")
+                control.stop(f"max_cost ${control.named_budget[0]:g} reached: the next sample would pass it")
                 return False
             settled = self._settled
             await settled.wait()
@@ -689,7 +698,7 @@ def _result(
     control: RunControl, started: float,
 ) -> EvaluationResult:  # fmt: skip
     book = collected.book
-    if status == "finished" and book.answered == 0 and book.errors == book.samples:
+    if status == "finished" and book.samples and book.answered == 0 and book.errors == book.samples:
         status, why = "dnf", collected.first_error
     elif status == "finished" and control.stopping:
         status, why = "partial", control.reason
@@ -750,12 +759,21 @@ async def _pose_rest(
     after this returns.
     """
 
+    workers: set[asyncio.Task[None]] = set()
+
+    def another() -> None:
+        """One more worker, while fewer than `concurrency` run: made as the samples come, so a concurrency far
+        beyond the number of samples costs nothing."""
+        if len(workers) < concurrency:
+            workers.add(asyncio.create_task(worker()))
+
     async def worker() -> None:
         while await collected.admit():
             try:
                 item = next(pending, None)
                 if item is None:
                     return
+                another()
                 try:
                     outcome = await poser.pose(item[1], item[2])
                 except WaitedTooLong as exc:  # the sample stays unrecorded: a resume poses it
@@ -765,16 +783,14 @@ async def _pose_rest(
             finally:
                 collected.release()
 
-    workers = {asyncio.create_task(worker()) for _ in range(concurrency)}
+    another()
     stop = asyncio.create_task(control.stopped())
-    running = set(workers)
     try:
-        while running and not stop.done():
-            done, running = await asyncio.wait(running | {stop}, return_when=asyncio.FIRST_COMPLETED)
-            running.discard(stop)
+        while not stop.done() and (running := {task for task in workers if not task.done()}):
+            done, _ = await asyncio.wait(running | {stop}, return_when=asyncio.FIRST_COMPLETED)
             _raise_failure(done - {stop})
-        if running:
-            done, running = await asyncio.wait(running, timeout=control.grace_s)
+        if running := {task for task in workers if not task.done()}:
+            done, _ = await asyncio.wait(running, timeout=control.grace_s)
             _raise_failure(done)
     finally:
         for task in (*workers, stop):

@@ -81,5 +81,10 @@ class Redactor:
         found += [v for name, v in os.environ.items() if _SECRET_VARIABLE.search(name) and len(v) >= _MIN_ENV_LENGTH]
         return cls(found)
 
+    @property
+    def active(self) -> bool:
+        """It knows a secret to hide."""
+        return self._pattern is not None
+
     def __call__(self, text: str) -> str:
         return self._pattern.sub(REDACTED, text) if self._pattern is not None else text

@@ -22,10 +22,23 @@ from pydantic_ai.models import create_async_httpx2_client
 
 from farel_eval.errors import ResultFileError
 from farel_eval.flow import Pacer, Verdict
+from farel_eval.secrets import Redactor
 
-__all__ = ["ResponseCache", "SampleTraffic", "TrafficMeter", "current_traffic", "http_client", "meter_model"]
+__all__ = [
+    "MAX_BODY",
+    "ResponseCache",
+    "SampleTraffic",
+    "TrafficMeter",
+    "current_traffic",
+    "http_client",
+    "meter_model",
+]
 
 _RETRYABLE = frozenset({408, 409, 429})
+MAX_BODY = 64 << 20
+"""The most bytes of one answer, decompressed, that a run reads."""
+_REFUSED = "x-farel-eval-refused"
+"""Marks an answer refused here (too large): the provider did answer, so it says nothing of an outage."""
 
 
 @dataclass
@@ -58,6 +71,8 @@ class SampleTraffic:
     """The run's gate every request of the sample goes through (None: sent as they come)."""
     key: str = ""
     """Names the sample to the pacer (an outage is failures of several samples)."""
+    redact: Redactor | None = None
+    """The run's secrets, kept out of what the response cache stores too."""
     transport_retries: int = 0
     cache_hits: int = 0
     rate_limited: int = 0
@@ -107,6 +122,7 @@ class ResponseCache:
                 f"cannot open the response cache {path}: {getattr(exc, 'strerror', None) or exc}"
             ) from None
         self._lock = threading.Lock()
+        self.broken: str | None = None
 
     @staticmethod
     def key(request: httpx2.Request, body: bytes) -> str:
@@ -120,10 +136,20 @@ class ResponseCache:
         headers = [tuple(line.split(": ", 1)) for line in row[1].split("\n") if ": " in line]
         return int(row[0]), [(name, value) for name, value in headers], bytes(row[2])
 
-    def put(self, key: str, status: int, headers: httpx2.Headers, body: bytes) -> None:
-        kept = "\n".join(f"{k}: {v}" for k, v in headers.items() if k.lower() in ("content-type", "content-encoding"))
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", (key, status, kept, body))
+    def put(self, key: str, status: int, headers: httpx2.Headers, body: bytes, redact: Redactor | None = None) -> None:
+        """Keep an answer: a JSON object (a proxy's HTML page with status 200 is no answer to replay), with the
+        run's secrets redacted. A cache that cannot be written (a full disk) is skipped from then on, `broken`
+        saying why: the paid answer is recorded all the same."""
+        if self.broken is not None or not _json_object(body):
+            return
+        if redact is not None and redact.active:
+            body = redact(body.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+        kept = "\n".join(f"{k}: {v}" for k, v in headers.items() if k.lower() == "content-type")
+        try:
+            with self._lock:
+                self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", (key, status, kept, body))
+        except (OSError, sqlite3.Error) as exc:
+            self.broken = f"the response cache cannot be written ({exc}): answers are no longer kept in it"
 
     def close(self) -> None:
         with self._lock:
@@ -163,19 +189,19 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
         else:
             response = await self._paced(request, traffic, pacer)  # type: ignore[arg-type]
         if response.status_code == 200 and self._cache is not None and key is not None:
-            self._cache.put(key, response.status_code, response.headers, response.content)
+            redact = traffic.redact if traffic is not None else None
+            self._cache.put(key, response.status_code, response.headers, response.content, redact)
         return response
 
     async def _paced(self, request: httpx2.Request, traffic: SampleTraffic, pacer: Pacer) -> httpx2.Response:
         """Through the gate: a 429 and a failure in an outage are sent again once the pacer lets them."""
         last: list[httpx2.Response | httpx2.TransportError] = []
-        whole = self._cache is not None or pacer.counts_tokens
 
         async def attempt() -> tuple[Verdict, httpx2.Headers, float | None]:
             if last and isinstance(last[0], httpx2.Response):
                 await last[0].aclose()
             try:
-                response = await self._send(request, traffic, whole=whole)
+                response = await self._send(request, traffic, whole=True)  # bounded by `MAX_BODY`
             except httpx2.TransportError as exc:
                 last[:] = [exc]
                 return "failed", httpx2.Headers(), None
@@ -184,8 +210,9 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
             if status == 429:
                 traffic.rate_limited += 1
                 return "throttled", response.headers, None
-            failed = status >= 500 or status == 408
-            return ("failed" if failed else "answered"), response.headers, _used_tokens(response) if whole else None
+            failed = (status >= 500 or status == 408) and _REFUSED not in response.headers
+            used = _used_tokens(response) if pacer.counts_tokens else None
+            return ("failed" if failed else "answered"), response.headers, used
 
         length = request.headers.get("content-length", "")
         traffic.wait_s += await pacer.send(traffic.key, int(length) / 4 if length.isdigit() else 256.0, attempt)
@@ -195,12 +222,18 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
         return outcome
 
     async def _send(self, request: httpx2.Request, traffic: SampleTraffic | None, *, whole: bool) -> httpx2.Response:
-        """One sending; the body read whole when asked (or to bound it by the deadline)."""
+        """One sending; the body read whole and decompressed when asked (or to bound it by the deadline), at most
+        `MAX_BODY` bytes of it: a larger answer (a gzip bomb inflates half a megabyte to gigabytes) is refused as
+        an HTTP error the SDK does not retry, with the reason."""
         whole = whole or self._deadline_s is not None
         try:
             async with asyncio.timeout(self._deadline_s):
                 response = await self._inner.handle_async_request(request)
-                raw = b"".join([chunk async for chunk in response.aiter_raw()]) if whole else None
+                if not whole:
+                    body = None
+                else:
+                    response.request = request
+                    body = await _read_capped(response)
         except TimeoutError:
             if traffic is not None:
                 traffic.failed(None)
@@ -209,14 +242,39 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
             if traffic is not None:
                 traffic.failed(None)
             raise
+        if body is None and whole:
+            await response.aclose()
+            reason = {"error": {"message": f"the response body passed {MAX_BODY >> 20} MB decompressed: refused"}}
+            headers = {"content-type": "application/json", "x-should-retry": "false", _REFUSED: "body"}
+            return httpx2.Response(502, headers=headers, json=reason, request=request)
         if response.status_code != 200 and traffic is not None:
             traffic.failed(response.status_code)
-        if raw is None:
+        if body is None:
             return response
-        return httpx2.Response(response.status_code, headers=response.headers, content=raw, request=request)
+        kept = [(name, value) for name, value in response.headers.multi_items()
+                if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")]  # fmt: skip
+        return httpx2.Response(response.status_code, headers=kept, content=body, request=request)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+async def _read_capped(response: httpx2.Response) -> bytes | None:
+    """The decompressed body, or None once it passes `MAX_BODY` (read no further)."""
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_BODY:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _json_object(body: bytes) -> bool:
+    try:
+        return isinstance(json.loads(body), dict)
+    except ValueError:
+        return False
 
 
 def _used_tokens(response: httpx2.Response) -> float | None:

@@ -43,8 +43,9 @@ __all__ = [
     "stop_when_told", "write_record_line",
 ]  # fmt: skip
 
-_LINE_LIMIT = 1 << 26
-"""The longest record line a worker may send (64 MiB: a record holds every attempt's raw reply)."""
+_LINE_LIMIT = 1 << 31
+"""The longest record line a worker may send (2 GiB, a bound on the buffer only: a record holds every attempt's raw
+reply, and a model may write tens of megabytes; one process stores whatever it is sent)."""
 WORK_PREFIX = ".work-"
 """A segment's work file is `.work-<owner pid>.jsonl` with its claims counter beside it (`.claims`): a worker
 left over from a killed owner cannot take chunks of a later segment's stream."""
@@ -316,7 +317,12 @@ def budget_share(control: RunControl, count: int) -> RunControl:
     requests = -(-control.max_requests // count) if control.max_requests is not None else None
     cost = control.max_cost / count if control.max_cost is not None else None
     return RunControl(
-        max_cost=cost, max_requests=requests, grace_s=control.grace_s, traffic=control.traffic, pacer=control.pacer
+        max_cost=cost,
+        max_requests=requests,
+        grace_s=control.grace_s,
+        traffic=control.traffic,
+        pacer=control.pacer,
+        budget_named=control.named_budget,
     )
 
 
