@@ -8,6 +8,7 @@ gets a row from its summary alone, with no interval.
 from __future__ import annotations
 
 import io
+import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -329,7 +330,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvaluatorError as exc:
         print(f"format_result.py: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # the reader left (`| head`): end quietly, as `main.py` does
+        return _reader_left()
     return 0
+
+
+EXIT_BROKEN_PIPE = 141
+"""What a shell reports for a process a closed pipe stopped (128 + SIGPIPE)."""
+
+
+def _reader_left() -> int:
+    """Point standard output at /dev/null, so the interpreter's last flush at exit fails no more."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
 
 
 def _text(rows: Sequence[LeaderboardRow], fmt: str, farel_only: bool, wide: bool) -> str:
@@ -357,6 +370,7 @@ def _has_records(run_dir: Path) -> bool:
 def _write(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
+        sys.stdout.flush()  # here, where a reader that left is caught, not at exit
         return
     try:
         output.write_text(text, encoding="utf-8")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import PYTHON, REPO
 
 
@@ -38,3 +40,19 @@ def test_a_farel_length_beyond_the_names_is_one_line(tmp_path: Path) -> None:
     )
     assert "Traceback" not in generated.stderr
     assert len(generated.stdout.splitlines()) == 170  # degrees 1 to 17, one quiz per class, as the original writes
+
+
+# --- 26: the leaderboard's reader leaves early (`| head`) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fmt", "code"), [("markdown", 141), ("csv", 141), ("json", 141), ("rich", 1)]
+)  # rich's console handles a closed pipe itself, quietly, with exit 1
+def test_the_leaderboard_ends_quietly_when_its_reader_leaves(fmt: str, code: int) -> None:
+    shown = subprocess.Popen([PYTHON, "format_result.py", "result", "--format", fmt], cwd=REPO,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert shown.stdout is not None and shown.stderr is not None
+    shown.stdout.close()  # the reader is gone before the first line is written
+    with shown.stderr:
+        stderr = shown.stderr.read()
+    assert (shown.wait(timeout=60), stderr) == (code, b"")
