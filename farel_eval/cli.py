@@ -51,6 +51,7 @@ from farel_eval.suites.lineage_import import read_results, result_files, store_r
 from farel_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
 from farel_eval.tables import render_comparison, render_rich
 from farel_eval.tasks import Task
+from farel_eval.terminal import printable
 from farel_eval.workers import (
     WorkerPool,
     WorkerProcesses,
@@ -482,14 +483,14 @@ def _report(summary: RunSummary, run_dir: Path) -> None:
         score = f"{g.score:.2f}" if g.score is not None else "n/a"
         extra = "".join(f", {label}: {n}" for label, n in (("P", g.partial), ("E", g.errors)) if n)
         extra += f", {'ambiguous' if summary.suite == 'farel' else 'excluded'}: {g.excluded}" if g.excluded else ""
-        print(f"{g.group}: {score} (C: {g.correct}, I: {g.incorrect}, M: {g.missing} A: {g.scored}{extra})")
+        print(printable(f"{g.group}: {score} (C: {g.correct}, I: {g.incorrect}, M: {g.missing} A: {g.scored}{extra})"))
     headline = f"{scores.score:.2f}" if scores.score is not None else "n/a"
     if summary.suite == "farel":
         length = summary.dataset.params.get("length")
         title = f"FaRel{'-' + str(length) if length else ''}"
     else:
         title = "lineage" if summary.suite == "lineage" else f"{summary.suite} score"
-    print(f"{title}: {headline}  ({summary.model}, {summary.mode} mode)")
+    print(printable(f"{title}: {headline}  ({summary.model}, {summary.mode} mode)"))
     if summary.suite == "lineage":
         sizes = lineage.size_scores(scores.groups)
         print("problem sizes: " + ", ".join(f"{name} {value:.2f}" for name, value in sizes.items()))
@@ -692,12 +693,12 @@ def _outcome_code(outcome: RunOutcome) -> int:
     final, run_dir = outcome.summary, outcome.run_dir
     if final.status == "dnf":
         where = f" at {final.settings.base_url}" if final.settings.base_url else ""
-        print(f"{_prog()}: error: model {final.model}{where} could not be reached: {final.reason} "
-              f"(run stored as DNF in {run_dir})", file=sys.stderr)  # fmt: skip
+        print(printable(f"{_prog()}: error: model {final.model}{where} could not be reached: {final.reason} "
+                        f"(run stored as DNF in {run_dir})"), file=sys.stderr)  # fmt: skip
         return EXIT_DNF
     _report(final, run_dir)
     if final.reason is not None and final.reason.startswith(CREDENTIALS_REFUSED):
-        print(f"{_prog()}: error: {final.reason} (run stored as partial in {run_dir})", file=sys.stderr)
+        print(printable(f"{_prog()}: error: {final.reason} (run stored as partial in {run_dir})"), file=sys.stderr)
         return EXIT_DNF
     if final.reason in (INTERRUPTED, TERMINATED):
         kept = f"finished samples are kept in {run_dir} (--resume continues)"
@@ -721,7 +722,7 @@ def command_models(args: argparse.Namespace) -> int:
             tools = "tools" if m.capabilities and "tools" in m.capabilities else "no tools"
             if m.capabilities is None:
                 tools = "capabilities unknown"
-            print(f"ollama:{m.name}\t{size}\t{m.parameters or '?'}\t{m.quantization or '?'}\t{tools}")
+            print(printable(f"ollama:{m.name}\t{size}\t{m.parameters or '?'}\t{m.quantization or '?'}\t{tools}"))
         if not models:
             print(
                 f"no models in Ollama at {host}: pull one with `ollama pull NAME` or `main.py run --pull`",
@@ -875,7 +876,7 @@ def _reported(args: argparse.Namespace, command: Callable[[], int]) -> int:
         return command()
     except EvaluatorError as exc:
         redact = Redactor.for_run(keys=keys, urls=urls)
-        print(f"{_prog()}: error: {redact(_as_flags(str(exc)))}", file=sys.stderr)
+        print(f"{_prog()}: error: {printable(redact(_as_flags(str(exc))))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:  # a second Ctrl-C while shutting down: records written so far are kept
         print(f"{_prog()}: interrupted; finished samples are kept (--resume continues)", file=sys.stderr)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import PYTHON, REPO
+from tests.fake_openai import FakeOpenAI, Fault
+from tests.test_format_result import answers, store
 
 
 def cli(*args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -56,3 +59,65 @@ def test_the_leaderboard_ends_quietly_when_its_reader_leaves(fmt: str, code: int
     with shown.stderr:
         stderr = shown.stderr.read()
     assert (shown.wait(timeout=60), stderr) == (code, b"")
+
+
+# --- 20, 21: what a server or a stored file says is shown, never obeyed ---------------------------------------------
+
+HOSTILE = "bad key\x1b]52;c;ZXZpbA==\x07\x1b[2J\x1b]0;pwned\x07\x9b31m\r\u202eend"
+"""An OSC 52 clipboard write, a clear screen, a window title, a C1 CSI, a carriage return, a right-to-left override."""
+SHOWN = "bad key\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\x1b]0;pwned\\x07\\x9b31m \\u202eend"
+"""As printed: each control character as its escape (the error line's whitespace, the carriage return, is a space)."""
+RAW = ("\x1b", "\x07", "\x9b", "\r", "\u202e")
+
+
+def test_a_server_error_is_printed_with_its_control_characters_shown(tmp_path: Path) -> None:
+    with FakeOpenAI(lambda _: Fault(401, HOSTILE.encode())) as server:
+        done = cli("main.py", "run", "--model", "m", "--base-url", server.url, "--api-key", "k", "--length", "1",
+                   "--limit", "2", "--results-dir", str(tmp_path), "--max-transport-retries", "0",
+                   "--quiet")  # fmt: skip
+    (run_dir,) = (tmp_path / "m").iterdir()
+    assert (done.returncode, done.stdout) == (3, "")
+    assert done.stderr == (
+        f"main.py: error: model m at {server.url} could not be reached: HTTP 401 from m: {SHOWN} (run stored as DNF "
+        f"in {run_dir})\n"
+    )
+
+
+HOSTILE_NAMES = {
+    "link": "[link=https://evil.example/]click here[/link]",
+    "closing": "org/a[/]b",
+    "styled": "[bold red]vanish[/bold red] me",
+    "controls": HOSTILE,
+}
+
+
+@pytest.fixture
+def hostile_names(tmp_path: Path) -> Path:
+    for minutes, name in enumerate(HOSTILE_NAMES.values()):
+        store(tmp_path, name, answers({"child": ["correct", "incorrect"]}), minutes=minutes)
+    return tmp_path
+
+
+def test_model_names_are_shown_as_written_in_the_terminal_leaderboard(hostile_names: Path) -> None:
+    done = cli("format_result.py", str(hostile_names), "--format", "rich", "--wide")
+    assert (done.returncode, done.stderr) == (0, "")
+    names = [line.split(" (tool)")[0].split(maxsplit=1)[1] for line in done.stdout.splitlines() if "(tool)" in line]
+    assert names == [
+        "[bold red]vanish[/bold red] me",
+        "[link=https://evil.example/]click here[/link]",
+        "bad key\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\x1b]0;pwned\\x07\\x9b31m\\r\\u202eend",
+        "org/a[/]b",
+    ]
+    assert not any(raw in done.stdout for raw in RAW)
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "csv", "json"])
+def test_no_leaderboard_format_prints_a_control_character(hostile_names: Path, fmt: str) -> None:
+    done = cli("format_result.py", str(hostile_names), "--format", fmt)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert not any(raw in done.stdout for raw in RAW)
+    if fmt == "json":  # the same names, escaped the JSON way
+        names = sorted(row["model"] for row in json.loads(done.stdout))
+        assert names == sorted(HOSTILE_NAMES.values())
+    else:  # in the model's name and its run's id
+        assert done.stdout.count("bad key\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\x1b]0;pwned\\x07\\x9b31m\\r\\u202eend") == 2
