@@ -121,3 +121,24 @@ def test_no_leaderboard_format_prints_a_control_character(hostile_names: Path, f
         assert names == sorted(HOSTILE_NAMES.values())
     else:  # in the model's name and its run's id
         assert done.stdout.count("bad key\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\x1b]0;pwned\\x07\\x9b31m\\r\\u202eend") == 2
+
+
+# --- 27: scorer details that are not JSON ---------------------------------------------------------------------------
+
+DETAILS_NOT_JSON = """\
+import evaluator
+TASK = evaluator.Task(name="t", output_type=int, score=lambda case, output: evaluator.Score(1.0, {"at": object()}))
+CASES = [evaluator.Case(id="a", prompt="p"), evaluator.Case(id="b", prompt="q")]
+"""
+
+
+def test_scorer_details_that_are_not_json_are_the_tasks_error_naming_the_case(tmp_path: Path) -> None:
+    suite = tmp_path / "details.py"
+    suite.write_text(DETAILS_NOT_JSON)
+    done = cli("main.py", "run", "--suite", str(suite), "--model", "test", "--results-dir", str(tmp_path / "out"),
+               "--quiet")  # fmt: skip
+    assert one_line_error(done) == (
+        "main.py: error: the scorer of task 't' gave details that are not JSON for case 'a': Unable to serialize "
+        "unknown type: <class 'object'>"
+    )
+    assert list((tmp_path / "out").rglob("samples.jsonl")) == []
