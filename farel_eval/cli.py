@@ -495,7 +495,7 @@ def _report(summary: RunSummary, run_dir: Path) -> None:
         sizes = lineage.size_scores(scores.groups)
         print("problem sizes: " + ", ".join(f"{name} {value:.2f}" for name, value in sizes.items()))
     if scores.metrics:
-        print("metrics: " + ", ".join(f"{name} {value:.2f}" for name, value in scores.metrics.items()))
+        print("metrics: " + ", ".join(f"{name} {_score(value)}" for name, value in scores.metrics.items()))
     comp, totals = scores.compliance, scores.totals
     first = f"{comp.valid_first_try:.1f}%" if comp.valid_first_try is not None else "n/a"
     after = f"{comp.valid_after_retries:.1f}%" if comp.valid_after_retries is not None else "n/a"

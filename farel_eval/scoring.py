@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
@@ -139,7 +140,7 @@ class ScoreBook:
             aggregate=self._aggregate,
             macro_score=macro,
             mean_score=mean,
-            metrics=self._metrics(dict(self._details)) if self._metrics is not None and scored else {},
+            metrics=_finite(self._metrics(dict(self._details))) if self._metrics is not None and scored else {},
             samples=self.samples,
             correct=self._statuses["correct"],
             partial=self._statuses["partial"],
@@ -171,6 +172,12 @@ class ScoreBook:
                 cache_hits=self._cache_hits,
             ),
         )
+
+
+def _finite(metrics: Mapping[str, float]) -> dict[str, float | None]:
+    """A task's figures as stored: NaN and infinities (a ratio of nothing to nothing) are None, as JSON writes them,
+    so the summary reads back."""
+    return {name: value if math.isfinite(value) else None for name, value in metrics.items()}
 
 
 def score_records(

@@ -10,7 +10,7 @@ import re
 import secrets
 import shutil
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -152,12 +152,20 @@ def _load_summary(path: Path) -> RunSummary:
         raise ResultFileError(f"corrupt result file {path}: {where}: {first['msg']}") from None
 
 
-def load_runs(directory: Path) -> list[StoredRun]:
-    """Every run summary below `directory`, oldest first; a corrupt file raises `ResultFileError`."""
+def load_runs(directory: Path, on_error: Callable[[ResultFileError], None] | None = None) -> list[StoredRun]:
+    """Every run summary below `directory`, oldest first. A corrupt file raises `ResultFileError`, or with
+    `on_error` is handed to it and left out, so one bad run hides none of the others."""
     if not directory.exists():
         raise ResultFileError(f"no results folder {directory}: run `python main.py run` first or name another folder")
     paths = [directory] if directory.is_file() else sorted(directory.rglob(SUMMARY_FILE))
-    runs = [StoredRun(p.parent, _load_summary(p)) for p in paths]
+    runs: list[StoredRun] = []
+    for path in paths:
+        try:
+            runs.append(StoredRun(path.parent, _load_summary(path)))
+        except ResultFileError as exc:
+            if on_error is None:
+                raise
+            on_error(exc)
     return sorted(runs, key=lambda r: (r.summary.started_at, r.summary.run_id))
 
 

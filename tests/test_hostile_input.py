@@ -142,3 +142,47 @@ def test_scorer_details_that_are_not_json_are_the_tasks_error_naming_the_case(tm
         "unknown type: <class 'object'>"
     )
     assert list((tmp_path / "out").rglob("samples.jsonl")) == []
+
+
+# --- 12: a task figure that is not a finite number; a run that cannot be read ---------------------------------------
+
+NON_FINITE_METRICS = """\
+import evaluator
+TASK = evaluator.Task(name="t", output_type=int, score=lambda case, output: evaluator.Score(1.0, {"n": 0}),
+                      metrics=lambda sums: {"ratio": float("nan"), "big": float("-inf"), "runs": 2.0})
+CASES = [evaluator.Case(id="a", prompt="p"), evaluator.Case(id="b", prompt="q")]
+"""
+
+
+def test_a_non_finite_task_figure_is_stored_as_null_and_the_leaderboard_reads_it(tmp_path: Path) -> None:
+    suite = tmp_path / "figures.py"
+    suite.write_text(NON_FINITE_METRICS)
+    results = tmp_path / "results"
+    done = cli("main.py", "run", "--suite", str(suite), "--model", "test", "--results-dir", str(results), "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[2] == "metrics: ratio n/a, big n/a, runs 2.00"
+    (summary,) = results.rglob("summary.json")
+    assert json.loads(summary.read_text())["scores"]["metrics"] == {"ratio": None, "big": None, "runs": 2.0}
+    shown = cli("format_result.py", str(results), "--format", "json")
+    assert (shown.returncode, shown.stderr) == (0, "")
+    assert [(row["model"], row["score"], row["metrics"]) for row in json.loads(shown.stdout)] == [
+        ("test", 100.0, {"ratio": None, "big": None, "runs": 2.0})
+    ]
+
+
+def test_a_run_that_cannot_be_read_is_one_line_and_hides_no_other(tmp_path: Path) -> None:
+    store(tmp_path, "good", answers({"child": ["correct", "incorrect"]}))
+    torn = store(tmp_path, "torn-summary", answers({"child": ["correct"]}), minutes=1)
+    (torn / "summary.json").write_text((torn / "summary.json").read_text()[:200])
+    bad = store(tmp_path, "bad-records", answers({"child": ["correct"]}), minutes=2)
+    (bad / "samples.jsonl").write_text('{"case_id": 3}\n')
+    store(tmp_path, "also-good", answers({"child": ["correct", "correct"]}), minutes=3)
+    done = cli("format_result.py", str(tmp_path), "--format", "json")
+    assert done.returncode == 2
+    assert [(row["model"], row["score"]) for row in json.loads(done.stdout)] == [("also-good", 100.0), ("good", 50.0)]
+    assert done.stderr.splitlines() == [
+        f"format_result.py: skipped a run that cannot be read: corrupt result file {torn}/summary.json: Unterminated "
+        "string starting at: line 10 column 3 (char 199)",
+        f"format_result.py: skipped a run that cannot be read: corrupt record at {bad}/samples.jsonl:1: Input should "
+        "be a valid string",
+    ]
