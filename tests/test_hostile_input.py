@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from farel_eval.schemas import RunSummary
 from tests.conftest import PYTHON, REPO
-from tests.fake_openai import FakeOpenAI, Fault
+from tests.fake_openai import FakeOpenAI, Fault, completion, tool_call
 from tests.test_format_result import answers, store
 
 
@@ -186,3 +188,40 @@ def test_a_run_that_cannot_be_read_is_one_line_and_hides_no_other(tmp_path: Path
         f"format_result.py: skipped a run that cannot be read: corrupt record at {bad}/samples.jsonl:1: Input should "
         "be a valid string",
     ]
+
+
+# --- 16: usage that cannot be true ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prompt_tokens", "completion_tokens"), [(-1_000_000, -5), (100, -5), (10**15, 5)], ids=["negative", "one-negative",
+                                                                                              "absurd"]
+)  # fmt: skip
+def test_usage_that_cannot_be_true_is_unknown_and_stops_a_cost_budget(
+    prompt_tokens: int, completion_tokens: int, tmp_path: Path
+) -> None:
+    served: list[int] = []
+
+    def reply(request: dict[str, Any]) -> dict[str, Any]:
+        served.append(1)
+        if len(served) <= 3:
+            return completion(tool_call({"answer": 1}))
+        return completion(tool_call({"answer": 1}), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+    with FakeOpenAI(reply) as server:
+        done = cli("main.py", "run", "--model", "m", "--base-url", server.url, "--api-key", "k", "--limit", "20",
+                   "--concurrency", "1", "--price-in", "1", "--price-out", "2", "--max-cost", "0.01",
+                   "--results-dir", str(tmp_path), "--quiet")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (summary_path,) = tmp_path.rglob("summary.json")
+    summary = RunSummary.model_validate_json(summary_path.read_text())
+    records = [json.loads(line) for line in (summary_path.parent / "samples.jsonl").read_text().splitlines()]
+    assert (summary.status, summary.reason, len(records), len(served)) == (
+        "partial", f"max_cost $0.01 cannot be kept: the cost of case {records[3]['case_id']!r} is unknown", 4, 4
+    )  # fmt: skip
+    assert [(r["usage"]["input_tokens"], r["usage"]["output_tokens"], r["cost"]) for r in records] == [
+        *[(100, 10, {"usd": 0.00012, "source": "user", "batch_price": None})] * 3,
+        (None, None, {"usd": None, "source": "unknown", "batch_price": None}),
+    ]
+    totals = summary.scores.totals
+    assert (totals.input_tokens, totals.cost_usd, totals.cost_complete) == (300, pytest.approx(0.00036), False)
