@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
 
+import evaluator
+from farel_eval.embeddings import endpoint_embedder
 from farel_eval.schemas import RunSummary
+from farel_eval.suites.judge import Judge
+from farel_eval.suites.novelty import NoveltyOutput, NoveltySettings, novelty_dataset, novelty_task
 from tests.conftest import PYTHON, REPO
-from tests.fake_openai import FakeOpenAI, Fault, completion, tool_call
+from tests.fake_openai import FakeOpenAI, Fault, completion, embeddings, tool_call
 from tests.test_format_result import answers, store
 
 
@@ -225,3 +234,68 @@ def test_usage_that_cannot_be_true_is_unknown_and_stops_a_cost_budget(
     ]
     totals = summary.scores.totals
     assert (totals.input_tokens, totals.cost_usd, totals.cost_complete) == (300, pytest.approx(0.00036), False)
+
+
+# --- 18: an embedder's NaN; a repeated answer's rounding -------------------------------------------------------------
+
+PEGS = "What could you build with a hundred wooden clothes pegs?"
+PEG_ANSWERS = ["A model of the Eiffel Tower.", "A trivet to set hot pans on.", "A bird feeder to hang from a tree."]
+REPEATED = [0.6515929698944092, 0.788723349571228, 0.09385958313941956]
+"""A float32 vector whose cosine with itself rounds to 1 + 2.2e-16."""
+
+
+def novelty_run(vectors: dict[str, list[float]], answers: list[str]) -> evaluator.EvaluationResult:
+    """The novelty loop of one question (cap 3) against an embeddings endpoint on loopback; the answerer repeats
+    `answers` in turn and the judge finds each coherent."""
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        first = messages[0]
+        assert isinstance(first, ModelRequest)
+        asked = next(str(p.content) for p in first.parts if isinstance(p, UserPromptPart))
+        shown = asked.count("\n1. ") + asked.count("\n2. ") + asked.count("\n3. ")
+        return ModelResponse(parts=[TextPart(answers[shown])], usage=RequestUsage(input_tokens=30, output_tokens=10))
+
+    def judge(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        (tool,) = info.output_tools
+        return ModelResponse(parts=[ToolCallPart(tool.name, {"reason": "sensible", "score": 9})],
+                             usage=RequestUsage(input_tokens=50, output_tokens=5))  # fmt: skip
+
+    settings = NoveltySettings(max_answers=3)
+    with FakeOpenAI(lambda _: (404, {}), {"POST /v1/embeddings": embeddings(vectors.__getitem__)}) as server:
+
+        async def run() -> evaluator.EvaluationResult:
+            embedder = endpoint_embedder("fake-embed", server.url)
+            try:
+                task = novelty_task(embedder, Judge(FunctionModel(judge), "fn-judge", local=True), settings)
+                found = novelty_dataset([PEGS], embedder.name, settings).load()
+                return await evaluator.evaluate(task, found, FunctionModel(answer), local=True)
+            finally:
+                await embedder.aclose()
+
+        return asyncio.run(run())
+
+
+def test_an_embedders_nan_is_the_samples_error_not_a_similar_answer() -> None:
+    vectors = {PEG_ANSWERS[0]: [1.0, 0.0, 0.0], PEG_ANSWERS[1]: [math.nan, 1.0, 0.0]}
+    result = novelty_run(vectors, PEG_ANSWERS)
+    (record,) = result.records
+    assert (record.status, record.output, record.score) == ("error", None, None)
+    assert record.error == (
+        "EmbeddingError: the embedding model fake-embed gave a vector that is not an embedding: nan at 1 of 3"
+    )
+    assert [a.raw for a in record.attempts] == PEG_ANSWERS[:2]
+    assert record.usage.requests == 2 + 2 + 2  # answers, verdicts, and both embeddings requests
+    assert (result.scores.errors, result.scores.score, result.status) == (1, None, "finished")
+
+
+def test_a_repeated_answer_has_a_novelty_of_exactly_zero() -> None:
+    vectors = {PEG_ANSWERS[0]: REPEATED, PEG_ANSWERS[1]: [0.0, 0.0, 1.0]}
+    (record,) = novelty_run(vectors, [PEG_ANSWERS[0], PEG_ANSWERS[1], PEG_ANSWERS[0]]).records
+    output = NoveltyOutput.model_validate(record.output)
+    apart = 1 - REPEATED[2] / math.sqrt(math.fsum(x * x for x in REPEATED))
+    assert [(a.novelty, a.accepted) for a in output.answers] == [
+        (1.0, True),
+        (pytest.approx(apart), True),
+        (0.0, False),
+    ]
+    assert output.stop == "similar"
