@@ -334,12 +334,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         skipped: list[ResultFileError] = []
 
         def skip(exc: ResultFileError) -> None:
-            print(f"format_result.py: skipped a run that cannot be read: {printable(str(exc))}", file=sys.stderr)
+            print(f"format_result.py: error: {printable(str(exc))}", file=sys.stderr)  # and the others are shown
             skipped.append(exc)
 
         runs = load_runs(args.dir, skip)
         rows = build_rows(newest_runs(runs) if args.latest else runs, rank_by=args.rank_by, on_error=skip)
-        if not rows and not skipped:
+        if not rows and skipped:
+            return ResultFileError.exit_code
+        if not rows:
             raise ResultFileError(f"no stored runs under {args.dir}: run `python main.py run` first")
         fmt = args.format or ("rich" if sys.stdout.isatty() and args.output is None else "markdown")
         if fmt == "html":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import math
@@ -192,10 +193,9 @@ def test_a_run_that_cannot_be_read_is_one_line_and_hides_no_other(tmp_path: Path
     assert done.returncode == 2
     assert [(row["model"], row["score"]) for row in json.loads(done.stdout)] == [("also-good", 100.0), ("good", 50.0)]
     assert done.stderr.splitlines() == [
-        f"format_result.py: skipped a run that cannot be read: corrupt result file {torn}/summary.json: Unterminated "
-        "string starting at: line 10 column 3 (char 199)",
-        f"format_result.py: skipped a run that cannot be read: corrupt record at {bad}/samples.jsonl:1: Input should "
-        "be a valid string",
+        f"format_result.py: error: corrupt result file {torn}/summary.json: Unterminated string starting at: line 10 "
+        "column 3 (char 199)",
+        f"format_result.py: error: corrupt record at {bad}/samples.jsonl:1: Input should be a valid string",
     ]
 
 
@@ -299,3 +299,57 @@ def test_a_repeated_answer_has_a_novelty_of_exactly_zero() -> None:
         (0.0, False),
     ]
     assert output.stop == "similar"
+
+
+# --- 22, 23: farel-bench logs cut short, with content parts, or of many messages ------------------------------------
+
+FIXTURE_LOG = REPO.parent / "shared" / "fixtures" / "farel-bench" / "logs" / "deepseek-v3.log"
+
+
+def test_a_folder_of_logs_imports_each_it_can_and_names_the_one_it_cannot(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    published = FIXTURE_LOG.read_text(encoding="utf-8")
+    first, rest = published.split("\n", 1)
+    (logs / "a-cut.log").write_text(first[:150], encoding="utf-8")  # cut short in its first record
+    messages = ast.literal_eval(first)
+    parts = [message | {"content": [{"type": "text", "text": message["content"]}]} for message in messages]
+    (logs / "b-parts.log").write_text(repr(parts) + "\n" + rest, encoding="utf-8")  # content as a list of parts
+    (logs / "c-whole.log").write_text(published, encoding="utf-8")
+    done = cli("main.py", "import", "farel", str(logs), "--results-dir", str(tmp_path / "r"))
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"main.py: error: {logs}/a-cut.log: no whole record: the log is cut short in its first message list\n"
+    )
+    lines = done.stdout.splitlines()
+    assert [line.split(";")[0] for line in lines] == [
+        f"{logs}/b-parts.log: 450 replies, FaRel 96.44",
+        f"{logs}/c-whole.log: 450 replies, FaRel 96.44",
+    ]
+    assert all("re-scored counts match the log's summary lines" in line for line in lines)
+
+
+MEMORY_OF_PARSE = """\
+import resource, sys
+from pathlib import Path
+from farel_eval.farel_logs import parse_log
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+log = parse_log(Path(sys.argv[1]))
+grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024
+print(len(log.entries), log.entries[0].text[:25], grown)
+"""
+
+
+def test_a_message_list_of_12_mb_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    """260,000 short messages on one line: `ast.literal_eval` built a syntax tree of about 1.4 GB for it."""
+    quiz = ast.literal_eval(FIXTURE_LOG.read_text(encoding="utf-8").split("\n", 1)[0])[0]["content"]
+    turns = [{"role": "user", "content": quiz}]
+    turns += [{"role": "assistant" if n % 2 else "user", "content": f"turn {n}"} for n in range(1, 260_000)]
+    log = tmp_path / "long.log"
+    log.write_text(repr(turns) + "\n<ANSWER>1</ANSWER>\n", encoding="utf-8")
+    assert 11_000_000 < log.stat().st_size < 13_000_000
+    done = cli("-c", MEMORY_OF_PARSE, str(log))
+    assert done.returncode == 0, done.stderr
+    entries, head, grown = done.stdout.rsplit(" ", 1)[0], quiz[:25], int(done.stdout.split()[-1])
+    assert entries == f"1 {head}"
+    assert grown < 150, f"parsing grew the process by {grown} MB"
