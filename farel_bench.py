@@ -34,6 +34,7 @@ __all__ = [
     "iter_csv",
     "read_csv",
     "relation_name",
+    "string_literal_end",
 ]
 
 TAG_INSTRUCTION = "Enclose the selected answer number in the <ANSWER> tag, for example: <ANSWER>1</ANSWER>."
@@ -305,11 +306,29 @@ def _number(field: str, what: str) -> int:
     return int(field)
 
 
+def string_literal_end(text: str, start: int) -> int | None:
+    """Just past the quote closing the string literal that opens at `start` (the first quote not escaped by a
+    backslash), or None when it is not closed. Found with `str.find`, in time and memory linear in its length."""
+    quote, at = text[start], start + 1
+    while (end := text.find(quote, at)) >= 0:
+        before = end - 1
+        while text[before] == "\\":
+            before -= 1
+        if (end - 1 - before) % 2 == 0:
+            return end + 1
+        at = end + 1
+    return None
+
+
 def _literal(field: str, what: str) -> str:
-    """Undo the original's repr() of a field."""
+    """Undo the original's repr() of a field: one quoted string, nothing else. Anything more is refused before
+    Python's parser sees it, as a deep expression (`'x'` then a million unary minus signs) exhausts its memory."""
+    field = field.rstrip(" \t")
+    if field[:1] not in ("'", '"') or string_literal_end(field, 0) != len(field):
+        raise FarelFormatError(f"{what} is not a Python string literal (one quoted string)")
     try:
         decoded = ast.literal_eval(field)
-    except (ValueError, SyntaxError) as exc:
+    except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
         raise FarelFormatError(f"{what} is not a Python string literal ({getattr(exc, 'msg', exc)})") from None
     if not isinstance(decoded, str):
         raise FarelFormatError(f"{what} is not a string")

@@ -33,7 +33,7 @@ from pydantic_ai import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from farel_bench import TAG_INSTRUCTION
+from farel_bench import TAG_INSTRUCTION, string_literal_end
 from farel_eval.errors import InputError
 from farel_eval.providers import ResolvedModel
 from farel_eval.schemas import Quiz
@@ -166,26 +166,13 @@ class _Literal:
             raise ValueError(f"not a Python literal at character {self.at}")
         start = found.start(found.lastgroup)
         if found.lastgroup == "quote":
-            end = self._string_end(start)
+            end = string_literal_end(self.line, start)
+            if end is None:
+                raise ValueError(f"a string cut short at character {start}")
             self.at = end
             return _Token("string", self.line[start:end], start)
         self.at = found.end()
         return _Token(found.lastgroup, found[found.lastgroup], start)
-
-    def _string_end(self, start: int) -> int:
-        """Just past the quote that closes the string opening at `start` (one not escaped by a backslash). Found with
-        `str.find`, as a regular expression over a string of megabytes keeps a state per character."""
-        quote, at = self.line[start], start + 1
-        while True:
-            end = self.line.find(quote, at)
-            if end < 0:
-                raise ValueError(f"a string cut short at character {start}")
-            backslashes = end - 1
-            while self.line[backslashes] == "\\":
-                backslashes -= 1
-            if (end - 1 - backslashes) % 2 == 0:
-                return end + 1
-            at = end + 1
 
     def elements(self) -> Iterator[object]:
         """The elements of the list the line holds, then a check that nothing follows it."""

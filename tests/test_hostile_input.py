@@ -353,3 +353,22 @@ def test_a_message_list_of_12_mb_is_read_in_bounded_memory(tmp_path: Path) -> No
     entries, head, grown = done.stdout.rsplit(" ", 1)[0], quiz[:25], int(done.stdout.split()[-1])
     assert entries == f"1 {head}"
     assert grown < 150, f"parsing grew the process by {grown} MB"
+
+
+# --- 24: a FaRel CSV field that is an expression, not a string ------------------------------------------------------
+
+PUBLISHED_LINE = (REPO.parent / "shared" / "fixtures" / "farel-bench" / "farel-bench.csv").read_text().split("\n")[0]
+
+
+@pytest.mark.parametrize("field", ["quiz", "relation"])
+def test_a_csv_field_of_a_million_unary_minus_signs_is_one_line(field: str, tmp_path: Path) -> None:
+    degree, relation, correct, quiz = PUBLISHED_LINE.split(",", 3)
+    deep = "'x'" + "-" * 1_000_000 + "1"  # Python's parser runs out of memory on it
+    line = f"{degree},{relation},{correct},{deep}" if field == "quiz" else f"{degree},{deep},{correct},{quiz}"
+    path = tmp_path / "deep.csv"
+    path.write_text(line + "\n")
+    done = cli("main.py", "run", "--model", "test", "--quizzes", str(path), "--results-dir", str(tmp_path / "r"))
+    assert one_line_error(done) == (
+        f"main.py: error: malformed CSV: {path} line 1: the {field} is not a Python string literal (one quoted string)"
+    )
+    assert not (tmp_path / "r").exists()
