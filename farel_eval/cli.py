@@ -41,7 +41,7 @@ from farel_eval.progress import Progress
 from farel_eval.runs import INTERRUPTED, NothingToResume, RunOutcome, program_version, run
 from farel_eval.schemas import RunSettings, RunSummary, is_text_mode
 from farel_eval.secrets import Redactor
-from farel_eval.storage import SUMMARY_FILE, RunWriter, latest_records, model_slug
+from farel_eval.storage import RunWriter, imported_run_dir, latest_records
 from farel_eval.suites import lineage
 from farel_eval.suites.case_files import CASE_FILE_SUFFIXES, judge_name, judged, load_case_file
 from farel_eval.suites.farel import FAREL_TASK, generated_dataset, quiz_of, read_dataset
@@ -751,27 +751,28 @@ def command_generate(args: argparse.Namespace) -> int:
 
 def command_import_lineage(args: argparse.Namespace) -> int:
     """Each (model, problem size, reasoning effort) of each result file as an imported run; importing a file again
-    stores nothing new."""
-    failed = 0
+    stores nothing new. A file that cannot be imported is one line and makes the exit 2; the others are imported."""
+    code = 0
     for path in result_files(args.paths):
         try:
-            runs = read_results(path)
+            _import_results(path, args.results_dir)
         except EvaluatorError as exc:
-            print(f"{_prog()}: error: {exc}", file=sys.stderr)
-            failed += 1
+            print(f"{_prog()}: error: {printable(str(exc))}", file=sys.stderr)
+            code = max(code, exc.exit_code)
+    return code
+
+
+def _import_results(path: Path, results_dir: Path) -> None:
+    for found in read_results(path):
+        head = f"{path}: {found.model}, lineage-{found.problem_size}"
+        stored_in, stored = found.run_dir(results_dir)
+        if stored:
+            print(printable(f"{head}: already imported in {stored_in}"))
             continue
-        for found in runs:
-            head = f"{path}: {found.model}, lineage-{found.problem_size}"
-            if (found.run_dir(args.results_dir) / SUMMARY_FILE).exists():
-                print(f"{head}: already imported in {found.run_dir(args.results_dir)}")
-                continue
-            run_dir, summary, records = asyncio.run(store_run(found, args.results_dir))
-            strict, relaxed = summary.scores.score, relaxed_score(records, summary.scores.aggregate)
-            print(
-                f"{head}: {len(records)} responses, score {_score(strict)}, relaxed {_score(relaxed)} "
-                f"(missing {summary.scores.missing}); stored in {run_dir}"
-            )
-    return 1 if failed else 0
+        run_dir, summary, records = asyncio.run(store_run(found, results_dir))
+        strict, relaxed = summary.scores.score, relaxed_score(records, summary.scores.aggregate)
+        print(printable(f"{head}: {len(records)} responses, score {_score(strict)}, relaxed {_score(relaxed)} "
+                        f"(missing {summary.scores.missing}); stored in {run_dir}"))  # fmt: skip
 
 
 def _score(value: float | None) -> str:
@@ -795,9 +796,9 @@ def command_import(args: argparse.Namespace) -> int:
 def _import_one(path: Path, dataset: Dataset, results_dir: Path) -> bool:
     log = parse_log(path)
     model = path.stem
-    run_dir = results_dir / model_slug(model) / imported_run_id(log)
-    if (run_dir / SUMMARY_FILE).exists():
-        print(f"{path}: already imported in {run_dir}")
+    run_dir, stored = imported_run_dir(results_dir, model, imported_run_id(log))
+    if stored:
+        print(printable(f"{path}: already imported in {run_dir}"))
         return True
     started_at = datetime.now(UTC)
     quizzes = [quiz_of(case) for case in dataset.cases()]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import csv
+import hashlib
 import json
 import math
 import subprocess
@@ -19,6 +21,8 @@ import evaluator
 from farel_eval.embeddings import endpoint_embedder
 from farel_eval.schemas import RunSummary
 from farel_eval.suites.judge import Judge
+from farel_eval.suites.lineage import csv_rows
+from farel_eval.suites.lineage import generate as lineage_generate
 from farel_eval.suites.novelty import NoveltyOutput, NoveltySettings, novelty_dataset, novelty_task
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, completion, embeddings, tool_call
@@ -372,3 +376,63 @@ def test_a_csv_field_of_a_million_unary_minus_signs_is_one_line(field: str, tmp_
         f"main.py: error: malformed CSV: {path} line 1: the {field} is not a Python string literal (one quoted string)"
     )
     assert not (tmp_path / "r").exists()
+
+
+# --- 11 and the published lineage-bench files: models whose names fold alike; a reply of more than 131,072 chars -----
+
+LINEAGE_QUIZ = next(iter(lineage_generate(8, 1, 42)))
+
+
+def result_csv(path: Path, rows: list[tuple[str, str]]) -> str:
+    """A lineage-bench result file of (model, reply) rows, all on one quiz of size 8; its SHA-1's first 12 digits."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        for model, reply in rows:
+            quiz = LINEAGE_QUIZ
+            writer.writerow([8, quiz.metadata["relation"], quiz.expected, quiz.prompt, model, "p", "", "", reply])
+    return hashlib.sha1(path.read_bytes()).hexdigest()[:12]
+
+
+def test_models_whose_names_fold_to_one_folder_are_both_imported(tmp_path: Path) -> None:
+    right = f"<ANSWER>{LINEAGE_QUIZ.expected}</ANSWER>"
+    path = tmp_path / "two.csv"
+    wrong = f"<ANSWER>{1 if LINEAGE_QUIZ.expected != 1 else 2}</ANSWER>"
+    sha = result_csv(path, [("vendor/model-a", right), ("vendor_model-a", wrong)])
+    results = tmp_path / "r"
+    done = cli("main.py", "import", "lineage", str(path), "--results-dir", str(results))
+    hashed = "vendor_model-a-" + hashlib.sha256(b"vendor_model-a").hexdigest()[:8]
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [
+        f"{path}: vendor/model-a, lineage-8: 1 responses, score 100.00, relaxed 100.00 (missing 0); stored in "
+        f"{results}/vendor_model-a/imported-{sha}-8",
+        f"{path}: vendor_model-a, lineage-8: 1 responses, score 0.00, relaxed 0.00 (missing 0); stored in "
+        f"{results}/{hashed}/imported-{sha}-8",
+    ]
+    stored = {json.loads(p.read_text())["model"]: p.parent.relative_to(results) for p in results.rglob("summary.json")}
+    assert stored == {
+        "vendor/model-a": Path("vendor_model-a", f"imported-{sha}-8"),
+        "vendor_model-a": Path(hashed, f"imported-{sha}-8"),
+    }
+    again = cli("main.py", "import", "lineage", str(path), "--results-dir", str(results))
+    assert (again.returncode, again.stdout.splitlines()) == (0, [
+        f"{path}: vendor/model-a, lineage-8: already imported in {results}/vendor_model-a/imported-{sha}-8",
+        f"{path}: vendor_model-a, lineage-8: already imported in {results}/{hashed}/imported-{sha}-8",
+    ])  # fmt: skip
+
+
+def test_a_reply_longer_than_the_csv_modules_field_limit_is_imported(tmp_path: Path) -> None:
+    reply = "Let me think. " * 15_000 + f"<ANSWER>{LINEAGE_QUIZ.expected}</ANSWER>"  # 210,018 characters
+    path = tmp_path / "long.csv"
+    sha = result_csv(path, [("vendor/model-b", reply)])
+    done = cli("main.py", "import", "lineage", str(path), "--results-dir", str(tmp_path / "r"))
+    assert (done.returncode, done.stderr) == (0, "")
+    run_dir = tmp_path / "r" / "vendor_model-b" / f"imported-{sha}-8"
+    assert done.stdout == (
+        f"{path}: vendor/model-b, lineage-8: 1 responses, score 100.00, relaxed 100.00 (missing 0); stored in "
+        f"{run_dir}\n"
+    )
+    (record,) = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    assert (len(record["attempts"][0]["raw"]), record["status"]) == (210_018, "correct")
+    before = csv.field_size_limit()
+    assert [len(row[8]) for _, row in csv_rows(path.read_text(), str(path))] == [210_018]
+    assert csv.field_size_limit() == before  # the module's setting is put back
