@@ -436,3 +436,52 @@ def test_a_reply_longer_than_the_csv_modules_field_limit_is_imported(tmp_path: P
     before = csv.field_size_limit()
     assert [len(row[8]) for _, row in csv_rows(path.read_text(), str(path))] == [210_018]
     assert csv.field_size_limit() == before  # the module's setting is put back
+
+
+# --- 7: a suite file's cases() generator ---------------------------------------------------------------------------
+
+BIG_SUITE = """\
+import evaluator
+
+TASK = evaluator.Task(name="big", output_type=int, score=lambda case, output: 1.0)
+
+
+def cases():
+    for n in range(120_000):
+        yield evaluator.Case(id=f"c{n:06d}", prompt=f"{n:06d} " + "x" * 800, group=f"g{n % 4}")
+"""
+
+MEMORY_OF_SUITE = """\
+import resource, sys
+from pathlib import Path
+from farel_eval.suites.files import load_suite_file
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+task, dataset = load_suite_file(Path(sys.argv[1]))
+posed = [case.id for case in dataset.limited(8).cases()]
+grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024
+print(dataset.info.cases, dataset.group_sizes, posed[:4], grown)
+"""
+
+
+def test_a_suite_files_cases_generator_is_pulled_lazily(tmp_path: Path) -> None:
+    """120,000 cases of 807 characters (97 MB of prompts): the dataset is surveyed and posed a case at a time."""
+    suite = tmp_path / "big.py"
+    suite.write_text(BIG_SUITE)
+    done = cli("-c", MEMORY_OF_SUITE, str(suite))
+    assert done.returncode == 0, done.stderr
+    shown, grown = done.stdout.rsplit(" ", 1)[0], int(done.stdout.split()[-1])
+    assert shown == (
+        "120000 {'g0': 30000, 'g1': 30000, 'g2': 30000, 'g3': 30000} ['c000000', 'c000001', 'c000002', 'c000003']"
+    )
+    assert grown < 100, f"the dataset grew the process by {grown} MB"
+
+
+def test_a_cases_generator_that_fails_midway_is_one_line(tmp_path: Path) -> None:
+    suite = tmp_path / "midway.py"
+    suite.write_text(
+        "import evaluator\nTASK = evaluator.Task(name='t', output_type=int, score=lambda case, output: 1.0)\n"
+        "def cases():\n    yield evaluator.Case(id='a', prompt='p')\n    raise KeyError('invoice 7')\n"
+    )
+    done = cli("main.py", "run", "--suite", str(suite), "--model", "test", "--results-dir", str(tmp_path / "r"))
+    assert one_line_error(done) == f"main.py: error: suite file {suite}: cases() failed: KeyError: 'invoice 7'"
+    assert not (tmp_path / "r").exists()
