@@ -6,6 +6,7 @@ import ast
 import asyncio
 import csv
 import hashlib
+import io
 import json
 import math
 import subprocess
@@ -16,8 +17,10 @@ import pytest
 from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
+from rich.console import Console
 
 import evaluator
+from farel_eval import ollama_models
 from farel_eval.embeddings import endpoint_embedder
 from farel_eval.schemas import RunSummary
 from farel_eval.suites.judge import Judge
@@ -485,3 +488,18 @@ def test_a_cases_generator_that_fails_midway_is_one_line(tmp_path: Path) -> None
     done = cli("main.py", "run", "--suite", str(suite), "--model", "test", "--results-dir", str(tmp_path / "r"))
     assert one_line_error(done) == f"main.py: error: suite file {suite}: cases() failed: KeyError: 'invoice 7'"
     assert not (tmp_path / "r").exists()
+
+
+def test_an_ollama_servers_pull_status_is_shown_as_text() -> None:
+    said = "[link=https://evil.example/]verifying[/link] \x1b]0;pwned\x07done"
+
+    def pull(_: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
+        return 200, [{"status": said, "digest": "sha256:1", "total": 1000, "completed": 1000}]
+
+    screen = io.StringIO()
+    with FakeOpenAI(lambda _: (404, {}), {"POST /api/pull": pull}) as server:
+        ollama_models._pull(ollama_models._client(server.url.removesuffix("/v1")), "evil",
+                            Console(file=screen, force_terminal=True, width=200))  # fmt: skip
+    drawn = screen.getvalue()
+    assert "pull evil: [link=https://evil.example/]verifying[/link] \\x1b]0;pwned\\x07done" in drawn
+    assert "\x1b]0;" not in drawn and "\x1b]8;" not in drawn  # no window title, no live link
