@@ -763,6 +763,7 @@ def command_import_lineage(args: argparse.Namespace) -> int:
 
 
 def _import_results(path: Path, results_dir: Path) -> None:
+    """One result file's runs, each stored unless the same content is already (a line each, as it goes)."""
     for found in read_results(path):
         head = f"{path}: {found.model}, lineage-{found.problem_size}"
         stored_in, stored = found.run_dir(results_dir)
