@@ -27,12 +27,14 @@ __all__ = [
     "DEFAULT_TEMPLATE",
     "TAG_INSTRUCTION",
     "FarelFormatError",
+    "FarelLengthError",
     "csv_line",
     "family_tree",
     "generate",
     "iter_csv",
     "read_csv",
     "relation_name",
+    "string_literal_end",
 ]
 
 TAG_INSTRUCTION = "Enclose the selected answer number in the <ANSWER> tag, for example: <ANSWER>1</ANSWER>."
@@ -69,6 +71,11 @@ _HYPHENATED = frozenset({"niece", "nephew", "aunt", "uncle"})
 
 class FarelFormatError(ValueError):
     """A FaRel CSV or template that cannot be used; the message names the line and the problem."""
+
+
+class FarelLengthError(ValueError):
+    """A length whose family needs more people of one gender than there are names (100 each): degree 13 and
+    above may draw that many, depending on the seed, and 19 always does."""
 
 
 def _ordinal(n: int) -> str:
@@ -193,7 +200,7 @@ def generate(
                     "male": iter(rng.sample(MALE_NAMES, len(MALE_NAMES))),
                     "female": iter(rng.sample(FEMALE_NAMES, len(FEMALE_NAMES))),
                 }
-                names = [next(pools[gender]) for gender in genders]
+                names = _names(degree, genders, pools)
                 index += 1
                 yield Quiz(
                     id=f"q{index:05d}",
@@ -203,6 +210,20 @@ def generate(
                     correct=options.index(class_name) + 1,
                     degree=degree,
                 )
+
+
+def _names(degree: int, genders: Sequence[str], pools: dict[str, Iterator[str]]) -> list[str]:
+    """A name for each person; running out is the length's fault, said as such (a bare `next()` in a generator
+    ends it with "generator raised StopIteration")."""
+    names = [next(pools[gender], None) for gender in genders]
+    if None in names:
+        gender = genders[names.index(None)]
+        drawn = genders.count(gender)
+        raise FarelLengthError(
+            f"degree {degree} drew {drawn} {gender} people of {len(genders)}, more than the "
+            f"{len(MALE_NAMES if gender == 'male' else FEMALE_NAMES)} {gender} names: use a length of at most 12"
+        )
+    return [name for name in names if name is not None]
 
 
 def _option_text(names: Sequence[str], person: int, relation: str) -> str:
@@ -285,11 +306,29 @@ def _number(field: str, what: str) -> int:
     return int(field)
 
 
+def string_literal_end(text: str, start: int) -> int | None:
+    """Just past the quote closing the string literal that opens at `start` (the first quote not escaped by a
+    backslash), or None when it is not closed. Found with `str.find`, in time and memory linear in its length."""
+    quote, at = text[start], start + 1
+    while (end := text.find(quote, at)) >= 0:
+        before = end - 1
+        while text[before] == "\\":
+            before -= 1
+        if (end - 1 - before) % 2 == 0:
+            return end + 1
+        at = end + 1
+    return None
+
+
 def _literal(field: str, what: str) -> str:
-    """Undo the original's repr() of a field."""
+    """Undo the original's repr() of a field: one quoted string, nothing else. Anything more is refused before
+    Python's parser sees it, as a deep expression (`'x'` then a million unary minus signs) exhausts its memory."""
+    field = field.rstrip(" \t")
+    if field[:1] not in ("'", '"') or string_literal_end(field, 0) != len(field):
+        raise FarelFormatError(f"{what} is not a Python string literal (one quoted string)")
     try:
         decoded = ast.literal_eval(field)
-    except (ValueError, SyntaxError) as exc:
+    except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
         raise FarelFormatError(f"{what} is not a Python string literal ({getattr(exc, 'msg', exc)})") from None
     if not isinstance(decoded, str):
         raise FarelFormatError(f"{what} is not a string")
@@ -344,16 +383,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\n", write_through=False)
     degree = 0
-    for quiz in generate(
-        args.length, args.number, args.seed, shuffle=args.shuffle, template=template, unambiguous=args.unambiguous
-    ):
-        if quiz.degree != degree:
-            degree = quiz.degree or 0
-            names = family_tree(degree).class_names(unambiguous=args.unambiguous)
-            print(f"Relations of length: {degree} ({names})", file=sys.stderr)
-        out.write(csv_line(quiz) + "\n")
-    out.flush()
-    out.detach()
+    try:
+        for quiz in generate(
+            args.length, args.number, args.seed, shuffle=args.shuffle, template=template, unambiguous=args.unambiguous
+        ):
+            if quiz.degree != degree:
+                degree = quiz.degree or 0
+                names = family_tree(degree).class_names(unambiguous=args.unambiguous)
+                print(f"Relations of length: {degree} ({names})", file=sys.stderr)
+            out.write(csv_line(quiz) + "\n")
+    except FarelLengthError as exc:
+        print(f"farel_bench.py: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        out.flush()
+        out.detach()
     return 0
 
 

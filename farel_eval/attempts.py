@@ -27,6 +27,7 @@ from pydantic_ai import (
     UnexpectedModelBehavior,
 )
 from pydantic_ai.exceptions import ToolRetryError
+from pydantic_ai.usage import RequestUsage
 
 from farel_eval.schemas import AnswerMode, Attempt, Cost, InvalidKind, TokenUsage, is_text_mode
 
@@ -193,13 +194,30 @@ def _feedback_text(feedback: Any) -> str | None:
     return None
 
 
+MOST_TOKENS = 100_000_000
+"""More tokens than any model's context holds (the largest hold about 10 million): a count above it is not true."""
+
+
+def untrue_usage(usage: RequestUsage) -> bool:
+    """Usage a server reported that cannot be true: a negative count (pydantic-ai then keeps none of it, so the
+    response says 0 input tokens, though every request sends a prompt) or an absurd one."""
+    counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+              usage.output_reasoning_tokens)  # fmt: skip
+    if any(n < 0 or n > MOST_TOKENS for n in counts):
+        return True
+    return usage.input_tokens == 0 and not usage.unmeasured_requests
+
+
 def sample_usage(messages: Sequence[ModelMessage]) -> TokenUsage:
     """Tokens summed over every response; reasoning and cache counts only where reported (non-zero).
 
-    Token counts are None when no response reported usage (a server that omits it, a replayed log).
+    Token counts are None when no response reported usage (a server that omits it, a replayed log), and when a
+    response reported usage that cannot be true (`untrue_usage`): unknown, never 0.
     """
     responses = [m for m in messages if isinstance(m, ModelResponse)]
     if responses and all(r.usage.unmeasured_requests and not r.usage.has_values() for r in responses):
+        return TokenUsage(requests=len(responses), input_tokens=None, output_tokens=None)
+    if any(untrue_usage(r.usage) for r in responses):
         return TokenUsage(requests=len(responses), input_tokens=None, output_tokens=None)
     reasoning = sum(r.usage.output_reasoning_tokens for r in responses)
     cache_read = sum(r.usage.cache_read_tokens for r in responses)
@@ -223,6 +241,8 @@ def _reported_cost(details: dict[str, Any]) -> Decimal | None:
         return Decimal(str(value)) if isinstance(value, int | float | Decimal) and not isinstance(value, bool) else None
 
     fee, upstream = amount("cost"), amount("upstream_inference_cost")
+    if any(c is not None and not (c.is_finite() and c >= 0) for c in (fee, upstream)):
+        return None  # a negative or non-finite charge cannot be true: no reported cost
     if details.get("is_byok") is True and upstream is not None:
         return (fee or Decimal(0)) + upstream
     return fee
@@ -271,6 +291,8 @@ def sample_cost(messages: Sequence[ModelMessage], usage: TokenUsage, *, local: b
     A response of a batch API costs its batch price (`_batch_price`), and the cost says how it was found."""
     responses = [m for m in messages if isinstance(m, ModelResponse)]
     batch_basis: str | None = None
+    if any(untrue_usage(r.usage) for r in responses):  # untrue counts price to no true cost
+        return Cost(usd=0.0, source="local") if local and prices is None else Cost(usd=None, source="unknown")
     if responses:
         reported = [_reported_cost(r.provider_details or {}) for r in responses]
         if all(c is not None for c in reported):
@@ -280,6 +302,8 @@ def sample_cost(messages: Sequence[ModelMessage], usage: TokenUsage, *, local: b
         if all(c is not None for c, _ in priced):
             usd = float(sum(c for c, _ in priced if c is not None))
             return Cost(usd=usd, source="genai-prices", batch_price=batch_basis)
+    if prices is not None and (usage.input_tokens is None or usage.output_tokens is None):
+        return Cost(usd=None, source="unknown")  # no counts to price
     if prices is not None:
         tokens_in, tokens_out = usage.input_tokens or 0, usage.output_tokens or 0
         usd = (tokens_in * prices.input_per_million + tokens_out * prices.output_per_million) / 1e6

@@ -42,7 +42,7 @@ from farel_eval.progress import Progress
 from farel_eval.runs import INTERRUPTED, NothingToResume, RunOutcome, program_version, run
 from farel_eval.schemas import RunSettings, RunSummary, is_text_mode
 from farel_eval.secrets import Redactor
-from farel_eval.storage import SUMMARY_FILE, RunWriter, latest_records, model_slug
+from farel_eval.storage import RunWriter, imported_run_dir, latest_records
 from farel_eval.suites import lineage
 from farel_eval.suites.case_files import CASE_FILE_SUFFIXES, judge_name, judged, load_case_file
 from farel_eval.suites.farel import FAREL_TASK, generated_dataset, quiz_of, read_dataset
@@ -52,6 +52,7 @@ from farel_eval.suites.lineage_import import read_results, result_files, store_r
 from farel_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
 from farel_eval.tables import render_comparison, render_rich
 from farel_eval.tasks import Task
+from farel_eval.terminal import printable
 from farel_eval.workers import (
     WorkerPool,
     WorkerProcesses,
@@ -502,19 +503,19 @@ def _report(summary: RunSummary, run_dir: Path) -> None:
         score = f"{g.score:.2f}" if g.score is not None else "n/a"
         extra = "".join(f", {label}: {n}" for label, n in (("P", g.partial), ("E", g.errors)) if n)
         extra += f", {'ambiguous' if summary.suite == 'farel' else 'excluded'}: {g.excluded}" if g.excluded else ""
-        print(f"{g.group}: {score} (C: {g.correct}, I: {g.incorrect}, M: {g.missing} A: {g.scored}{extra})")
+        print(printable(f"{g.group}: {score} (C: {g.correct}, I: {g.incorrect}, M: {g.missing} A: {g.scored}{extra})"))
     headline = f"{scores.score:.2f}" if scores.score is not None else "n/a"
     if summary.suite == "farel":
         length = summary.dataset.params.get("length")
         title = f"FaRel{'-' + str(length) if length else ''}"
     else:
         title = "lineage" if summary.suite == "lineage" else f"{summary.suite} score"
-    print(f"{title}: {headline}  ({summary.model}, {summary.mode} mode)")
+    print(printable(f"{title}: {headline}  ({summary.model}, {summary.mode} mode)"))
     if summary.suite == "lineage":
         sizes = lineage.size_scores(scores.groups)
         print("problem sizes: " + ", ".join(f"{name} {value:.2f}" for name, value in sizes.items()))
     if scores.metrics:
-        print("metrics: " + ", ".join(f"{name} {value:.2f}" for name, value in scores.metrics.items()))
+        print("metrics: " + ", ".join(f"{name} {_score(value)}" for name, value in scores.metrics.items()))
     comp, totals = scores.compliance, scores.totals
     first = f"{comp.valid_first_try:.1f}%" if comp.valid_first_try is not None else "n/a"
     after = f"{comp.valid_after_retries:.1f}%" if comp.valid_after_retries is not None else "n/a"
@@ -726,12 +727,12 @@ def _outcome_code(outcome: RunOutcome) -> int:
     final, run_dir = outcome.summary, outcome.run_dir
     if final.status == "dnf":
         where = f" at {final.settings.base_url}" if final.settings.base_url else ""
-        print(f"{_prog()}: error: model {final.model}{where} could not be reached: {final.reason} "
-              f"(run stored as DNF in {run_dir})", file=sys.stderr)  # fmt: skip
+        print(printable(f"{_prog()}: error: model {final.model}{where} could not be reached: {final.reason} "
+                        f"(run stored as DNF in {run_dir})"), file=sys.stderr)  # fmt: skip
         return EXIT_DNF
     _report(final, run_dir)
     if final.reason is not None and final.reason.startswith(CREDENTIALS_REFUSED):
-        print(f"{_prog()}: error: {final.reason} (run stored as partial in {run_dir})", file=sys.stderr)
+        print(printable(f"{_prog()}: error: {final.reason} (run stored as partial in {run_dir})"), file=sys.stderr)
         return EXIT_DNF
     if final.reason is not None and final.reason.startswith(WAITED_TOO_LONG):
         print(f"{_prog()}: {final.reason} (run stored as partial in {run_dir})", file=sys.stderr)
@@ -758,7 +759,7 @@ def command_models(args: argparse.Namespace) -> int:
             tools = "tools" if m.capabilities and "tools" in m.capabilities else "no tools"
             if m.capabilities is None:
                 tools = "capabilities unknown"
-            print(f"ollama:{m.name}\t{size}\t{m.parameters or '?'}\t{m.quantization or '?'}\t{tools}")
+            print(printable(f"ollama:{m.name}\t{size}\t{m.parameters or '?'}\t{m.quantization or '?'}\t{tools}"))
         if not models:
             print(
                 f"no models in Ollama at {host}: pull one with `ollama pull NAME` or `main.py run --pull`",
@@ -787,27 +788,29 @@ def command_generate(args: argparse.Namespace) -> int:
 
 def command_import_lineage(args: argparse.Namespace) -> int:
     """Each (model, problem size, reasoning effort) of each result file as an imported run; importing a file again
-    stores nothing new."""
-    failed = 0
+    stores nothing new. A file that cannot be imported is one line and makes the exit 2; the others are imported."""
+    code = 0
     for path in result_files(args.paths):
         try:
-            runs = read_results(path)
+            _import_results(path, args.results_dir)
         except EvaluatorError as exc:
-            print(f"{_prog()}: error: {exc}", file=sys.stderr)
-            failed += 1
+            print(f"{_prog()}: error: {printable(str(exc))}", file=sys.stderr)
+            code = max(code, exc.exit_code)
+    return code
+
+
+def _import_results(path: Path, results_dir: Path) -> None:
+    """One result file's runs, each stored unless the same content is already (a line each, as it goes)."""
+    for found in read_results(path):
+        head = f"{path}: {found.model}, lineage-{found.problem_size}"
+        stored_in, stored = found.run_dir(results_dir)
+        if stored:
+            print(printable(f"{head}: already imported in {stored_in}"))
             continue
-        for found in runs:
-            head = f"{path}: {found.model}, lineage-{found.problem_size}"
-            if (found.run_dir(args.results_dir) / SUMMARY_FILE).exists():
-                print(f"{head}: already imported in {found.run_dir(args.results_dir)}")
-                continue
-            run_dir, summary, records = asyncio.run(store_run(found, args.results_dir))
-            strict, relaxed = summary.scores.score, relaxed_score(records, summary.scores.aggregate)
-            print(
-                f"{head}: {len(records)} responses, score {_score(strict)}, relaxed {_score(relaxed)} "
-                f"(missing {summary.scores.missing}); stored in {run_dir}"
-            )
-    return 1 if failed else 0
+        run_dir, summary, records = asyncio.run(store_run(found, results_dir))
+        strict, relaxed = summary.scores.score, relaxed_score(records, summary.scores.aggregate)
+        print(printable(f"{head}: {len(records)} responses, score {_score(strict)}, relaxed {_score(relaxed)} "
+                        f"(missing {summary.scores.missing}); stored in {run_dir}"))  # fmt: skip
 
 
 def _score(value: float | None) -> str:
@@ -815,24 +818,25 @@ def _score(value: float | None) -> str:
 
 
 def command_import(args: argparse.Namespace) -> int:
-    """Import each log as a run; a log that cannot be imported, or whose counts differ, makes the exit 1."""
+    """Import each log as a run, whatever the others hold; the exit is 2 when a log cannot be imported (bad input),
+    else 1 when one's counts differ from its summary lines."""
     dataset = read_dataset(args.quizzes) if args.quizzes else generated_dataset(3, 50, 42, shuffle=True)
-    failed = 0
+    code = 0
     for path in log_files(args.paths):
         try:
-            failed += not _import_one(path, dataset, args.results_dir)
+            code = max(code, 0 if _import_one(path, dataset, args.results_dir) else 1)
         except EvaluatorError as exc:
-            print(f"{_prog()}: error: {_as_flags(str(exc))}", file=sys.stderr)
-            failed += 1
-    return 1 if failed else 0
+            print(f"{_prog()}: error: {printable(_as_flags(str(exc)))}", file=sys.stderr)
+            code = max(code, exc.exit_code)
+    return code
 
 
 def _import_one(path: Path, dataset: Dataset, results_dir: Path) -> bool:
     log = parse_log(path)
     model = path.stem
-    run_dir = results_dir / model_slug(model) / imported_run_id(log)
-    if (run_dir / SUMMARY_FILE).exists():
-        print(f"{path}: already imported in {run_dir}")
+    run_dir, stored = imported_run_dir(results_dir, model, imported_run_id(log))
+    if stored:
+        print(printable(f"{path}: already imported in {run_dir}"))
         return True
     started_at = datetime.now(UTC)
     quizzes = [quiz_of(case) for case in dataset.cases()]
@@ -912,7 +916,7 @@ def _reported(args: argparse.Namespace, command: Callable[[], int]) -> int:
         return command()
     except EvaluatorError as exc:
         redact = Redactor.for_run(keys=keys, urls=urls)
-        print(f"{_prog()}: error: {redact(_as_flags(str(exc)))}", file=sys.stderr)
+        print(f"{_prog()}: error: {printable(redact(_as_flags(str(exc))))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:  # a second Ctrl-C while shutting down: records written so far are kept
         print(f"{_prog()}: interrupted; finished samples are kept (--resume continues)", file=sys.stderr)

@@ -31,6 +31,7 @@ from farel_eval.transport import ResponseCache, http_client
 __all__ = [
     "LOCAL_EMBEDDING_MODEL",
     "Embedded",
+    "EmbeddingError",
     "TextEmbedder",
     "cosine",
     "endpoint_embedder",
@@ -63,6 +64,15 @@ class Embedded:
     cost: Cost
 
 
+class EmbeddingError(ValueError):
+    """Vectors that cannot be a text's embedding (NaN or an infinity in one, one missing): the embedder's error, the
+    sample's `error` record, never a verdict on the answer. Carries what the request used and cost."""
+
+    def __init__(self, message: str, usage: TokenUsage, cost: Cost) -> None:
+        super().__init__(message)
+        self.usage, self.cost = usage, cost
+
+
 class TextEmbedder:
     """An embedding model ready to use, under the `name` a run records; `local` ones (this machine, a loopback
     server) cost 0."""
@@ -86,7 +96,8 @@ class TextEmbedder:
         self._http = http
 
     async def embed(self, texts: Sequence[str]) -> Embedded:
-        """One vector per text; a model that fails stops the run, in one line."""
+        """One vector per text; a model that fails stops the run, in one line; vectors that cannot be embeddings raise
+        `EmbeddingError`."""
         try:
             result = await self._embedder.embed_documents(list(texts))
         except Exception as exc:
@@ -94,7 +105,17 @@ class TextEmbedder:
             raise EvaluatorError(f"the embedding model {self.name} failed: {type(exc).__name__}: {text}") from None
         sent = not self.in_process
         usage = TokenUsage(requests=int(sent), input_tokens=result.usage.input_tokens if sent else 0, output_tokens=0)
-        return Embedded([list(map(float, v)) for v in result.embeddings], usage, self._cost(result))
+        embedded = Embedded([list(map(float, v)) for v in result.embeddings], usage, self._cost(result))
+        if len(embedded.vectors) != len(texts):
+            raise EmbeddingError(f"the embedding model {self.name} gave {len(embedded.vectors)} vectors for "
+                                 f"{len(texts)} texts", usage, embedded.cost)  # fmt: skip
+        for vector in embedded.vectors:
+            bad = next((n for n, x in enumerate(vector) if not math.isfinite(x)), None)
+            if bad is not None or not vector:
+                found = f"{vector[bad]} at {bad + 1} of {len(vector)}" if bad is not None else "an empty vector"
+                raise EmbeddingError(f"the embedding model {self.name} gave a vector that is not an embedding: {found}",
+                                     usage, embedded.cost)  # fmt: skip
+        return embedded
 
     def _cost(self, result: EmbeddingResult) -> Cost:
         if self.local:
@@ -118,8 +139,9 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def novelty(new: Sequence[float], previous: Sequence[Sequence[float]]) -> float:
-    """Aidan Bench's novelty: 1 - the highest cosine similarity to a previous answer; 1 with none before it."""
-    return 1.0 - max(cosine(new, old) for old in previous) if previous else 1.0
+    """Aidan Bench's novelty: 1 - the highest cosine similarity to a previous answer; 1 with none before it. Kept in
+    [0, 2], as a similarity is in [-1, 1]: rounding gives a repeated answer 1 + 2e-16, not a novelty of -2e-16."""
+    return min(max(1.0 - max(cosine(new, old) for old in previous), 0.0), 2.0) if previous else 1.0
 
 
 def local_embedder() -> TextEmbedder:

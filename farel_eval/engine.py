@@ -486,6 +486,9 @@ class Collector:
             control.stop(f"{CREDENTIALS_REFUSED}: {record.error}")
         if control.max_requests is not None and self.book.requests >= control.max_requests:
             control.stop(f"max_requests {control.named_budget[1]} reached")
+        if control.max_cost is not None and record.cost.usd is None and record.status != "error":  # untrue usage
+            case = record.case_id
+            control.stop(f"max_cost ${control.named_budget[0]:g} cannot be kept: the cost of case {case!r} is unknown")
         spent = self.book.cost_usd
         if control.max_cost is not None and spent is not None and spent >= control.max_cost:
             control.stop(f"max_cost ${control.named_budget[0]:g} reached")

@@ -17,10 +17,10 @@ import ast
 import itertools
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic_ai import (
     ModelAPIError,
@@ -33,7 +33,7 @@ from pydantic_ai import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from farel_bench import TAG_INSTRUCTION
+from farel_bench import TAG_INSTRUCTION, string_literal_end
 from farel_eval.errors import InputError
 from farel_eval.providers import ResolvedModel
 from farel_eval.schemas import Quiz
@@ -134,17 +134,134 @@ def _split_summary(lines: list[str]) -> tuple[list[str], dict[str, ClassCounts]]
     return lines[:start], summary
 
 
-def _messages(line: str) -> list[dict[str, str]] | None:
-    """The message list of an API record line, or None if the line is not one (or is cut short)."""
+_LITERAL_TOKEN = re.compile(
+    r"\s*(?:(?P<open>[\[{(])|(?P<close>[\]})])|(?P<comma>,)|(?P<colon>:)|(?P<quote>['\"])|(?P<word>None|True|False)"
+    r"|(?P<number>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?))"
+)
+"""One token of a Python literal as `repr()` writes a message list: brackets, separators, the quote opening a string
+(no prefix, no triple quotes), None, True, False, a number."""
+_CLOSING = {"[": "]", "{": "}", "(": ")"}
+_MOST_NESTING = 32
+"""Deeper than any message list: a line nested deeper is not one (and cannot exhaust the stack)."""
+
+
+class _Token(NamedTuple):
+    kind: str
+    """The group of `_LITERAL_TOKEN` that matched (`open`, `close`, `comma`, `colon`, `string`, `word`, `number`)."""
+    text: str
+    start: int
+
+
+class _Literal:
+    """Reads a message list's elements one at a time, so memory holds one message, not the line's syntax tree
+    (`ast.literal_eval` took 2.2 GB for a 12 MB line of many short messages). Raises `ValueError` on a line that
+    is not such a literal, or is cut short."""
+
+    def __init__(self, line: str) -> None:
+        self.line, self.at = line, 0
+
+    def _next(self) -> _Token:
+        found = _LITERAL_TOKEN.match(self.line, self.at)
+        if found is None or found.lastgroup is None:
+            raise ValueError(f"not a Python literal at character {self.at}")
+        start = found.start(found.lastgroup)
+        if found.lastgroup == "quote":
+            end = string_literal_end(self.line, start)
+            if end is None:
+                raise ValueError(f"a string cut short at character {start}")
+            self.at = end
+            return _Token("string", self.line[start:end], start)
+        self.at = found.end()
+        return _Token(found.lastgroup, found[found.lastgroup], start)
+
+    def elements(self) -> Iterator[object]:
+        """The elements of the list the line holds, then a check that nothing follows it."""
+        if self._next().text != "[":
+            raise ValueError("not a list")
+        yield from self._items("[", 1)
+        if self.line[self.at :].strip():
+            raise ValueError("text after the list")
+
+    def _items(self, opening: str, depth: int) -> Iterator[object]:
+        closing = _CLOSING[opening]
+        token = self._next()
+        if token.text == closing:
+            return
+        while True:
+            yield self._value(token, depth)
+            token = self._next()
+            if token.text == closing:
+                return
+            if token.kind != "comma":
+                raise ValueError(f"expected , or {closing} at character {token.start}")
+            token = self._next()
+            if token.text == closing:  # a trailing comma: (x,)
+                return
+
+    def _value(self, token: _Token, depth: int) -> object:
+        if token.kind == "string":
+            text = token.text
+            return text[1:-1] if "\\" not in text else ast.literal_eval(text)  # one string's escapes
+        if token.kind == "word":
+            return {"None": None, "True": True, "False": False}[token.text]
+        if token.kind == "number":
+            return ast.literal_eval(token.text)
+        if token.kind != "open" or depth >= _MOST_NESTING:
+            raise ValueError(f"unexpected {token.text!r} at character {token.start}")
+        if token.text == "{":
+            return self._dict(depth + 1)
+        items = list(self._items(token.text, depth + 1))
+        return items if token.text == "[" else tuple(items)
+
+    def _dict(self, depth: int) -> dict[object, object]:
+        found: dict[object, object] = {}
+        token = self._next()
+        while token.text != "}":
+            key = self._value(token, depth)
+            if self._next().kind != "colon":
+                raise ValueError(f"expected : at character {self.at}")
+            value = self._value(self._next(), depth)
+            found[key if isinstance(key, str | int | float | bool | None) else repr(key)] = value
+            token = self._next()
+            if token.kind == "comma":
+                token = self._next()
+            elif token.text != "}":
+                raise ValueError(f"expected , or }} at character {token.start}")
+        return found
+
+
+def _content(value: object) -> str | None:
+    """A message's content as text: a string, or a list of parts (`{"type": "text", "text": ...}`) joined; None
+    for anything else."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(part, dict) for part in value):
+        return "".join(part["text"] for part in value if isinstance(part, dict) and isinstance(part.get("text"), str))
+    return None
+
+
+def _prompts(line: str) -> tuple[str, str | None] | None:
+    """The user and system prompts of an API record line (its message list), or None if the line is not one (or is
+    cut short). Read a message at a time, in memory that does not grow with the number of messages."""
     if not line.startswith(_API_RECORD):
         return None
+    user: str | None = None
+    system: str | None = None
+    messages = 0
     try:
-        value = ast.literal_eval(line)
+        for message in _Literal(line).elements():
+            text = _content(message.get("content")) if isinstance(message, dict) else None
+            if text is None:
+                return None
+            messages += 1
+            role = message.get("role") if isinstance(message, dict) else None
+            if role == "user" and user is None:
+                user = text
+            elif role == "system" and system is None:
+                system = text
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
-    if isinstance(value, list) and value and all(isinstance(m, dict) and "content" in m for m in value):
-        return value
-    return None
+    return (user or "", system) if messages else None
 
 
 def _layout(first: str) -> Layout | None:
@@ -172,7 +289,10 @@ def parse_log(path: Path) -> FarelLog:
         notes.append("no summary lines: the log is cut short or not finished, counts cannot be checked")
     layout = _layout(lines[0]) if lines else None
     if layout == "messages":
-        return FarelLog(path, layout, _api_entries(lines, notes), summary, notes)
+        entries = _api_entries(lines, notes)
+        if not entries:
+            raise InputError(f"{path}: no whole record: the log is cut short in its first message list")
+        return FarelLog(path, layout, entries, summary, notes)
     if layout == "prompt-response":
         return FarelLog(path, layout, _prompt_response_entries(lines), summary, notes)
     if layout == "command":
@@ -187,25 +307,23 @@ def parse_log(path: Path) -> FarelLog:
 
 def _api_entries(lines: list[str], notes: list[str]) -> list[LogEntry]:
     entries: list[LogEntry] = []
-    start: tuple[int, list[dict[str, str]]] | None = None
+    start: tuple[int, tuple[str, str | None]] | None = None
     reply: list[str] = []
 
     def close() -> None:
         if start is None:
             return
-        number, messages = start
-        user = next((m["content"] for m in messages if m.get("role") == "user"), "")
-        system = next((m["content"] for m in messages if m.get("role") == "system"), None)
+        number, (user, system) = start
         entries.append(LogEntry(number, user, "\n".join(reply), system))
 
     for number, line in enumerate(lines, 1):
-        messages = _messages(line)
-        if messages is None and line.startswith(_API_RECORD) and number == len(lines):
+        prompts = _prompts(line)
+        if prompts is None and line.startswith(_API_RECORD) and number == len(lines):
             notes.append(f"line {number}: a record cut short (its message list does not parse) was dropped")
             continue
-        if messages is not None:
+        if prompts is not None:
             close()
-            start, reply = (number, messages), []
+            start, reply = (number, prompts), []
         else:
             reply.append(line)
     close()

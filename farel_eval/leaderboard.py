@@ -8,6 +8,7 @@ gets a row from its summary alone, with no interval.
 from __future__ import annotations
 
 import io
+import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -24,6 +25,7 @@ from farel_eval.stats import pareto_front
 from farel_eval.storage import RECORDS_FILE, SUMMARY_FILE, StoredRun, latest_records, load_runs, read_records
 from farel_eval.suites.lineage import size_scores
 from farel_eval.tables import comparison_json, render_comparison, render_csv, render_json, render_markdown, render_rich
+from farel_eval.terminal import printable
 
 __all__ = [
     "RANK_BY",
@@ -102,12 +104,28 @@ def newest_runs(runs: Iterable[StoredRun]) -> list[StoredRun]:
     return list(newest.values())
 
 
-def build_rows(runs: Sequence[StoredRun], *, rank_by: RankBy = "score") -> list[LeaderboardRow]:
+def build_rows(
+    runs: Sequence[StoredRun],
+    *,
+    rank_by: RankBy = "score",
+    on_error: Callable[[ResultFileError], None] | None = None,
+) -> list[LeaderboardRow]:
     """One row per run, a block per suite (FaRel first); runs of different suites are never ranked against each
     other. Complete runs are ranked (equal keys share the smallest rank); partial, limited and unscored runs
-    follow them unranked, so a 2-case run never stands above a full one."""
-    analyses = [analyse_run(run) for run in runs]
-    rows = [_row(run, analysis) for run, analysis in zip(runs, analyses, strict=True)]
+    follow them unranked, so a 2-case run never stands above a full one. A run whose records cannot be read raises
+    `ResultFileError`, or with `on_error` is handed to it and left out."""
+    rows: list[LeaderboardRow] = []
+    analyses: list[RunAnalysis | None] = []
+    for run in runs:
+        try:
+            analysis = analyse_run(run)
+            rows.append(_row(run, analysis))
+        except ResultFileError as exc:
+            if on_error is None:
+                raise
+            on_error(exc)
+            continue
+        analyses.append(analysis)
     by_path = dict(zip((r.path for r in rows), analyses, strict=True))
     ordered: list[LeaderboardRow] = []
     for suite in sorted({r.suite for r in rows}, key=lambda name: (name != "farel", name)):
@@ -315,8 +333,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.compare:
             _write(_comparison(args.compare, args.format), args.output)
             return 0
-        runs = load_runs(args.dir)
-        rows = build_rows(newest_runs(runs) if args.latest else runs, rank_by=args.rank_by)
+        skipped: list[ResultFileError] = []
+
+        def skip(exc: ResultFileError) -> None:
+            print(f"format_result.py: error: {printable(str(exc))}", file=sys.stderr)  # and the others are shown
+            skipped.append(exc)
+
+        runs = load_runs(args.dir, skip)
+        rows = build_rows(newest_runs(runs) if args.latest else runs, rank_by=args.rank_by, on_error=skip)
+        if not rows and skipped:
+            return ResultFileError.exit_code
         if not rows:
             raise ResultFileError(f"no stored runs under {args.dir}: run `python main.py run` first")
         fmt = args.format or ("rich" if sys.stdout.isatty() and args.output is None else "markdown")
@@ -328,10 +354,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             render_rich(rows, Console(width=100_000) if args.wide else Console(), wide=args.wide)
         else:
             _write(_text(rows, fmt, args.farel_only, args.wide), args.output)
+        if skipped:  # the others are shown; the exit says that not every run was
+            return ResultFileError.exit_code
     except EvaluatorError as exc:
         print(f"format_result.py: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # the reader left (`| head`): end quietly, as `main.py` does
+        return _reader_left()
     return 0
+
+
+EXIT_BROKEN_PIPE = 141
+"""What a shell reports for a process a closed pipe stopped (128 + SIGPIPE)."""
+
+
+def _reader_left() -> int:
+    """Point standard output at /dev/null, so the interpreter's last flush at exit fails no more."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
 
 
 def _text(rows: Sequence[LeaderboardRow], fmt: str, farel_only: bool, wide: bool) -> str:
@@ -359,6 +399,7 @@ def _has_records(run_dir: Path) -> bool:
 def _write(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
+        sys.stdout.flush()  # here, where a reader that left is caught, not at exit
         return
     try:
         output.write_text(text, encoding="utf-8")

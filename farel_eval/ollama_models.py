@@ -9,10 +9,12 @@ import httpx
 import ollama
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TransferSpeedColumn
 
 from farel_eval.errors import ModelSetupError
 from farel_eval.schemas import AnswerMode
+from farel_eval.terminal import printable
 
 __all__ = ["DEFAULT_OLLAMA_HOST", "OllamaModel", "ensure_ollama_model", "list_ollama_models", "ollama_host"]
 
@@ -92,7 +94,8 @@ def _pull(client: ollama.Client, model: str, console: Console | None) -> None:
             for update in client.pull(model, stream=True):
                 key = update.digest or (update.status or "")
                 if key not in tasks:
-                    tasks[key] = progress.add_task(f"pull {model}: {update.status}", total=update.total)
+                    said = escape(printable(f"pull {model}: {update.status}"))  # the server's words, never markup
+                    tasks[key] = progress.add_task(said, total=update.total)
                 progress.update(tasks[key], total=update.total, completed=update.completed or 0)
     except ollama.ResponseError as exc:
         raise ModelSetupError(f"cannot pull {model!r} from Ollama: {exc.error}") from None

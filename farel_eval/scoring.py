@@ -5,9 +5,11 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
+from farel_eval.errors import TaskError
 from farel_eval.schemas import Aggregate, Compliance, GroupScore, InvalidKind, SampleRecord, Scores, Totals
 
 __all__ = ["UNGROUPED", "ScoreBook", "score_records"]
@@ -139,7 +141,7 @@ class ScoreBook:
             aggregate=self._aggregate,
             macro_score=macro,
             mean_score=mean,
-            metrics=self._metrics(dict(self._details)) if self._metrics is not None and scored else {},
+            metrics=_finite(self._metrics(dict(self._details))) if self._metrics is not None and scored else {},
             samples=self.samples,
             correct=self._statuses["correct"],
             partial=self._statuses["partial"],
@@ -171,6 +173,17 @@ class ScoreBook:
                 cache_hits=self._cache_hits,
             ),
         )
+
+
+def _finite(metrics: Mapping[str, float | None]) -> dict[str, float | None]:
+    """A task's figures as stored: NaN and infinities (a ratio of nothing to nothing) are None, as JSON writes them,
+    so the summary reads back. A figure that is no number is the task's error, in one line."""
+    found: dict[str, float | None] = {}
+    for name, value in metrics.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise TaskError(f"the task's metrics gave {value!r} for {name!r}: give numbers (or None)")
+        found[name] = None if value is None or not math.isfinite(value) else float(value)
+    return found
 
 
 def score_records(

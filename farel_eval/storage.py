@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
 import secrets
 import shutil
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ __all__ = [
     "RunWriter",
     "StoredRun",
     "drop_torn_line",
+    "imported_run_dir",
     "latest_records",
     "load_runs",
     "model_slug",
@@ -45,6 +47,33 @@ LOCK_FILE = ".lock"
 def model_slug(model: str) -> str:
     """A folder name for a model: `openai:gpt-4o` -> `openai_gpt-4o`."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_.") or "model"
+
+
+def imported_run_dir(results_dir: Path, model: str, run_id: str) -> tuple[Path, bool]:
+    """Where an imported run of `model` goes, and whether it is stored there already (the same content: its run id
+    is made from the source's bytes, and the stored run is of the same model). Its folder is the model's slug,
+    unless that run id is taken there by another model whose name slugs alike (`vendor/model-a`,
+    `vendor_model-a`): then the slug and a short hash of the name, which no other name shares."""
+    hashed = f"{model_slug(model)}-{hashlib.sha256(model.encode('utf-8')).hexdigest()[:8]}"
+    for folder in (model_slug(model), hashed):
+        run_dir = results_dir / folder / run_id
+        if not run_dir.exists():
+            return run_dir, False
+        if _stored_model(run_dir / SUMMARY_FILE) == model:
+            return run_dir, True
+    raise ResultFileError(
+        f"{results_dir / hashed / run_id} holds a run of another model: move it, or import into another folder"
+    )
+
+
+def _stored_model(summary: Path) -> str | None:
+    """The model a stored summary names; None when there is none to read."""
+    try:
+        data = json.loads(summary.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    model = data.get("model") if isinstance(data, dict) else None
+    return model if isinstance(model, str) else None
 
 
 def new_run_id(mode: str, now: datetime) -> str:
@@ -152,12 +181,20 @@ def _load_summary(path: Path) -> RunSummary:
         raise ResultFileError(f"corrupt result file {path}: {where}: {first['msg']}") from None
 
 
-def load_runs(directory: Path) -> list[StoredRun]:
-    """Every run summary below `directory`, oldest first; a corrupt file raises `ResultFileError`."""
+def load_runs(directory: Path, on_error: Callable[[ResultFileError], None] | None = None) -> list[StoredRun]:
+    """Every run summary below `directory`, oldest first. A corrupt file raises `ResultFileError`, or with
+    `on_error` is handed to it and left out, so one bad run hides none of the others."""
     if not directory.exists():
         raise ResultFileError(f"no results folder {directory}: run `python main.py run` first or name another folder")
     paths = [directory] if directory.is_file() else sorted(directory.rglob(SUMMARY_FILE))
-    runs = [StoredRun(p.parent, _load_summary(p)) for p in paths]
+    runs: list[StoredRun] = []
+    for path in paths:
+        try:
+            runs.append(StoredRun(path.parent, _load_summary(path)))
+        except ResultFileError as exc:
+            if on_error is None:
+                raise
+            on_error(exc)
     return sorted(runs, key=lambda r: (r.summary.started_at, r.summary.run_id))
 
 

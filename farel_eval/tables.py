@@ -12,11 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
+from rich.text import Text
 
 from farel_eval.analysis import ALPHA, Comparison
 from farel_eval.schemas import LeaderboardRow
+from farel_eval.terminal import json_printable, printable
 
 __all__ = [
     "class_header",
@@ -219,12 +221,13 @@ def render_markdown(rows: Sequence[LeaderboardRow], *, farel_only: bool = False)
         )
     if len(tables) == 1:
         return tables[0][1]
-    return "\n".join(f"### {suite}\n\n{table}" for suite, table in tables)
+    return "\n".join(f"### {printable(suite)}\n\n{table}" for suite, table in tables)
 
 
 def _escape(cell: str) -> str:
-    """A `|` inside a cell (a model or class name) would end the cell: markdown writes it `\\|`."""
-    return cell.replace("|", "\\|")
+    """A `|` inside a cell (a model or class name) would end the cell: markdown writes it `\\|`; a control character
+    would reach the terminal: it is shown as its escape."""
+    return printable(cell).replace("|", "\\|")
 
 
 def _markdown_table(rows: Sequence[LeaderboardRow], columns: Sequence[Column]) -> str:
@@ -276,22 +279,25 @@ def _rich_table(
     notes: str | None = None,
 ) -> None:
     table = Table(
-        title=title, title_justify="left", caption=notes, caption_justify="left", box=box.SIMPLE_HEAD,
+        title=Text(printable(title)), title_justify="left", caption=notes, caption_justify="left", box=box.SIMPLE_HEAD,
         pad_edge=False, padding=0, show_edge=False,
     )  # fmt: skip
-    for column in columns:
-        header = column.header
+    # cells are Text, never markup: a model named `[link=...]x[/link]` or holding `[/]` is shown as it is written
+    cells = [[printable(column.cell(row)) for column in columns] for row in rows]
+    for index, column in enumerate(columns):
+        header = printable(column.header)
         if wrap and column.text:  # names fold onto more lines rather than push numbers off the screen
-            words = [len(word) for row in rows for word in column.cell(row).split()]
+            words = [len(word) for row in cells for word in row[index].split()]
             name = column in (MODEL, MODEL_AND_RUN)
-            table.add_column(header, overflow="fold", ratio=1 if name else None, min_width=min(max(words), 26))
+            table.add_column(Text(header), overflow="fold", ratio=1 if name else None, min_width=min(max(words), 26))
             continue
-        widest = max(len(column.cell(row)) for row in rows)
+        widest = max(len(row[index]) for row in cells)
         if wrap:  # a header stacks over a narrower column: "great grand-child" as great / grand- / child
             header = textwrap.fill(header, max(widest, *(len(part) for part in re.findall(r"[^\s-]+-?", header))))
-        table.add_column(header, justify="left" if column.text else "right", no_wrap=True, min_width=widest)
-    for row in rows:
-        table.add_row(*(column.cell(row) for column in columns))
+        justify: JustifyMethod = "left" if column.text else "right"
+        table.add_column(Text(header), justify=justify, no_wrap=True, min_width=widest)
+    for row in cells:
+        table.add_row(*(Text(cell) for cell in row))
     console.print(table)
     console.print()
 
@@ -308,6 +314,8 @@ CSV_FIELDS = (
 def _csv_value(value: object) -> object:
     if value is None:
         return ""
+    if isinstance(value, str):
+        return printable(value)
     if isinstance(value, float) and not value.is_integer():
         return f"{value:.6f}".rstrip("0")
     return value
@@ -325,14 +333,16 @@ def render_csv(rows: Sequence[LeaderboardRow]) -> str:
     fields += NOVELTY_CSV_FIELDS if any(r.suite == "novelty" for r in rows) else ()
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["rank", "suite", "model", "mode", "run_id", "status", "imported", "score", *classes, *fields])
+    writer.writerow(["rank", "suite", "model", "mode", "run_id", "status", "imported", "score",
+                     *map(printable, classes), *fields])  # fmt: skip
     for r in rows:
         values = r.model_dump()
         low, high = r.score_ci95 or (None, None)
         values |= {"score_ci95_low": low, "score_ci95_high": high}
         values |= {name: r.metrics.get(name) for name in NOVELTY_CSV_FIELDS}
         writer.writerow(
-            [r.rank, r.suite, r.model, r.mode, r.run_id, r.status, r.imported, _num(r.score)]
+            [r.rank, *map(printable, (r.suite, r.model)), r.mode, printable(r.run_id), r.status, r.imported]
+            + [_num(r.score)]
             + [_num(r.classes.get(c)) for c in classes]
             + [_csv_value(values[field]) for field in fields]
         )
@@ -340,13 +350,13 @@ def render_csv(rows: Sequence[LeaderboardRow]) -> str:
 
 
 def render_json(rows: Sequence[LeaderboardRow]) -> str:
-    return json.dumps([r.model_dump(mode="json") for r in rows], indent=2, ensure_ascii=False) + "\n"
+    return json_printable(json.dumps([r.model_dump(mode="json") for r in rows], indent=2, ensure_ascii=False)) + "\n"
 
 
 def comparison_json(comparison: Comparison, a: LeaderboardRow, b: LeaderboardRow) -> str:
     data = asdict(comparison) | {"a": _identity(a), "b": _identity(b)}
     data["difference_ci95"] = list(comparison.difference_ci95)
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return json_printable(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
 
 
 def _identity(row: LeaderboardRow) -> dict[str, object]:
@@ -371,4 +381,4 @@ def render_comparison(comparison: Comparison, a: LeaderboardRow, b: LeaderboardR
         f"difference A - B: {c.difference:+.2f} points, 95% CI {c.difference_ci95[0]:+.2f} to "
         f"{c.difference_ci95[1]:+.2f} (paired bootstrap)",
     ]
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines)) + "\n"

@@ -19,7 +19,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.output import OutputSpec
 from pydantic_ai.profiles import ModelProfile
-from pydantic_core import to_jsonable_python
+from pydantic_core import to_json, to_jsonable_python
 
 from farel_eval.errors import TaskError
 from farel_eval.schemas import Aggregate, AnswerMode, Case, Cost, InvalidKind, TokenUsage, is_text_mode
@@ -35,7 +35,8 @@ class Score:
 
     value: float
     details: dict[str, Any] = field(default_factory=dict)
-    """JSON-compatible. Numbers in it are summed over the run and handed to the task's `metrics`."""
+    """JSON-compatible (a non-finite number is stored as null). Numbers in it are summed over the run and handed to
+    the task's `metrics`."""
     usage: TokenUsage | None = None
     """What scoring itself asked of a model (an LLM judge): added to the sample's usage."""
     cost: Cost | None = None
@@ -210,7 +211,8 @@ class Task(Generic[OutputT]):
         return to_jsonable_python(output)
 
     async def grade(self, case: Case, output: OutputT) -> Score:
-        """Run the scorer; a value outside [0, 1] or a scorer that raises is the task's bug, said in one line."""
+        """Run the scorer; a value outside [0, 1], details that are not JSON or a scorer that raises is the task's bug,
+        said in one line. The details come back as the record stores them."""
         try:
             verdict = self.score(case, output)
             if inspect.isawaitable(verdict):
@@ -222,7 +224,21 @@ class Task(Generic[OutputT]):
         value = _number(result.value, self.name, case.id)
         if not 0.0 <= value <= 1.0:
             raise TaskError(f"the scorer of task {self.name!r} gave {value} for case {case.id!r}: scores are in [0, 1]")
-        return replace(result, value=value)
+        return replace(result, value=value, details=_json_details(result.details, self.name, case.id))
+
+
+def _json_details(details: object, task: str, case_id: str) -> dict[str, Any]:
+    """Details as JSON data, as a record stores them (NaN and infinities as null), so what is scored in memory is
+    what a stored run scores again."""
+    if not isinstance(details, Mapping):
+        raise TaskError(f"the scorer of task {task!r} gave details of type {type(details).__name__} for case "
+                        f"{case_id!r}: Score.details is a dict")  # fmt: skip
+    try:
+        data: dict[str, Any] = json.loads(to_json(details, inf_nan_mode="null"))
+    except ValueError as exc:  # pydantic's serialization error is one
+        raise TaskError(f"the scorer of task {task!r} gave details that are not JSON for case {case_id!r}: "
+                        f"{str(exc).splitlines()[0]}") from None  # fmt: skip
+    return data
 
 
 def _number(value: object, task: str, case_id: str) -> float:

@@ -185,7 +185,7 @@ def test_logs_of_unknown_quizzes_are_refused_until_the_dataset_is_named(tmp_path
     log = tmp_path / "other.log"
     log.write_text("\n".join([repr([{"role": "user", "content": other[0].prompt}]), "<ANSWER>1</ANSWER>"]) + "\n")
     refused = cli("main.py", "import-farel", str(log), "--results-dir", str(tmp_path / "r"))
-    assert refused.returncode == 1
+    assert refused.returncode == 2  # bad input
     assert refused.stderr.strip() == (
         f"main.py: error: {log}: the quiz at line 1 is not in the dataset; "
         "pass --quizzes FILE naming the dataset this log was run on"

@@ -441,7 +441,7 @@ def test_a_bad_result_csv_is_one_line(rows: list[list[str]], message: str, tmp_p
     path = tmp_path / "bad.csv"
     path.write_text(csv_text(*rows))
     done = cli("main.py", "import", "lineage", str(path), "--results-dir", str(tmp_path / "r"))
-    assert done.returncode == 1 and "Traceback" not in done.stderr.decode()
+    assert done.returncode == 2 and "Traceback" not in done.stderr.decode()
     assert done.stderr.decode().splitlines() == [f"main.py: error: malformed result CSV: {path} {message}"]
     assert not (tmp_path / "r").exists()
 

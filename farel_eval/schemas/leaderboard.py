@@ -31,9 +31,9 @@ class LeaderboardRow(BaseModel):
     """FaRel rows: the FaRel score (macro accuracy, 0-100); None for other suites."""
     classes: dict[str, float | None]
     """Group (FaRel: class) name -> mean score (0-100)."""
-    metrics: dict[str, float]
+    metrics: dict[str, float | None]
     """Task-specific figures (story-graph: edge precision, recall, F1; lineage: `lineage-N`, the score of each
-    problem size)."""
+    problem size); None for a figure that is not a finite number."""
     samples: int
     correct: int
     partial: int

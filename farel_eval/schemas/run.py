@@ -132,8 +132,9 @@ class Scores(_Model):
     """Plain mean of the group scores (0-100): for FaRel, the FaRel score."""
     mean_score: float | None
     """Mean score over all scored cases, weighted by case weight (a case file: sum(R x D) / sum(D)), 0-100."""
-    metrics: dict[str, float] = Field(default_factory=dict)
-    """Task-specific run-wide figures (story-graph: edge precision, recall and F1, in percent)."""
+    metrics: dict[str, float | None] = Field(default_factory=dict)
+    """Task-specific run-wide figures (story-graph: edge precision, recall and F1, in percent); None for a figure
+    that is not a finite number (NaN, an infinity)."""
     samples: int
     correct: int
     partial: int = 0

@@ -51,7 +51,10 @@ def generated_dataset(length: int, number: int, seed: int | None, *, shuffle: bo
         quizzes = farel_bench.generate(length, number, seed, shuffle=shuffle, template=prompt, unambiguous=unambiguous)
         return (quiz.to_case() for quiz in quizzes)
 
-    sizes, md5, source = survey(source, _csv_line)
+    try:
+        sizes, md5, source = survey(source, _csv_line)
+    except farel_bench.FarelLengthError as exc:
+        raise InputError(str(exc)) from None
     params = {"length": length, "number": number, "seed": seed, "shuffle": shuffle}
     if unambiguous:
         params["unambiguous"] = True

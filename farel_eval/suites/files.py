@@ -7,11 +7,14 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.errors import TaskError
+from farel_eval.schemas import Case
 from farel_eval.tasks import Task
 
 __all__ = ["load_suite_file"]
@@ -45,14 +48,44 @@ def load_suite_file(path: Path) -> tuple[Task[object], Dataset]:
         raise TaskError(f"suite file {path} must define TASK = evaluator.Task(...): {found}")
     cases = getattr(module, "CASES", None)
     make = getattr(module, "cases", None)
+    given: Any = cases
     if cases is None and callable(make):
-        try:
-            cases = make()
-        except Exception as exc:
-            raise TaskError(f"suite file {path}: cases() failed: {type(exc).__name__}: {exc}") from None
-    if cases is None or isinstance(cases, str | bytes) or not hasattr(cases, "__iter__"):
-        raise TaskError(f"suite file {path} must define CASES (a list of evaluator.Case) or a cases() function")
+        given = _pulled(path, make)
+    elif cases is None or isinstance(cases, str | bytes) or not hasattr(cases, "__iter__"):
+        raise TaskError(_NO_CASES.format(path=path))
     try:
-        return task, dataset_from_cases(cases, suite=path.stem, source="file", path=str(path))
+        return task, dataset_from_cases(given, suite=path.stem, source="file", path=str(path))
     except TaskError as exc:
-        raise TaskError(f"suite file {path}: {exc}") from None
+        said = str(exc)
+        raise TaskError(said if said.startswith(f"suite file {path}") else f"suite file {path}: {said}") from None
+
+
+_NO_CASES = "suite file {path} must define CASES (a list of evaluator.Case) or a cases() function"
+
+
+def _pulled(path: Path, make: Callable[[], object]) -> Callable[[], Iterator[Case]]:
+    """`cases()` called afresh for each pass over the dataset and pulled a case at a time, as the built-in suites'
+    cases are: a generator of 100,000 cases is never held whole (read into a list, 98 MB of cases took 315 MB).
+    What it raises, when called or while it yields, is one line naming the file."""
+
+    def failed(exc: Exception) -> TaskError:
+        return TaskError(f"suite file {path}: cases() failed: {type(exc).__name__}: {exc}")
+
+    def pull() -> Iterator[Case]:
+        try:
+            made = make()
+        except Exception as exc:
+            raise failed(exc) from None
+        if made is None or isinstance(made, str | bytes) or not hasattr(made, "__iter__"):
+            raise TaskError(_NO_CASES.format(path=path))
+        cases = iter(made)
+        while True:
+            try:
+                case = next(cases)
+            except StopIteration:
+                return
+            except Exception as exc:
+                raise failed(exc) from None
+            yield case
+
+    return pull

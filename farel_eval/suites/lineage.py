@@ -406,8 +406,13 @@ def case_from_row(size_field: str, relation: str, correct_field: str, prompt: st
 
 
 def csv_rows(text: str, where: str) -> Iterator[tuple[int, list[str]]]:
-    """Rows of a CSV text with their numbers (blank lines skipped, as pandas skips them); one line on bad CSV."""
+    """Rows of a CSV text with their numbers (blank lines skipped, as pandas skips them); one line on bad CSV.
+
+    A field may be as long as the text (a model's reply of more than the csv module's 131,072 characters: three of
+    the result files lineage-bench publishes hold one); the reader still holds one row at a time."""
     reader = csv.reader(io.StringIO(text, newline=""))
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, len(text)))  # the module's one setting, put back when the rows are read
     number = 0
     try:
         for row in reader:
@@ -416,6 +421,8 @@ def csv_rows(text: str, where: str) -> Iterator[tuple[int, list[str]]]:
                 yield number, row
     except csv.Error as exc:
         raise InputError(f"malformed CSV: {where} line {reader.line_num}: {exc}") from None
+    finally:
+        csv.field_size_limit(limit)
 
 
 def read_dataset(path: str) -> Dataset:

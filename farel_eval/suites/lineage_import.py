@@ -29,7 +29,7 @@ from farel_eval.runs import program_version
 from farel_eval.schemas import Case, DatasetInfo, RunSettings, RunSummary, SampleRecord
 from farel_eval.scoring import score_records
 from farel_eval.sources import files_named
-from farel_eval.storage import RunWriter, model_slug
+from farel_eval.storage import RunWriter, imported_run_dir, model_slug
 from farel_eval.suites.lineage import LINEAGE_TASK, SUITE, case_from_row, csv_line, csv_rows, numbered
 
 __all__ = ["NO_EFFORT", "RESULT_COLUMNS", "ResultRun", "read_results", "result_files", "store_run"]
@@ -73,8 +73,9 @@ class ResultRun:
         effort = "" if self.reasoning_effort == NO_EFFORT else "-" + model_slug(self.reasoning_effort)
         return f"imported-{self.source_sha1[:12]}-{self.problem_size}{effort}"
 
-    def run_dir(self, results_dir: Path) -> Path:
-        return results_dir / model_slug(self.model) / self.run_id
+    def run_dir(self, results_dir: Path) -> tuple[Path, bool]:
+        """Where the run is stored, and whether it is there already (`storage.imported_run_dir`)."""
+        return imported_run_dir(results_dir, self.model, self.run_id)
 
 
 def result_files(paths: Iterable[str]) -> list[Path]:
@@ -145,7 +146,7 @@ def _replay(run: ResultRun) -> FunctionModel:
 async def store_run(run: ResultRun, results_dir: Path) -> tuple[Path, RunSummary, list[SampleRecord]]:
     """Replay the run's responses in tag mode (no retries, one at a time, so a quiz asked twice gets its responses
     in file order) and store it as an imported run: unknown tokens, cost and latency."""
-    run_dir = run.run_dir(results_dir)
+    run_dir, _ = run.run_dir(results_dir)
     started_at = datetime.now(UTC)
     dataset = _dataset(run)
     result = await evaluate(

@@ -33,7 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from farel_eval.datasets import Dataset, dataset_from_cases
-from farel_eval.embeddings import TextEmbedder, novelty
+from farel_eval.embeddings import EmbeddingError, TextEmbedder, novelty
 from farel_eval.errors import InputError, TaskError
 from farel_eval.schemas import AnswerMode, Case
 from farel_eval.suites.judge import Judge
@@ -192,7 +192,11 @@ class NoveltyLoop:
             if coherence <= settings.coherence_threshold:
                 answers.append(NoveltyAnswer(text=text, coherence=coherence, judge_reason=reason, accepted=False))
                 return NoveltyOutput(answers=answers, stop="incoherent")
-            embedded = await self.embedder.embed([text])
+            try:
+                embedded = await self.embedder.embed([text])
+            except EmbeddingError as exc:  # the sample's error: what the request used and cost is still its own
+                conversation.charge(exc.usage, exc.cost)
+                raise
             conversation.charge(embedded.usage, embedded.cost)
             vector = embedded.vectors[0]
             value = novelty(vector, vectors)
