@@ -102,6 +102,17 @@ def _positive(text: str) -> int:
     return value
 
 
+MAX_CONCURRENCY = 100_000
+"""More requests in flight than any provider or machine serves: a number past it is a typo."""
+
+
+def _concurrency(text: str) -> int:
+    value = _positive(text)
+    if value > MAX_CONCURRENCY:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_CONCURRENCY:,}, got {value:,}")
+    return value
+
+
 def _non_negative(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -289,7 +300,11 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument(
         "--full", action="store_true", help="local models: all quizzes (default with a local: model: 45, 5 per class)"
     )
-    out.add_argument("--concurrency", type=_positive, help="requests in flight (default 8; 1 for local models)")
+    out.add_argument(
+        "--concurrency",
+        type=_concurrency,
+        help=f"requests in flight (default 8; 1 for local models; at most {MAX_CONCURRENCY:,})",
+    )
     out.add_argument(
         "--workers",
         type=_positive,
@@ -632,6 +647,7 @@ async def _run(
 
     loop.add_signal_handler(signal.SIGINT, first_interrupt)
     loop.add_signal_handler(signal.SIGTERM, lambda: stop(TERMINATED))  # a service manager: as the first Ctrl-C
+    loop.add_signal_handler(signal.SIGHUP, lambda: stop(TERMINATED))  # the terminal or ssh session closed: likewise
     outcomes: list[RunOutcome] = []
     code = 0
     try:
@@ -655,11 +671,12 @@ async def _run(
                     print(f"{_prog()}: {name}: nothing to resume ({exc})", file=sys.stderr)
                     continue
                 outcomes.append(outcome)
+                progress.finish()  # its last figures before its report, not after
                 reported = _outcome_code(outcome)  # every model's report, whichever failed before
                 code = code or reported
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        loop.remove_signal_handler(signal.SIGTERM)
+        for handled in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.remove_signal_handler(handled)
     if not outcomes and not stopped:
         raise NothingToResume("none of the models has an unfinished run with these settings")
     if len(outcomes) > 1:

@@ -8,6 +8,7 @@ import time
 from types import TracebackType
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -109,10 +110,8 @@ class Progress:
     def start(self, total: int, label: str = "cases", traffic: TrafficMeter | None = None) -> None:
         """A run starts posing `total` samples (a resumed run: only those left): a bar of its own, named
         `label` (the model), below those of the runs before it; the counters start again."""
-        if self._rich is not None and self._task is not None:
-            self._rich.update(self._task, final=self.stats())  # an earlier model's bar keeps its own figures
-        elif self._ticker is not None and self._began:
-            self._line()  # the earlier model's last figures, before the counters start again
+        if self._began:  # the earlier model's bar keeps its own figures
+            self.finish()
         self._began = True
         self.total, self.label, self._started = total, label, time.monotonic()
         self._traffic = traffic or TrafficMeter()
@@ -120,11 +119,21 @@ class Progress:
         self.score, self.cost = 0.0, None
         self._said = []
         if self._rich is not None:
-            self._task = self._rich.add_task(label, total=total)
+            self._task = self._rich.add_task(escape(label), total=total)  # a model name is text, never markup
+
+    def finish(self) -> None:
+        """The run being shown is over: its last figures now (before its report), and not again later."""
+        if self._rich is not None and self._task is not None:
+            self._rich.update(self._task, final=self.stats())
+            self._rich.refresh()
+        elif self._ticker is not None and self._began:
+            self._line()
+        self._began = False
 
     def _tick(self) -> None:
         while not self._stop.wait(_PLAIN_EVERY_S):
-            self._line()
+            if self._began:  # between runs (a report being printed) there is nothing to show
+                self._line()
 
     def _line(self) -> None:
         print(f"progress: {self.label} {self.done}/{self.total} | {self.stats()}", file=sys.stderr, flush=True)

@@ -269,13 +269,14 @@ async def _run(
         return await _pose_share(task, dataset, resolved, settings, model_settings, share, prices, control, on_record)
     continued = _run_to_continue(resume, retry_errors, results_dir, settings, task, dataset)
     posed, to_pose = _samples(dataset, repeats, lambda _, __: True), dataset.size * repeats
-    earlier_s, earlier_pacing = 0.0, None
+    earlier_s, earlier_pacing, earlier_end = 0.0, None, None
     if continued is None:
         started_at = datetime.now(UTC)
         run_dir = results_dir / model_slug(resolved.name) / new_run_id(mode, started_at)
     else:
         run_dir, started_at, earlier_s = continued.path, continued.summary.started_at, continued.summary.wall_s
         earlier_pacing = continued.summary.scores.totals.pacing
+        earlier_end = (continued.summary.status, continued.summary.reason)
         if continued.summary.settings.tool_choice == "auto" and tool_choice is None:
             settings = continued.summary.settings.model_copy(
                 update={key: getattr(settings, key) for key in ("concurrency", "workers", "rpm", "tpm", "max_wait_s")}
@@ -292,7 +293,7 @@ async def _run(
                 to_pose = dataset.size * repeats - len(kept)
         return await _pose_and_store(
             task, dataset, posed, to_pose, resolved, writer, settings, model_settings, prices=prices,
-            started_at=started_at, earlier_s=earlier_s, earlier_pacing=earlier_pacing, resumed=continued is not None,
+            started_at=started_at, earlier_s=earlier_s, earlier_pacing=earlier_pacing, earlier_end=earlier_end,
             retry_errors=retry_errors,
             batch=batch, workers=workers, control=control, on_record=on_record, on_start=on_start,
         )  # fmt: skip
@@ -349,7 +350,7 @@ async def _pose_and_store(
     started_at: datetime,
     earlier_s: float,
     earlier_pacing: Pacing | None,
-    resumed: bool,
+    earlier_end: tuple[RunStatus, str | None] | None,
     retry_errors: bool,
     batch: BatchOptions | None,
     workers: WorkerProcesses | None,
@@ -410,24 +411,31 @@ async def _pose_and_store(
                 batch=batch, batch_store=PendingRequests(run_dir / PENDING_FILE) if batch is not None else None,
             )  # fmt: skip
     except EvaluatorError as exc:
-        if not resumed and not (run_dir / RECORDS_FILE).stat().st_size and not (run_dir / PENDING_FILE).exists():
+        if (
+            earlier_end is None
+            and not (run_dir / RECORDS_FILE).stat().st_size
+            and not (run_dir / PENDING_FILE).exists()
+        ):
             writer.discard()
         else:
             with contextlib.suppress(ResultFileError):  # the disk may be as full for the summary: keep the cause
-                reason = Redactor.for_run(model=resolved.model)(f"stopped by an error: {exc}")
-                writer.write_summary(summary(None, "partial", reason))
+                why = Redactor.for_run(model=resolved.model)(f"stopped by an error: {exc}")
+                writer.write_summary(summary(None, "partial", why))
         raise
     except BaseException:  # Ctrl-C, cancellation: what is written is kept, and the run can be resumed
         writer.write_summary(summary(None, "partial", INTERRUPTED))
         raise
-    if retry_errors:
+    status: RunStatus = "finished" if result is None else result.status
+    reason = None if result is None else result.reason
+    if retry_errors and status == "dnf" and earlier_end is not None:  # the retry failed: the run stays as it was
+        status, reason = earlier_end
+    final = summary(result, status, reason)
+    if final.status == "finished" and final.scores.samples < dataset.size * settings.repeats:
+        final = final.model_copy(update={"status": "partial", "reason": "some cases have no record yet"})
+    if earlier_end is not None and final.status == "finished":  # one line per sample, for pandas or jq
         latest = {(r.case_id, r.repeat): r for r in read_records(run_dir)}
         in_order = (latest[c.id, r] for c, r in _samples(dataset, settings.repeats, lambda *key: key in latest))
         rewrite_records(run_dir, in_order)
-    status: RunStatus = "finished" if result is None else result.status
-    final = summary(result, status, None if result is None else result.reason)
-    if final.status == "finished" and final.scores.samples < dataset.size * settings.repeats:
-        final = final.model_copy(update={"status": "partial", "reason": "some cases have no record yet"})
     writer.write_summary(final)
     return RunOutcome(run_dir, final, result, to_pose)
 

@@ -223,6 +223,8 @@ def rewrite_records(run_dir: Path, records: Iterable[SampleRecord]) -> None:
     partial = path.with_suffix(".jsonl.tmp")
     with partial.open("w", encoding="utf-8") as out:
         out.writelines(record.model_dump_json() + "\n" for record in records)
+        out.flush()
+        os.fsync(out.fileno())  # on disk before the rename: a crash leaves the old file or the new, whole
     partial.replace(path)
 
 

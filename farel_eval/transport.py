@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 from contextvars import ContextVar
@@ -150,6 +151,7 @@ class ResponseCache:
                 self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", (key, status, kept, body))
         except (OSError, sqlite3.Error) as exc:
             self.broken = f"the response cache cannot be written ({exc}): answers are no longer kept in it"
+            logging.getLogger("farel_eval").warning("warning: %s", self.broken)
 
     def close(self) -> None:
         with self._lock:

@@ -137,8 +137,12 @@ def test_a_base_url_with_a_query_string_is_refused_in_one_line(tmp_path: Path) -
 
 @pytest.mark.parametrize(
     ("signal_number", "code", "reason"),
-    [(signal.SIGINT, 130, "interrupted by the user"), (signal.SIGTERM, 143, "terminated (SIGTERM)")],
-    ids=["ctrl-c", "sigterm"],
+    [
+        (signal.SIGINT, 130, "interrupted by the user"),
+        (signal.SIGTERM, 143, "terminated (SIGTERM)"),
+        (signal.SIGHUP, 143, "terminated (SIGTERM)"),
+    ],  # the terminal or ssh session closed: as SIGTERM
+    ids=["ctrl-c", "sigterm", "sighup"],
 )
 def test_a_stop_during_the_first_case_ends_within_the_grace_period(
     signal_number: int, code: int, reason: str, tmp_path: Path
