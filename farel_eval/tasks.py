@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
@@ -122,6 +123,8 @@ class Task(Generic[OutputT]):
     """For cases that take several requests (an answer loop): instead of one request of the case's prompt, the sample
     is `session(case, conversation)`, which asks as often as it needs and returns the output to score (any
     JSON-compatible value). Every request's attempts, usage and cost are the sample's, as is what it charges."""
+    bounded_scores: bool = True
+    """False: a score may be any finite number (a case file's, as promptfoo lets a python assertion give 5)."""
     _adapter: TypeAdapter[Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -220,7 +223,7 @@ class Task(Generic[OutputT]):
                             f"{type(exc).__name__}: {exc}") from exc  # fmt: skip
         result = verdict if isinstance(verdict, Score) else Score(_number(verdict, self.name, case.id))
         value = _number(result.value, self.name, case.id)
-        if not 0.0 <= value <= 1.0:
+        if not math.isfinite(value) or (self.bounded_scores and not 0.0 <= value <= 1.0):
             raise TaskError(f"the scorer of task {self.name!r} gave {value} for case {case.id!r}: scores are in [0, 1]")
         return replace(result, value=value)
 

@@ -1,0 +1,149 @@
+"""Case-file checks run in child processes, each bounded in time, so no reply or assertion can stop a run.
+
+Why a child: a regex that backtracks catastrophically, or a `python` assertion that blocks, calls `sys.exit()`
+or `os._exit()`, cannot be interrupted inside this process (the event loop, and with it Ctrl-C and SIGTERM,
+would wait on it). In a child it is killed when it passes `CHECK_TIME_LIMIT_S` (the assertion scores 0 with
+the reason), or when the run is stopped; a child that exits is that assertion's failure. Children are kept
+and reused (a check costs a pipe round trip, not a process start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from farel_eval.suites.assertions import Graded, Output
+
+__all__ = ["CHECK_TIME_LIMIT_S", "CheckPool", "run_check"]
+
+CHECK_TIME_LIMIT_S = 10.0
+"""How long one assertion's check may run before it is stopped and scores 0."""
+
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def _failed(reason: str) -> Graded:
+    return Graded(0.0, reason, passed=False)
+
+
+class _Child:
+    """One child process answering checks, a JSON line each way."""
+
+    def __init__(self) -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (_PACKAGE_ROOT, os.environ.get("PYTHONPATH"))))}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "farel_eval.suites.check_child"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, env=env,
+        )  # fmt: skip
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        if self.alive:
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+
+    def exchange(self, payload: bytes, limit_s: float) -> dict[str, Any]:
+        """Send one check and wait for its answer, at most `limit_s` seconds (then the child is killed)."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        try:
+            self.process.stdin.write(payload)
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return self._ended()
+        deadline = time.monotonic() + limit_s
+        descriptor = self.process.stdout.fileno()
+        received = bytearray()
+        while not received.endswith(b"\n"):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.kill()
+                return {"score": 0.0, "passed": False,
+                        "reason": f"the check ran past its time limit of {limit_s:g} s and was stopped"}  # fmt: skip
+            try:
+                ready, _, _ = select.select([descriptor], [], [], remaining)
+            except (OSError, ValueError):  # killed from the event loop's side (the run was stopped)
+                return self._ended()
+            if not ready:
+                continue
+            chunk = os.read(descriptor, 1 << 16)
+            if not chunk:
+                return self._ended()
+            received += chunk
+        answer: dict[str, Any] = json.loads(received)
+        return answer
+
+    def _ended(self) -> dict[str, Any]:
+        code = self.process.wait()
+        self.kill()
+        return {"score": 0.0, "passed": False, "reason": f"the check ended its process (exit code {code})"}
+
+
+class CheckPool:
+    """Children for checks: an idle one is reused, a new one started when all are busy."""
+
+    def __init__(self, limit_s: float = CHECK_TIME_LIMIT_S) -> None:
+        self.limit_s = limit_s
+        self._idle: list[_Child] = []
+        self._lock = threading.Lock()
+
+    def _take(self) -> _Child:
+        with self._lock:
+            while self._idle:
+                child = self._idle.pop()
+                if child.alive:
+                    return child
+        return _Child()
+
+    def _give(self, child: _Child) -> None:
+        if child.alive:
+            with self._lock:
+                self._idle.append(child)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for child in idle:
+            child.kill()
+
+    async def run(self, spec: Mapping[str, Any], output: Output, context: Mapping[str, Any]) -> Graded:
+        """The check of `spec` on `output`, in a child; a stop of the run (cancellation) kills it at once."""
+        try:
+            job = {"spec": spec, "text": output.text, "value": output.value, "context": context}
+            payload = json.dumps(job, ensure_ascii=False).encode() + b"\n"
+        except RecursionError:
+            return _failed("cannot check: the reply is nested too deeply to hand to the check")
+        except (TypeError, ValueError) as exc:
+            return _failed(f"cannot check: {exc}")
+        child = self._take()
+        try:
+            answer = await asyncio.to_thread(child.exchange, payload, self.limit_s)
+        except BaseException:
+            child.kill()
+            raise
+        self._give(child)
+        return Graded(float(answer["score"]), str(answer["reason"]), passed=bool(answer["passed"]))
+
+
+_POOL = CheckPool()
+atexit.register(_POOL.close)
+
+
+async def run_check(spec: Mapping[str, Any], output: Output, context: Mapping[str, Any]) -> Graded:
+    """A check in the shared pool, bounded by `CHECK_TIME_LIMIT_S`."""
+    return await _POOL.run(spec, output, context)
