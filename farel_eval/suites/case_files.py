@@ -19,7 +19,6 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +146,25 @@ def render(template: str, variables: Mapping[str, Any], where: str) -> str:
                             "{{name}} placeholders")  # fmt: skip
         out.append(_PLACEHOLDER.sub(lambda m: _lookup(m.group(1).strip(), variables, where), piece))
     return "".join(out)
+
+
+_TEMPLATE_NAMES = re.compile(r"\{\{\s*([^{}\s|]+)\s*(?:\|[^}]+)?\}\}")
+_ROOT = re.compile(r"[A-Za-z_]\w*")
+
+
+def prompt_vars(variables: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The vars a prompt is rendered with: promptfoo renders each text var as a template first (with the vars),
+    unless it names a var the test does not have. Assertion values and python's context get the vars unrendered."""
+    out = dict(variables)
+    for name, value in variables.items():
+        if not isinstance(value, str):
+            continue
+        named = _TEMPLATE_NAMES.findall(re.sub(r"\{#.*?#\}", "", value, flags=re.DOTALL))
+        roots = {found.group(0) for found in (_ROOT.match(n) for n in named) if found is not None}
+        if any(root != "env" and root not in variables for root in roots):
+            continue
+        out[name] = render(value, variables, f"{where}, var {name}")
+    return out
 
 
 # --- structured outputs ---------------------------------------------------------------------------------------
@@ -305,12 +323,17 @@ class CaseFileGrader:
 
 
 def test_result(results: list[dict[str, Any]], threshold: float | None) -> tuple[float, bool]:
-    """promptfoo's test result: the weighted mean of the assertion scores (0 when the weights add up to 0),
-    computed exactly (weights each finite but huge cannot overflow); it passes when every assertion passed, or,
-    with a threshold, when the score reaches it."""
-    total = sum((Fraction(r["weight"]) * Fraction(r["score"]) for r in results), Fraction(0))
-    weights = sum((Fraction(r["weight"]) for r in results), Fraction(0))
-    score = float(total / weights) if weights > 0 else 0.0
+    """promptfoo's test result: the weighted mean of the assertion scores, summed in order in doubles as
+    JavaScript sums them (0 when the weights add up to 0; weights whose sum overflows are refused when the file
+    is read); it passes when every assertion passed, or, with a threshold, when the score reaches it. A sum
+    that overflows all the same (python scores near the largest double) scores 0 rather than infinity."""
+    total = weights = 0.0
+    for result in results:
+        total += result["weight"] * result["score"]
+        weights += result["weight"]
+    score = total / weights if weights > 0 else 0.0
+    if not math.isfinite(score):
+        score = 0.0
     if threshold is not None:
         return score, score >= threshold
     return score, all(r["pass"] for r in results)
@@ -524,14 +547,18 @@ def _test_cases(
         compile_assertion(spec, render=fill, base=reader.base, where=f"{where}, assertion {k}")
         for k, spec in enumerate(specs, 1)
     )
+    if not math.isfinite(sum(a.weight for a in assertions)):
+        raise TaskError(f"{where}: its assertion weights add up to more than a double holds (promptfoo would score "
+                        "the test 0): make them smaller")  # fmt: skip
     threshold = test.get("threshold")
     if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int | float)
                                   or math.isnan(threshold)):  # fmt: skip
         raise TaskError(f"{where}: threshold must be a number, got {threshold!r}")
     graded = _Posed(assertions, variables, _plain(test), None if threshold is None else float(threshold))
     made: list[tuple[Case, _Posed]] = []
+    filled = prompt_vars(variables, where)
     for k, (template, case_id) in enumerate(zip(prompts, ids, strict=True), 1):
-        prompt = render(template, variables, f"{where}, prompt {k}")
+        prompt = render(template, filled, f"{where}, prompt {k}")
         difficulty = _difficulty(test.get("metadata"), prompt, where)
         metadata: dict[str, Any] = {"difficulty": difficulty.stored()}
         if isinstance(test.get("description"), str):
@@ -559,8 +586,7 @@ def _text_reply(text: str) -> str | None:
 
 def _task(name: str, grader: CaseFileGrader) -> Task[Any]:
     """The file's task: each case posed as plain text, or as a JSON object of its schema in the run's mode."""
-    text = Task[Any](name=name, output_type=str, score=grader, reader=TextReader(_text_reply, invalid_kind="empty",
-                     feedback="Your reply was empty: answer the question."))  # fmt: skip
+    text = Task[Any](name=name, output_type=str, score=grader, reader=TextReader(_text_reply), empty_reply=True)
     structured: dict[str, Task[Any]] = {}
 
     def pose_as(case: Case, mode: AnswerMode) -> tuple[Task[Any], AnswerMode]:
