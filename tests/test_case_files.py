@@ -116,14 +116,16 @@ tests:
 
 
 def test_templates_fill_names_and_keep_raw_blocks() -> None:
-    variables = {"a": "x", "n": 2.0, "obj": {"k": [1, {"z": True}]}}
-    filled = render("{{a}}-{{ n }}-{{obj.k.1.z}}-{{obj}}-{{obj.k}}", variables, "w")
-    assert filled == "x-2-true-[object Object]-1,[object Object]"  # as Nunjucks writes objects and lists
+    variables = {"a": "x", "n": 2.0, "obj": {"k": [1, {"z": True}], "m": {"z": False}}}
+    filled = render("{{a}}-{{ n }}-{{obj.m.z}}-{{obj}}-{{obj.k}}", variables, "w")
+    assert filled == "x-2-false-[object Object]-1,[object Object]"  # as Nunjucks writes objects and lists
     assert render("{% raw %}{{a}}{% endraw %}{{a}}", variables, "w") == "{{a}}x"
     with pytest.raises(TaskError, match=r"^w: \{\{b\}\} names no var of this test$"):
         render("{{b}}", variables, "w")
     with pytest.raises(TaskError, match=r"^w: \{\{a \| upper\}\} is not a \{\{name\}\} placeholder"):
         render("{{ a | upper }}", variables, "w")
+    with pytest.raises(TaskError, match=r"^w: \{\{obj.k.1\}\} is not a \{\{name\}\} placeholder"):
+        render("{{obj.k.1}}", variables, "w")  # Nunjucks: "expected name as lookup value, got 1"
 
 
 # --- assertions -------------------------------------------------------------------------------------------------

@@ -106,7 +106,8 @@ def _difficulty(metadata: Any, prompt: str, where: str) -> Difficulty:
 
 _PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 _RAW_BLOCK = re.compile(r"\{%-?\s*raw\s*-?%\}(.*?)\{%-?\s*endraw\s*-?%\}", re.DOTALL)
-_NAME = re.compile(r"[A-Za-z_]\w*(?:\.(?:[A-Za-z_]\w*|\d+))*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+"""A var, or a dotted path into an object var (Nunjucks refuses `.1`: a list item is not reached so)."""
 
 
 def _as_text(value: Any) -> str:
@@ -124,8 +125,6 @@ def _lookup(name: str, variables: Mapping[str, Any], where: str) -> str:
     for key in name.split("."):
         if isinstance(value, Mapping) and key in value:
             value = value[key]
-        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
-            value = value[int(key)]
         else:
             raise TaskError(f"{where}: {placeholder} names no var of this test")
     return _as_text(value)
