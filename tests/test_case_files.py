@@ -27,6 +27,7 @@ from farel_eval.errors import EvaluatorError, TaskError
 from farel_eval.scoring import score_records
 from farel_eval.suites.assertions import Graded, Output, check_of, compile_assertion
 from farel_eval.suites.case_files import context_level, load_case_file, render, with_judge
+from farel_eval.suites.js import comma_separated, js_number
 from farel_eval.suites.judge import Judge
 from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
 
@@ -669,3 +670,28 @@ def test_yaml_is_read_as_yaml_1_2_and_quoted_dates_stay_the_text_written(tmp_pat
     )
     assert cases[0].prompt == "Say hi on 2024-01-01: 1000 yes 17 31 1_000"
     assert asyncio.run(task.grade(cases[0], "2024-01-01")).value == 1.0
+
+
+@pytest.mark.parametrize(
+    ("number", "written"),
+    [(4.0, "4"), (0.1, "0.1"), (-0.0, "0"), (1e21, "1e+21"), (1e20, "100000000000000000000"), (1e-7, "1e-7"),
+     (0.000001, "0.000001"), (123.456, "123.456"), (1.5e-10, "1.5e-10"), (2**53 + 2, "9007199254740994")],
+)  # fmt: skip
+def test_numbers_are_written_as_javascript_writes_them(number: float, written: str) -> None:
+    assert js_number(number) == written
+
+
+def test_comma_separated_values_keep_quoted_commas() -> None:
+    assert comma_separated(' "Smith, John" ,, Doe ,"say ""hi""", "a\\"b"') == ["Smith, John", "Doe", 'say "hi"', 'a"b']
+    with pytest.raises(ValueError, match=r"^text after a quoted field"):
+        comma_separated('"a" b')
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "found"),
+    [("^a$", "a\n", False), ("a$", "a", True), (r"^\d+$", "١٢", False), (r"\w", "é", False), ("^.$", "😀", False),
+     ("^..$", "😀", True), (r"\A", "A", True), ("a{,2}", "a{,2}", True), ("[^]", "\n", True), ("[]", "x", False),
+     (".", "\u2028", False), (r"\s", "\ufeff", True), (r"[\d-]", "-", True)],
+)  # fmt: skip
+def test_regexes_match_as_javascripts_do(pattern: str, text: str, found: bool) -> None:
+    assert check({"type": "regex", "value": pattern}, text).passed is found
