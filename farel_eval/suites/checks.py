@@ -50,9 +50,14 @@ class _Child:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def kill(self) -> None:
+    def stop(self) -> None:
+        """Kill the process only: the thread waiting on its answer then reads the end of it and closes the pipes
+        (closing them here could hand their descriptors to another file while that thread still reads)."""
         if self.alive:
             self.process.kill()
+
+    def close(self) -> None:
+        self.stop()
         self.process.wait()
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
@@ -72,17 +77,14 @@ class _Child:
         while not received.endswith(b"\n"):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                self.kill()
+                self.close()
                 return {"score": 0.0, "passed": False,
                         "reason": f"the check ran past its time limit of {limit_s:g} s and was stopped"}  # fmt: skip
-            try:
-                ready, _, _ = select.select([descriptor], [], [], remaining)
-            except (OSError, ValueError):  # killed from the event loop's side (the run was stopped)
-                return self._ended()
+            ready, _, _ = select.select([descriptor], [], [], remaining)
             if not ready:
                 continue
             chunk = os.read(descriptor, 1 << 16)
-            if not chunk:
+            if not chunk:  # the process ended: it exited, or the run was stopped and it was killed
                 return self._ended()
             received += chunk
         answer: dict[str, Any] = json.loads(received)
@@ -90,7 +92,7 @@ class _Child:
 
     def _ended(self) -> dict[str, Any]:
         code = self.process.wait()
-        self.kill()
+        self.close()
         return {"score": 0.0, "passed": False, "reason": f"the check ended its process (exit code {code})"}
 
 
@@ -119,7 +121,7 @@ class CheckPool:
         with self._lock:
             idle, self._idle = self._idle, []
         for child in idle:
-            child.kill()
+            child.close()
 
     async def run(self, spec: Mapping[str, Any], output: Output, context: Mapping[str, Any]) -> Graded:
         """The check of `spec` on `output`, in a child; a stop of the run (cancellation) kills it at once."""
@@ -133,8 +135,8 @@ class CheckPool:
         child = self._take()
         try:
             answer = await asyncio.to_thread(child.exchange, payload, self.limit_s)
-        except BaseException:
-            child.kill()
+        except BaseException:  # the run was stopped: the check is abandoned
+            child.stop()
             raise
         self._give(child)
         return Graded(float(answer["score"]), str(answer["reason"]), passed=bool(answer["passed"]))
