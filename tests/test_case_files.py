@@ -613,14 +613,15 @@ def test_command_line_refusals_are_one_line(tmp_path: Path) -> None:
     )
 
 
-def test_output_schemas_with_defs_are_inlined_for_the_tool_and_recursive_ones_refused(tmp_path: Path) -> None:
+def test_refs_are_read_from_the_files_root_inlined_for_the_tool_and_recursive_ones_refused(tmp_path: Path) -> None:
+    item = {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}
     schema = {
         "type": "object",
-        "$defs": {"item": {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}},
         "required": ["items"],
-        "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/item"}}},
+        "properties": {"items": {"type": "array", "items": {"$ref": "#/definitions/item"}}},
     }
-    file = {"prompts": ["p"], "tests": [{"options": {"output_schema": schema}, "assert": [{"type": "is-json"}]}]}
+    file = {"definitions": {"item": item}, "prompts": ["p"],
+            "tests": [{"options": {"output_schema": schema}, "assert": [{"type": "is-json"}]}]}  # fmt: skip
     task, cases = load(json.dumps(file), tmp_path, "cases.json")
     seen: list[dict[str, Any]] = []
 
@@ -631,18 +632,24 @@ def test_output_schemas_with_defs_are_inlined_for_the_tool_and_recursive_ones_re
         return ModelResponse(parts=[ToolCallPart(tool.name, args)])
 
     (record,) = asyncio.run(evaluator.evaluate(task, cases, FunctionModel(respond), local=True)).records
-    assert seen[0]["properties"]["items"]["items"] == schema["$defs"]["item"]
-    assert "$defs" not in seen[0]
+    assert seen[0]["properties"]["items"]["items"] == item
     assert [(a.invalid_kind, a.feedback) for a in record.attempts] == [
         ("wrong_type", "output: items.0.n: 'x' is not of type 'integer'"),
         (None, None),
     ]
     assert (record.output, record.score) == ({"items": [{"n": 2}]}, 1.0)
-    recursive = {"type": "object", "$defs": {"n": {"type": "object", "properties": {"c": {"$ref": "#/$defs/n"}}}},
-                 "properties": {"root": {"$ref": "#/$defs/n"}}}  # fmt: skip
-    file["tests"][0]["options"] = {"output_schema": recursive}  # type: ignore[index]
+    file["definitions"] = {"n": {"type": "object", "properties": {"c": {"$ref": "#/definitions/n"}}}}
+    file["tests"][0]["options"] = {
+        "output_schema": {"type": "object", "properties": {"root": {"$ref": "#/definitions/n"}}}
+    }  # type: ignore[index]
     assert refused(json.dumps(file), tmp_path) == (
-        "case file F: test 1: a recursive output schema (#/$defs/n) is not supported"
+        "case file F: $ref '#/definitions/n' refers to itself (a recursive schema is not supported)"
+    )
+    del file["definitions"]
+    file["tests"][0]["options"] = {"output_schema": {"$defs": {"n": {}}, "type": "object",  # type: ignore[index]
+                                                     "properties": {"root": {"$ref": "#/$defs/n"}}}}  # fmt: skip
+    assert refused(json.dumps(file), tmp_path) == (
+        "case file F: $ref '#/$defs/n' names nothing in the file (promptfoo reads it from the file's root)"
     )
 
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
@@ -393,7 +394,7 @@ class _Reader:
             path = self.base / entry.removeprefix("file://")
             if path.suffix not in CASE_FILE_SUFFIXES:
                 raise TaskError(self.where(f"tests from {entry}: only YAML and JSON test files are supported"))
-            loaded = self.load(path)
+            loaded = dereferenced(self.load(path), f"case file {path}")
             tests.extend(loaded if isinstance(loaded, list) else [loaded])
         return tests
 
@@ -481,6 +482,56 @@ def _js_replacement(text: str, subject: str, start: int, end: int) -> str:
     return re.sub(r"\$([$&`'])", lambda m: patterns[m.group(1)], text)
 
 
+_REF_NODES_LIMIT = 1_000_000
+"""How many values a case file may hold once its $refs are written out."""
+
+
+def dereferenced(document: Any, where: str) -> Any:
+    """The document with every `{$ref: "#/pointer"}` replaced by what the pointer names in it, as promptfoo
+    dereferences a case file (json-schema-ref-parser) before reading it: a pointer is read from the file's root,
+    not from the schema it is in. References to other files or URLs, to nothing, to themselves, or with keys
+    beside them are refused."""
+
+    def target(pointer: str) -> Any:
+        found: Any = document
+        for raw in pointer.removeprefix("#").split("/")[1:]:
+            key = unquote(raw).replace("~1", "/").replace("~0", "~")
+            if isinstance(found, Mapping) and key in found:
+                found = found[key]
+            elif isinstance(found, list) and key.isdigit() and int(key) < len(found):
+                found = found[int(key)]
+            else:
+                raise TaskError(f"{where}: $ref {pointer!r} names nothing in the file (promptfoo reads it from "
+                                "the file's root)")  # fmt: skip
+        return found
+
+    made = [0]
+
+    def walk(node: Any, seen: tuple[str, ...]) -> Any:
+        made[0] += 1
+        if made[0] > _REF_NODES_LIMIT:
+            raise TaskError(f"{where}: its $refs expand it beyond {_REF_NODES_LIMIT:,} nodes (refused: a $ref bomb)")
+        if isinstance(node, list):
+            return [walk(item, seen) for item in node]
+        if not isinstance(node, Mapping):
+            return node
+        reference = node.get("$ref")
+        if isinstance(reference, str):
+            if not reference.startswith("#"):
+                raise TaskError(f"{where}: $ref {reference!r}: only references into the file itself are supported")
+            if len(node) > 1:
+                raise TaskError(f"{where}: $ref {reference!r} with keys beside it is not supported")
+            if reference in seen:
+                raise TaskError(f"{where}: $ref {reference!r} refers to itself (a recursive schema is not supported)")
+            return walk(target(reference), (*seen, reference))
+        return {key: walk(value, seen) for key, value in node.items()}
+
+    try:
+        return walk(document, ())
+    except RecursionError:
+        raise TaskError(f"{where}: it is nested too deeply") from None
+
+
 def _merged(default: Mapping[str, Any], test: Mapping[str, Any]) -> dict[str, Any]:
     """A test with `defaultTest` under it: vars, options and metadata merged, default assertions first."""
     merged = {**default, **test}
@@ -497,7 +548,7 @@ def load_case_file(path: Path) -> tuple[Task[Any], Dataset]:
     if not path.is_file():
         raise InputError(f"no case file {path}")
     reader = _Reader(path)
-    document = reader.load(path)
+    document = dereferenced(reader.load(path), reader.where())
     if not isinstance(document, Mapping):
         raise TaskError(reader.where("it must be a mapping with prompts and tests (promptfoo's format)"))
     prompts = reader.prompts(document.get("prompts"))

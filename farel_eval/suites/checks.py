@@ -45,6 +45,9 @@ class _Child:
             [sys.executable, "-m", "farel_eval.suites.check_child"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, env=env,
         )  # fmt: skip
+        self._claim = threading.Lock()
+        self._reading = False
+        self._abandoned = False
 
     @property
     def alive(self) -> bool:
@@ -63,8 +66,33 @@ class _Child:
             if stream is not None:
                 stream.close()
 
+    def abandon(self) -> None:
+        """The run was stopped: kill the process; its pipes are closed by the thread reading them, or here when
+        no thread has started to."""
+        with self._claim:
+            self._abandoned = True
+            reading = self._reading
+        if reading:
+            self.stop()
+        else:
+            self.close()
+
     def exchange(self, payload: bytes, limit_s: float) -> dict[str, Any]:
         """Send one check and wait for its answer, at most `limit_s` seconds (then the child is killed)."""
+        with self._claim:
+            if self._abandoned:
+                return {"score": 0.0, "passed": False, "reason": "the run was stopped"}
+            self._reading = True
+        try:
+            return self._exchange(payload, limit_s)
+        finally:
+            with self._claim:
+                self._reading = False
+                abandoned = self._abandoned
+            if abandoned:  # the run was stopped while this thread read: it closes what it read from
+                self.close()
+
+    def _exchange(self, payload: bytes, limit_s: float) -> dict[str, Any]:
         assert self.process.stdin is not None and self.process.stdout is not None
         try:
             self.process.stdin.write(payload)
@@ -136,7 +164,7 @@ class CheckPool:
         try:
             answer = await asyncio.to_thread(child.exchange, payload, self.limit_s)
         except BaseException:  # the run was stopped: the check is abandoned
-            child.stop()
+            child.abandon()
             raise
         self._give(child)
         return Graded(float(answer["score"]), str(answer["reason"]), passed=bool(answer["passed"]))
