@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -124,20 +125,35 @@ class _Child:
         return {"score": 0.0, "passed": False, "reason": f"the check ended its process (exit code {code})"}
 
 
-class CheckPool:
-    """Children for checks: an idle one is reused, a new one started when all are busy."""
+@dataclass
+class _Job:
+    """One check on its way: the child that took it, once one has, and whether the run gave up on it."""
 
-    def __init__(self, limit_s: float = CHECK_TIME_LIMIT_S) -> None:
+    payload: bytes
+    child: _Child | None = None
+    abandoned: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class CheckPool:
+    """Children for checks, at most `size` at once: an idle one is reused, a new one started when all are busy
+    (each is a Python process: a run at concurrency 32 does not start 32)."""
+
+    def __init__(self, limit_s: float = CHECK_TIME_LIMIT_S, size: int = max(2, os.cpu_count() or 2)) -> None:
         self.limit_s = limit_s
         self._idle: list[_Child] = []
         self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(size)
 
     def _take(self) -> _Child:
+        """An idle child, or a new one. A child ends with the thread that started it (it is told to die with its
+        parent, and Linux means the thread), so one left from an earlier event loop's threads may be gone."""
         with self._lock:
             while self._idle:
                 child = self._idle.pop()
                 if child.alive:
                     return child
+                child.close()
         return _Child()
 
     def _give(self, child: _Child) -> None:
@@ -154,20 +170,38 @@ class CheckPool:
     async def run(self, spec: Mapping[str, Any], output: Output, context: Mapping[str, Any]) -> Graded:
         """The check of `spec` on `output`, in a child; a stop of the run (cancellation) kills it at once."""
         try:
-            job = {"spec": spec, "text": output.text, "value": output.value, "context": context}
-            payload = json.dumps(job, ensure_ascii=False).encode() + b"\n"
+            request = {"spec": spec, "text": output.text, "value": output.value, "context": context}
+            payload = json.dumps(request, ensure_ascii=False).encode() + b"\n"
         except RecursionError:
             return _failed("cannot check: the reply is nested too deeply to hand to the check")
         except (TypeError, ValueError) as exc:
             return _failed(f"cannot check: {exc}")
-        child = self._take()
+        job = _Job(payload)
         try:
-            answer = await asyncio.to_thread(child.exchange, payload, self.limit_s)
-        except BaseException:  # the run was stopped: the check is abandoned
-            child.abandon()
+            answer = await asyncio.to_thread(self._serve, job)
+        except BaseException:  # the run was stopped: the check is abandoned, its child killed
+            with job.lock:
+                job.abandoned = True
+                child = job.child
+            if child is not None:
+                child.abandon()
             raise
-        self._give(child)
         return Graded(float(answer["score"]), str(answer["reason"]), passed=bool(answer["passed"]))
+
+    def _serve(self, job: _Job) -> dict[str, Any]:
+        """In a thread: wait for a free slot, then have a child answer the job (unless the run gave up on it)."""
+        with self._slots:
+            with job.lock:
+                if job.abandoned:
+                    return {"score": 0.0, "passed": False, "reason": "the run was stopped"}
+                job.child = self._take()
+                child = job.child
+            answer = child.exchange(job.payload, self.limit_s)
+            with job.lock:
+                if not job.abandoned:  # else the run's side kills it
+                    self._give(child)
+                    job.child = None
+            return answer
 
 
 _POOL = CheckPool()
