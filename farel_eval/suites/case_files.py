@@ -19,6 +19,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -323,17 +324,13 @@ class CaseFileGrader:
 
 
 def test_result(results: list[dict[str, Any]], threshold: float | None) -> tuple[float, bool]:
-    """promptfoo's test result: the weighted mean of the assertion scores, summed in order in doubles as
-    JavaScript sums them (0 when the weights add up to 0; weights whose sum overflows are refused when the file
-    is read); it passes when every assertion passed, or, with a threshold, when the score reaches it. A sum
-    that overflows all the same (python scores near the largest double) scores 0 rather than infinity."""
-    total = weights = 0.0
-    for result in results:
-        total += result["weight"] * result["score"]
-        weights += result["weight"]
-    score = total / weights if weights > 0 else 0.0
-    if not math.isfinite(score):
-        score = 0.0
+    """promptfoo's test result: the weighted mean of the assertion scores (0 when the weights add up to 0), computed
+    exactly and rounded once, so it cannot overflow (promptfoo adds in doubles in the order its assertions finish,
+    which varies from run to run in the last bit); it passes when every assertion passed, or, with a threshold,
+    when the score reaches it."""
+    total = sum((Fraction(r["weight"]) * Fraction(r["score"]) for r in results), Fraction(0))
+    weights = sum((Fraction(r["weight"]) for r in results), Fraction(0))
+    score = float(total / weights) if weights > 0 else 0.0
     if threshold is not None:
         return score, score >= threshold
     return score, all(r["pass"] for r in results)
