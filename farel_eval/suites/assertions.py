@@ -13,6 +13,7 @@ and `context`, or `get_assert(output, context)` of a `file://` script), with pro
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import importlib.util
@@ -513,7 +514,7 @@ def _python_check(spec: Mapping[str, Any], inverse: bool, threshold: float | Non
         def run(output: Any, context: Any) -> Any:
             function = _script_function(path, name)
             result = function(output, context)
-            return __import__("asyncio").run(result) if inspect.isawaitable(result) else result
+            return asyncio.run(result) if inspect.iscoroutine(result) else result  # as promptfoo's wrapper does
 
     else:
         compiled = compile(python_script(str(spec["value"])), "<python assertion>", "exec")
