@@ -59,7 +59,7 @@ from farel_eval.schemas import (
 )
 from farel_eval.scoring import ScoreBook
 from farel_eval.secrets import Redactor
-from farel_eval.tasks import Score, Task, TextReply
+from farel_eval.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
 from farel_eval.transport import SampleTraffic, TrafficMeter, current_traffic, meter_model
 
 __all__ = [
@@ -239,10 +239,13 @@ class _Poser:
         self.batching = batching
         context = task.validation_context
         output_spec = task.output_spec(mode)
+        capabilities: list[Any] = [batching.capability] if batching is not None else []
+        if task.empty_reply and is_text_mode(mode):
+            capabilities.append(EmptyReplyAsText())
         self.agent: Agent[Case, Any] = Agent(
             model,
             output_type=[output_spec, PendingModelResponse] if batching is not None else output_spec,
-            capabilities=[batching.capability] if batching is not None else None,
+            capabilities=capabilities or None,
             deps_type=Case,
             instructions=task.instructions_for(mode),
             system_prompt=system_prompt or (),
@@ -332,7 +335,8 @@ class _Poser:
             batching.done(key, self.traffic)
             messages = without_pending(messages)
         value = output.output if isinstance(output, TextReply) else output
-        attempts = read_attempts(messages, self._verdicts(case, value is not None, exception))
+        attempts = [a.model_copy(update={"raw": ""}) if a.raw == EMPTY_REPLY else a
+                    for a in read_attempts(messages, self._verdicts(case, value is not None, exception))]  # fmt: skip
         usage = sample_usage(messages)
         turns.add(attempts, usage, sample_cost(messages, usage, local=self.local, prices=self.prices))
         if isinstance(exception, UnexpectedModelBehavior) and len(attempts) > self.retries:

@@ -9,13 +9,25 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import TypeAdapter
-from pydantic_ai import ModelRetry, NativeOutput, PromptedOutput, RunContext, TextOutput, ToolOutput
-from pydantic_ai.models import Model
+from pydantic_ai import (
+    ModelResponse,
+    ModelRetry,
+    NativeOutput,
+    PromptedOutput,
+    RunContext,
+    TextOutput,
+    TextPart,
+    ToolCallPart,
+    ToolOutput,
+)
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.output import OutputSpec
 from pydantic_ai.profiles import ModelProfile
@@ -79,6 +91,22 @@ class TextReader(Generic[OutputT]):
     """A reply `read` can read: what the offline `test` model answers."""
 
 
+EMPTY_REPLY = "\u2063empty reply\u2063"
+"""What `EmptyReplyAsText` puts in a reply with no text, so that pydantic-ai reads it (and not sends it back)."""
+
+
+class EmptyReplyAsText(AbstractCapability[Any]):
+    """A reply with no text and no tool call read as the text "" (a case file grades it so, as promptfoo does),
+    where pydantic-ai would ask the model again."""
+
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
+        if any(isinstance(p, ToolCallPart) or (isinstance(p, TextPart) and p.content) for p in response.parts):
+            return response
+        return replace(response, parts=[*response.parts, TextPart(EMPTY_REPLY)])
+
+
 @dataclass(frozen=True)
 class TextReply:
     """What a text-mode run ends with: the reply and what the reader made of it (None: unreadable)."""
@@ -123,6 +151,10 @@ class Task(Generic[OutputT]):
     """For cases that take several requests (an answer loop): instead of one request of the case's prompt, the sample
     is `session(case, conversation)`, which asks as often as it needs and returns the output to score (any
     JSON-compatible value). Every request's attempts, usage and cost are the sample's, as is what it charges."""
+    empty_reply: bool = False
+    """True: in the text modes an empty reply is the text "" (read by `reader`), not sent back for another."""
+    bounded_scores: bool = True
+    """False: a score may be any finite number (a case file's, as promptfoo lets a python assertion give 5)."""
     _adapter: TypeAdapter[Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -167,6 +199,7 @@ class Task(Generic[OutputT]):
     def _read_reply(self, ctx: RunContext[Case], text: str) -> TextReply:
         """Read a text reply; with retries left, an unreadable one is sent back with the reader's feedback."""
         reader = self.text_reader
+        text = "" if text == EMPTY_REPLY else text
         if reader is None:
             output = self.parse_json(text, ctx.deps)
             feedback = "Your reply is not valid JSON of the requested shape."
@@ -222,7 +255,7 @@ class Task(Generic[OutputT]):
                             f"{type(exc).__name__}: {exc}") from exc  # fmt: skip
         result = verdict if isinstance(verdict, Score) else Score(_number(verdict, self.name, case.id))
         value = _number(result.value, self.name, case.id)
-        if not 0.0 <= value <= 1.0:
+        if not math.isfinite(value) or (self.bounded_scores and not 0.0 <= value <= 1.0):
             raise TaskError(f"the scorer of task {self.name!r} gave {value} for case {case.id!r}: scores are in [0, 1]")
         return replace(result, value=value, details=_json_details(result.details, self.name, case.id))
 

@@ -25,15 +25,16 @@ from evaluator import Case, EvaluationResult, RunSummary, SampleRecord
 from farel_eval.attempts import UserPrices
 from farel_eval.errors import EvaluatorError, TaskError
 from farel_eval.scoring import score_records
-from farel_eval.suites.assertions import Output, compile_assertion
+from farel_eval.suites.assertions import Graded, Output, check_of, compile_assertion
 from farel_eval.suites.case_files import context_level, load_case_file, render, with_judge
+from farel_eval.suites.js import comma_separated, js_number
 from farel_eval.suites.judge import Judge
 from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
 
 EXAMPLE = REPO / "examples" / "complex_cases.yaml"
 IDS = [f"test-00{n}" for n in range(1, 8)]
 WEIGHTS = [3.0, 5.0, 5.0, 5.0, 9.0, 4.0, 8.0]
-"""D of each example test: reasoning + format + context (the ledger's prompt is 3,071 characters: context 2)."""
+"""D of each example test: reasoning + format + context (the ledger's prompt is 3,069 characters: context 2)."""
 TEST_MODEL_SCORE = 100 * float(Fraction(43, 12) / 39)
 """TestModel on the example: R = 1/3, 0, 1/4, 0, 0, 1/3, missing, so sum(R x D) = 1 + 5/4 + 4/3 = 43/12 of 39."""
 
@@ -69,7 +70,7 @@ def test_the_example_file_weighs_each_test_by_its_difficulty() -> None:
     assert [c.group for c in cases] == ["format 1", "format 2", "format 2", "format 3", "format 3", "format 1",
                                         "format 3"]  # fmt: skip
     assert cases[4].metadata["difficulty"] == {"reasoning": 4, "format": 3, "context": 2, "total": 9}
-    assert len(cases[4].prompt) == 3071
+    assert len(cases[4].prompt) == 3069
     assert cases[4].prompt.startswith("LEDGER OF NORTHGATE SUPPLY CO.")
     assert cases[0].prompt == "Which city is the capital of Australia? Answer in one sentence."
     assert cases[2].expected[0] == {"type": "contains", "value": "access.log", "weight": 1.0}
@@ -116,13 +117,16 @@ tests:
 
 
 def test_templates_fill_names_and_keep_raw_blocks() -> None:
-    variables = {"a": "x", "n": 2.0, "obj": {"k": [1, {"z": True}]}}
-    assert render("{{a}}-{{ n }}-{{obj.k.1.z}}-{{obj}}", variables, "w") == 'x-2-true-{"k":[1,{"z":true}]}'
+    variables = {"a": "x", "n": 2.0, "obj": {"k": [1, {"z": True}], "m": {"z": False}}}
+    filled = render("{{a}}-{{ n }}-{{obj.m.z}}-{{obj}}-{{obj.k}}", variables, "w")
+    assert filled == "x-2-false-[object Object]-1,[object Object]"  # as Nunjucks writes objects and lists
     assert render("{% raw %}{{a}}{% endraw %}{{a}}", variables, "w") == "{{a}}x"
     with pytest.raises(TaskError, match=r"^w: \{\{b\}\} names no var of this test$"):
         render("{{b}}", variables, "w")
     with pytest.raises(TaskError, match=r"^w: \{\{a \| upper\}\} is not a \{\{name\}\} placeholder"):
         render("{{ a | upper }}", variables, "w")
+    with pytest.raises(TaskError, match=r"^w: \{\{obj.k.1\}\} is not a \{\{name\}\} placeholder"):
+        render("{{obj.k.1}}", variables, "w")  # Nunjucks: "expected name as lookup value, got 1"
 
 
 # --- assertions -------------------------------------------------------------------------------------------------
@@ -132,6 +136,8 @@ SCHEMA = {"type": "object", "required": ["n"], "properties": {"n": {"type": "int
 
 @pytest.mark.parametrize(
     ("spec", "output", "score"),
+    # promptfoo's scores: a python number is not clamped, not-python keeps a number's score (only its pass flips),
+    # and a dict must be a whole GradingResult
     [
         ({"type": "equals", "value": "YES"}, "YES", 1.0),
         ({"type": "equals", "value": "YES"}, "YES.", 0.0),
@@ -162,8 +168,8 @@ SCHEMA = {"type": "object", "required": ["n"], "properties": {"n": {"type": "int
         ({"type": "contains-json"}, "no braces at all {", 0.0),
         ({"type": "python", "value": "output.upper() == 'OK'"}, "ok", 1.0),
         ({"type": "python", "value": "len(output) / 10"}, "abcd", 0.4),
-        ({"type": "python", "value": "len(output)"}, "abcd", 1.0),
-        ({"type": "python", "value": "-3"}, "abcd", 0.0),
+        ({"type": "python", "value": "len(output)"}, "abcd", 4.0),
+        ({"type": "python", "value": "-3"}, "abcd", -3.0),
         ({"type": "python", "value": "'0.25'"}, "abcd", 0.25),
         ({"type": "python", "value": "context['vars']['want'] in output"}, "I want pie", 1.0),
         (
@@ -171,23 +177,27 @@ SCHEMA = {"type": "object", "required": ["n"], "properties": {"n": {"type": "int
             "abcd",
             0.5,
         ),
-        ({"type": "python", "value": "if output == 'a':\n  return {'pass': True}\nreturn {'pass': False}"}, "a", 1.0),
-        ({"type": "not-python", "value": "0.25"}, "abcd", 0.75),
+        ({"type": "python", "value": "if output == 'a':\n  return {'pass': True}\nreturn {'pass': False}"}, "a", 0.0),
+        ({"type": "not-python", "value": "0.25"}, "abcd", 0.25),
         ({"type": "python", "value": "json.loads(output)['n'] == 1"}, "not json", 0.0),
     ],
 )
 def test_each_assertion_gives_promptfoos_result(spec: dict[str, Any], output: str, score: float) -> None:
-    assertion = compile_assertion(spec, render=lambda text: text, base=REPO, where="w")
-    graded = assertion.grade(Output(output, output), {"vars": {"want": "pie"}}, None)
-    assert not asyncio.iscoroutine(graded)
-    assert graded.score == score  # type: ignore[union-attr]
+    graded = check(spec, output, {"vars": {"want": "pie"}})
+    assert graded.score == score
+    assert graded.passed is (score > 0 and spec["type"] != "not-python")
+
+
+def check(spec: dict[str, Any], output: str, context: dict[str, Any] | None = None, base: Path = REPO) -> Graded:
+    """An assertion read as a case file's, then checked in this process (as its child process checks it)."""
+    assertion = compile_assertion(spec, render=lambda text: text, base=base, where="w")
+    return check_of(assertion.spec)(Output(output, output), context or {})
 
 
 def test_python_failures_score_0_with_the_reason() -> None:
-    assertion = compile_assertion({"type": "python", "value": "json.loads(output)"}, render=str, base=REPO, where="w")
-    graded = assertion.grade(Output("x", "x"), {}, None)
-    assert graded.score == 0.0  # type: ignore[union-attr]
-    assert graded.reason == "Python code failed: JSONDecodeError: Expecting value: line 1 column 1 (char 0)"  # type: ignore[union-attr]
+    graded = check({"type": "python", "value": "json.loads(output)"}, "x")
+    assert (graded.score, graded.passed) == (0.0, False)
+    assert graded.reason == ("Python code execution failed: JSONDecodeError: Expecting value: line 1 column 1 (char 0)")
 
 
 def test_python_files_run_get_assert_or_the_named_function(tmp_path: Path) -> None:
@@ -198,12 +208,10 @@ def test_python_files_run_get_assert_or_the_named_function(tmp_path: Path) -> No
     )
     by_default = compile_assertion({"type": "python", "value": "file://check.py", "config": {"r": "why"}},
                                    render=str, base=tmp_path, where="w")  # fmt: skip
-    graded = by_default.grade(Output("x", "x"), {"config": {"r": "why"}}, None)
-    assert (graded.score, graded.reason) == (0.3, "why")  # type: ignore[union-attr]
+    graded = check_of(by_default.spec)(Output("x", "x"), {"config": {"r": "why"}})
+    assert (graded.score, graded.reason, graded.passed) == (0.3, "why", True)
     assert by_default.spec["file_md5"] == hashlib.md5((tmp_path / "check.py").read_bytes()).hexdigest()
-    named = compile_assertion({"type": "python", "value": "file://check.py:strict"}, render=str, base=tmp_path,
-                              where="w")  # fmt: skip
-    assert named.grade(Output("exact", "exact"), {}, None).score == 1.0  # type: ignore[union-attr]
+    assert check({"type": "python", "value": "file://check.py:strict"}, "exact", base=tmp_path).score == 1.0
 
 
 @pytest.mark.parametrize(
@@ -228,11 +236,11 @@ def test_python_files_run_get_assert_or_the_named_function(tmp_path: Path) -> No
         ),
         (
             "prompts: [p]\ntests: [{assert: [{type: regex, value: '('}]}]",
-            "case file F: test 1, assertion 1: invalid regex '(': missing ), unterminated subpattern at position 0",
+            "case file F: test 1, assertion 1: regex /(/: missing ), unterminated subpattern at position 0",
         ),
         (
             "prompts: [p]\ntests: [{assert: [{type: python, value: 'return ('}]}]",
-            "case file F: test 1, assertion 1: invalid Python: invalid syntax (line 2)",
+            "case file F: test 1, assertion 1: invalid Python: invalid syntax (line 1)",
         ),
         (
             "prompts: [p]\ntests: [{assert: [{type: python, value: file://nowhere.py}]}]",
@@ -244,11 +252,32 @@ def test_python_files_run_get_assert_or_the_named_function(tmp_path: Path) -> No
         ),
         (
             "prompts: [p]\ntests: [{assert: [{type: contains, value: x, weight: -1}]}]",
-            "case file F: test 1, assertion 1: weight must be a number of 0 or more, got -1",
+            "case file F: test 1, assertion 1: weight must be a finite number of 0 or more, got -1",
         ),
         (
-            "prompts: [p]\ntests: [{assert: [{type: contains, value: x, weight: 0}]}]",
-            "case file F: test 1: its assertion weights add up to 0",
+            "prompts: [p]\ntests: [{assert: [{type: regex, value: '^(a)\\1$'}]}]",
+            "case file F: test 1, assertion 1: regex /^(a)\\1$/: backreferences and octal escapes (\\1...) are not "
+            "supported",
+        ),
+        (
+            "prompts: [p]\ntests: [{assert: [{type: is-json, value: {type: object, format: uri}}]}]",
+            "case file F: test 1, assertion 1: format 'uri' is checked by ajv-formats' own pattern: not supported",
+        ),
+        (
+            "prompts: [p]\ntests: [{assert: [{type: is-json, value: {type: object, x-extra: 1}}]}]",
+            "case file F: test 1, assertion 1: strict mode: unknown keyword 'x-extra' (promptfoo's Ajv refuses it)",
+        ),
+        (
+            "prompts: [p]\ntests: [{assert: [{type: contains-any, value: '\"a, b'}]}]",
+            "case file F: test 1, assertion 1: contains-any's comma-separated value has an unterminated quoted field",
+        ),
+        (
+            "prompts: [p]\ntests: [{vars: {d: 2024-01-01}, assert: [{type: contains, value: x}]}]",
+            "case file F is not valid YAML: 2024-01-01 is a date to promptfoo (a JavaScript Date), not text: quote it",
+        ),
+        (
+            "prompts: [p]\ntests: [{assert: [{type: contains, value: x}], assert: []}]",
+            "case file F is not valid YAML: duplicated mapping key 'assert'",
         ),
         (
             "prompts: [p]\ntests: [{assert: [{type: contains, value: x, transform: output.trim()}]}]",
@@ -372,9 +401,9 @@ def test_a_model_that_passes_every_assertion_scores_100() -> None:
         for case_id, mode, weight in zip(IDS, ["text"] * 4 + ["tool", "text", "tool"], WEIGHTS, strict=True)
     ]
     assert records[4].output == RIGHT["From the ledger above"]
-    assert records[5].score_details == {"assertions": [
-        {"type": "llm-rubric", "weight": 2.0, "score": 1.0, "reason": "scored 1.0", "judge": "fn-judge"},
-        {"type": "python", "weight": 1.0, "score": 1.0, "reason": "Python code returned true"},
+    assert records[5].score_details == {"pass": True, "assertions": [
+        {"type": "llm-rubric", "weight": 2.0, "score": 1.0, "pass": True, "reason": "scored 1.0", "judge": "fn-judge"},
+        {"type": "python", "weight": 1.0, "score": 1.0, "pass": True, "reason": "Assertion passed"},
     ]}  # fmt: skip
     assert [r.usage.requests for r in records] == [1, 1, 1, 1, 1, 2, 1]  # the judge's request counts with its case
     assert (result.scores.score, result.scores.aggregate, result.scores.correct) == (100.0, "mean", 7)
@@ -397,8 +426,9 @@ def test_the_score_is_sum_of_r_times_d_over_sum_of_d() -> None:
         ("format 3", pytest.approx(100 * (5 + 5.625 + 8) / 22, abs=1e-12)),
     ]
     ledger = records["test-005"].score_details
-    assert ledger is not None and ledger["assertions"][0] == {
-        "type": "python", "weight": 3.0, "score": 0.5,
+    assert ledger is not None and ledger["pass"] is False
+    assert ledger["assertions"][0] == {
+        "type": "python", "weight": 3.0, "score": 0.5, "pass": False,
         "reason": "4 of 4 entries, 0 wrong; net 2700.0, expected 2708.00",
     }  # fmt: skip
     schedule = records["test-007"]
@@ -583,14 +613,15 @@ def test_command_line_refusals_are_one_line(tmp_path: Path) -> None:
     )
 
 
-def test_output_schemas_with_defs_are_inlined_for_the_tool_and_recursive_ones_refused(tmp_path: Path) -> None:
+def test_refs_are_read_from_the_files_root_inlined_for_the_tool_and_recursive_ones_refused(tmp_path: Path) -> None:
+    item = {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}
     schema = {
         "type": "object",
-        "$defs": {"item": {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}},
         "required": ["items"],
-        "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/item"}}},
+        "properties": {"items": {"type": "array", "items": {"$ref": "#/definitions/item"}}},
     }
-    file = {"prompts": ["p"], "tests": [{"options": {"output_schema": schema}, "assert": [{"type": "is-json"}]}]}
+    file = {"definitions": {"item": item}, "prompts": ["p"],
+            "tests": [{"options": {"output_schema": schema}, "assert": [{"type": "is-json"}]}]}  # fmt: skip
     task, cases = load(json.dumps(file), tmp_path, "cases.json")
     seen: list[dict[str, Any]] = []
 
@@ -601,18 +632,24 @@ def test_output_schemas_with_defs_are_inlined_for_the_tool_and_recursive_ones_re
         return ModelResponse(parts=[ToolCallPart(tool.name, args)])
 
     (record,) = asyncio.run(evaluator.evaluate(task, cases, FunctionModel(respond), local=True)).records
-    assert seen[0]["properties"]["items"]["items"] == schema["$defs"]["item"]
-    assert "$defs" not in seen[0]
+    assert seen[0]["properties"]["items"]["items"] == item
     assert [(a.invalid_kind, a.feedback) for a in record.attempts] == [
         ("wrong_type", "output: items.0.n: 'x' is not of type 'integer'"),
         (None, None),
     ]
     assert (record.output, record.score) == ({"items": [{"n": 2}]}, 1.0)
-    recursive = {"type": "object", "$defs": {"n": {"type": "object", "properties": {"c": {"$ref": "#/$defs/n"}}}},
-                 "properties": {"root": {"$ref": "#/$defs/n"}}}  # fmt: skip
-    file["tests"][0]["options"] = {"output_schema": recursive}  # type: ignore[index]
+    file["definitions"] = {"n": {"type": "object", "properties": {"c": {"$ref": "#/definitions/n"}}}}
+    file["tests"][0]["options"] = {
+        "output_schema": {"type": "object", "properties": {"root": {"$ref": "#/definitions/n"}}}
+    }  # type: ignore[index]
     assert refused(json.dumps(file), tmp_path) == (
-        "case file F: test 1: a recursive output schema (#/$defs/n) is not supported"
+        "case file F: $ref '#/definitions/n' refers to itself (a recursive schema is not supported)"
+    )
+    del file["definitions"]
+    file["tests"][0]["options"] = {"output_schema": {"$defs": {"n": {}}, "type": "object",  # type: ignore[index]
+                                                     "properties": {"root": {"$ref": "#/$defs/n"}}}}  # fmt: skip
+    assert refused(json.dumps(file), tmp_path) == (
+        "case file F: $ref '#/$defs/n' names nothing in the file (promptfoo reads it from the file's root)"
     )
 
 
@@ -631,11 +668,37 @@ def test_scores_are_means_weighted_by_case_weight() -> None:
     assert score_records(records[:2], aggregate="mean").score == 25.0
 
 
-def test_yaml_dates_stay_the_text_written(tmp_path: Path) -> None:
+def test_yaml_is_read_as_yaml_1_2_and_quoted_dates_stay_the_text_written(tmp_path: Path) -> None:
     task, cases = load(
-        "prompts: ['Say {{x}} on {{d}}']\n"
-        "tests: [{vars: {x: hi, d: 2024-01-01}, assert: [{type: equals, value: 2024-01-01}]}]\n",
+        "prompts: ['Say {{x}} on {{d}}: {{a}} {{b}} {{c}} {{e}} {{f}}']\n"
+        "tests: [{vars: {x: hi, d: '2024-01-01', a: 1e3, b: yes, c: 017, e: 0x1F, f: 1_000},"
+        " assert: [{type: equals, value: '2024-01-01'}]}]\n",
         tmp_path,
     )
-    assert cases[0].prompt == "Say hi on 2024-01-01"
+    assert cases[0].prompt == "Say hi on 2024-01-01: 1000 yes 17 31 1_000"
     assert asyncio.run(task.grade(cases[0], "2024-01-01")).value == 1.0
+
+
+@pytest.mark.parametrize(
+    ("number", "written"),
+    [(4.0, "4"), (0.1, "0.1"), (-0.0, "0"), (1e21, "1e+21"), (1e20, "100000000000000000000"), (1e-7, "1e-7"),
+     (0.000001, "0.000001"), (123.456, "123.456"), (1.5e-10, "1.5e-10"), (2**53 + 2, "9007199254740994")],
+)  # fmt: skip
+def test_numbers_are_written_as_javascript_writes_them(number: float, written: str) -> None:
+    assert js_number(number) == written
+
+
+def test_comma_separated_values_keep_quoted_commas() -> None:
+    assert comma_separated(' "Smith, John" ,, Doe ,"say ""hi""", "a\\"b"') == ["Smith, John", "Doe", 'say "hi"', 'a"b']
+    with pytest.raises(ValueError, match=r"^text after a quoted field"):
+        comma_separated('"a" b')
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "found"),
+    [("^a$", "a\n", False), ("a$", "a", True), (r"^\d+$", "١٢", False), (r"\w", "é", False), ("^.$", "😀", False),
+     ("^..$", "😀", True), (r"\A", "A", True), ("a{,2}", "a{,2}", True), ("[^]", "\n", True), ("[]", "x", False),
+     (".", "\u2028", False), (r"\s", "\ufeff", True), (r"[\d-]", "-", True)],
+)  # fmt: skip
+def test_regexes_match_as_javascripts_do(pattern: str, text: str, found: bool) -> None:
+    assert check({"type": "regex", "value": pattern}, text).passed is found

@@ -14,15 +14,16 @@ results; the case weighs D, so the run's score is sum(R x D) / sum(D) x 100 (the
 
 from __future__ import annotations
 
-import inspect
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
-import yaml
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
 
@@ -32,17 +33,20 @@ from farel_eval.errors import InputError, TaskError
 from farel_eval.schemas import AnswerMode, Case, Cost, TokenUsage
 from farel_eval.suites.assertions import (
     Assertion,
-    Graded,
     Output,
     Rubric,
-    SchemaCheck,
     compile_assertion,
-    describe_path,
     json_text,
+    judge_result,
     load_value_file,
     load_yaml,
+    read_text,
 )
+from farel_eval.suites.checks import run_check
+from farel_eval.suites.js import js_string, js_trim
+from farel_eval.suites.json_schemas import SchemaProblem, compile_schema
 from farel_eval.suites.judge import Judge, judge_name, judged
+from farel_eval.suites.yaml12 import YamlError
 from farel_eval.tasks import Score, Task, TextReader
 
 __all__ = [
@@ -104,52 +108,64 @@ def _difficulty(metadata: Any, prompt: str, where: str) -> Difficulty:
 
 _PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 _RAW_BLOCK = re.compile(r"\{%-?\s*raw\s*-?%\}(.*?)\{%-?\s*endraw\s*-?%\}", re.DOTALL)
-_NAME = re.compile(r"[A-Za-z_]\w*(?:\.(?:[A-Za-z_]\w*|\d+))*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+"""A var, or a dotted path into an object var (Nunjucks refuses `.1`: a list item is not reached so)."""
 
 
 def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, int | float):
-        return str(value)
-    return json_text(value)
+    """A var as Nunjucks writes it: null as nothing, the rest as JavaScript's String() (an object is
+    `[object Object]`, a list its items joined by commas)."""
+    return "" if value is None else js_string(value)
 
 
 def _lookup(name: str, variables: Mapping[str, Any], where: str) -> str:
     placeholder = "{{" + name + "}}"
-    if not _NAME.fullmatch(name):
+    if "{#" in name or not _NAME.fullmatch(name):
         raise TaskError(f"{where}: {placeholder} is not a {{{{name}}}} placeholder (filters and expressions are not "
                         "supported)")  # fmt: skip
     value: Any = variables
     for key in name.split("."):
         if isinstance(value, Mapping) and key in value:
             value = value[key]
-        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
-            value = value[int(key)]
         else:
             raise TaskError(f"{where}: {placeholder} names no var of this test")
     return _as_text(value)
 
 
 def render(template: str, variables: Mapping[str, Any], where: str) -> str:
-    """Fill `{{name}}` placeholders (dotted names reach into objects) from the vars, as promptfoo's templates do;
-    `{% raw %}...{% endraw %}` is kept as written. Other Nunjucks tags and filters are refused in one line."""
+    """Fill `{{name}}` placeholders (dotted names reach into objects) from the vars, as promptfoo's Nunjucks does;
+    `{% raw %}...{% endraw %}` is kept as written. Other Nunjucks tags and filters, and names no var has (Nunjucks
+    would write nothing), are refused in one line."""
     pieces = _RAW_BLOCK.split(template)
     out: list[str] = []
     for index, piece in enumerate(pieces):
         if index % 2:
             out.append(piece)
             continue
-        if "{%" in piece:
-            raise TaskError(f"{where}: Nunjucks tags ({{% ... %}}) are not supported, only {{{{name}}}} placeholders")
+        if "{%" in piece or "{#" in piece:
+            raise TaskError(f"{where}: Nunjucks tags ({{% ... %}}) and comments ({{# ... #}}) are not supported, only "
+                            "{{name}} placeholders")  # fmt: skip
         out.append(_PLACEHOLDER.sub(lambda m: _lookup(m.group(1).strip(), variables, where), piece))
     return "".join(out)
+
+
+_TEMPLATE_NAMES = re.compile(r"\{\{\s*([^{}\s|]+)\s*(?:\|[^}]+)?\}\}")
+_ROOT = re.compile(r"[A-Za-z_]\w*")
+
+
+def prompt_vars(variables: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The vars a prompt is rendered with: promptfoo renders each text var as a template first (with the vars),
+    unless it names a var the test does not have. Assertion values and python's context get the vars unrendered."""
+    out = dict(variables)
+    for name, value in variables.items():
+        if not isinstance(value, str):
+            continue
+        named = _TEMPLATE_NAMES.findall(re.sub(r"\{#.*?#\}", "", value, flags=re.DOTALL))
+        roots = {found.group(0) for found in (_ROOT.match(n) for n in named) if found is not None}
+        if any(root != "env" and root not in variables for root in roots):
+            continue
+        out[name] = render(value, variables, f"{where}, var {name}")
+    return out
 
 
 # --- structured outputs ---------------------------------------------------------------------------------------
@@ -162,13 +178,16 @@ def schema_output(schema: dict[str, Any], where: str) -> type:
     """A JSON object type for pydantic-ai whose tool (or response format) schema is `schema`, validated by it."""
     if schema.get("type") != "object":
         raise TaskError(f"{where}: an output schema must be a JSON schema of type object")
-    check = SchemaCheck(schema, where)
+    try:
+        check = compile_schema(schema)
+    except SchemaProblem as exc:
+        raise TaskError(f"{where}: {exc}") from None
     shown = _inlined(schema, schema, (), where)  # pydantic cannot hand on a schema's own $defs
 
     def validate(value: dict[str, Any]) -> dict[str, Any]:
-        found = check.errors(value)
+        found = sorted(check.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
         if found:
-            problems = "; ".join(f"{describe_path(e.absolute_path)}: {e.message}" for e in found[:3])
+            problems = "; ".join(f"{'.'.join(map(str, e.absolute_path)) or 'output'}: {e.message}" for e in found[:3])
             kind = _ERROR_TYPES.get(str(found[0].validator), "value_error")
             raise PydanticCustomError(kind, "{problems}", {"problems": problems})
         return value
@@ -251,6 +270,7 @@ class _Posed:
     assertions: tuple[Assertion, ...]
     variables: dict[str, Any]
     test: dict[str, Any]
+    threshold: float | None = None
 
 
 class CaseFileGrader:
@@ -281,25 +301,39 @@ class CaseFileGrader:
             raise TaskError(f"case {case.id!r} is not a test of case file {self.name}")
         output = Output(value if isinstance(value, str) else json_text(value), value)
         results: list[dict[str, Any]] = []
-        total = weights = 0.0
         usage: TokenUsage | None = None
         cost: Cost | None = None
         for assertion in posed.assertions:
             context = {"prompt": case.prompt, "vars": posed.variables, "test": posed.test,
                        "config": assertion.spec.get("config", {})}  # fmt: skip
-            graded = assertion.grade(output, context, self.judge)
-            if inspect.isawaitable(graded):
-                graded = await graded
-            assert isinstance(graded, Graded)
+            if assertion.type == "llm-rubric":
+                if self.judge is None:
+                    raise TaskError(f"case {case.id}: llm-rubric needs a judge model (--judge-model)")
+                graded = judge_result(await self.judge(str(assertion.spec["value"]), output.text), assertion.threshold)
+            else:
+                graded = await run_check(assertion.spec, output, context)
             if graded.usage is not None:
                 usage = graded.usage if usage is None else added_usage(usage, graded.usage)
             if graded.cost is not None:
                 cost = graded.cost if cost is None else added_cost(cost, graded.cost)
-            total += assertion.weight * graded.score
-            weights += assertion.weight
+            passed = bool(graded.passed) or assertion.weight == 0  # promptfoo: weight 0 never fails a test
             results.append({"type": assertion.type, "weight": assertion.weight, "score": graded.score,
-                            "reason": graded.reason, **graded.extra})  # fmt: skip
-        return Score(min(max(total / weights, 0.0), 1.0), {"assertions": results}, usage, cost)
+                            "pass": passed, "reason": graded.reason, **graded.extra})  # fmt: skip
+        score, passed = test_result(results, posed.threshold)
+        return Score(score, {"pass": passed, "assertions": results}, usage, cost)
+
+
+def test_result(results: list[dict[str, Any]], threshold: float | None) -> tuple[float, bool]:
+    """promptfoo's test result: the weighted mean of the assertion scores (0 when the weights add up to 0), computed
+    exactly and rounded once, so it cannot overflow (promptfoo adds in doubles in the order its assertions finish,
+    which varies from run to run in the last bit); it passes when every assertion passed, or, with a threshold,
+    when the score reaches it."""
+    total = sum((Fraction(r["weight"]) * Fraction(r["score"]) for r in results), Fraction(0))
+    weights = sum((Fraction(r["weight"]) for r in results), Fraction(0))
+    score = float(total / weights) if weights > 0 else 0.0
+    if threshold is not None:
+        return score, score >= threshold
+    return score, all(r["pass"] for r in results)
 
 
 @dataclass
@@ -322,8 +356,8 @@ class _Reader:
             raise InputError(f"cannot read case file {path}: {getattr(exc, 'strerror', None) or exc}") from None
         try:
             return load_yaml(text)
-        except yaml.YAMLError as exc:
-            raise InputError(f"case file {path} is not valid YAML: {' '.join(str(exc).split())}") from None
+        except YamlError as exc:
+            raise InputError(f"case file {path} is not valid YAML: {exc}") from None
 
     def prompts(self, given: Any) -> list[str]:
         entries = given if isinstance(given, list) else [given]
@@ -357,11 +391,14 @@ class _Reader:
             path = self.base / entry.removeprefix("file://")
             if path.suffix not in CASE_FILE_SUFFIXES:
                 raise TaskError(self.where(f"tests from {entry}: only YAML and JSON test files are supported"))
-            loaded = self.load(path)
+            loaded = dereferenced(self.load(path), f"case file {path}")
             tests.extend(loaded if isinstance(loaded, list) else [loaded])
         return tests
 
     def variables(self, given: Any, where: str) -> dict[str, Any]:
+        """The vars as promptfoo hands them to prompts and assertions: `file://` ones read (YAML as its JSON, other
+        text trimmed), one trailing newline cut from each string, then `{{name}}` in a var's text filled from
+        the others (`resolved`)."""
         if given is None:
             return {}
         if not isinstance(given, Mapping):
@@ -372,9 +409,124 @@ class _Reader:
                 raise TaskError(f"{where}: var {name} is a list (promptfoo poses each value as its own test): "
                                 "write one test per value")  # fmt: skip
             if isinstance(value, str) and value.startswith("file://"):
-                value = load_value_file(value, self.base, f"{where}, var {name}")
+                value = self._var_file(value, f"{where}, var {name}")
             out[str(name)] = value
-        return out
+        for name, value in out.items():
+            if isinstance(value, str) and value.endswith("\n"):
+                out[name] = value[:-1]
+        return resolved(out)
+
+    def _var_file(self, reference: str, where: str) -> str:
+        path = (self.base / reference.removeprefix("file://")).resolve()
+        if path.suffix in (".py", ".js", ".mjs", ".cjs", ".ts", ".pdf") or path.suffix.lower() in _MEDIA:
+            raise TaskError(f"{where}: {reference}: only text and YAML var files are supported")
+        if path.suffix in (".yaml", ".yml"):
+            return json_text(load_value_file(reference, self.base, where))
+        return js_trim(read_text(path, reference, where))
+
+
+_MEDIA = (
+    ".jpg",
+    ".jpeg",
+    ".png",
+    ".gif",
+    ".bmp",
+    ".webp",
+    ".svg",
+    ".tif",
+    ".tiff",
+    ".ico",
+    ".avif",
+    ".heic",
+    ".heif",
+    ".mp3",
+    ".wav",
+    ".m4a",
+    ".ogg",
+    ".flac",
+    ".mp4",
+    ".webm",
+    ".mov",
+    ".avi",
+    ".mkv",
+)
+"""Var files promptfoo sends as base64 data: refused."""
+_VAR_PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}", re.ASCII)
+
+
+def resolved(variables: dict[str, Any]) -> dict[str, Any]:
+    """promptfoo's `resolveVariables`: up to five rounds in which each text var's first `{{name}}` naming a var
+    is replaced by that var's text (JavaScript's String()); a first placeholder naming no var stops that var."""
+    for _ in range(5):
+        changed = False
+        for key, value in variables.items():
+            if not isinstance(value, str):
+                continue
+            found = _VAR_PLACEHOLDER.search(value)
+            if found and found.group(1) in variables:
+                start, end = found.span()
+                filling = _js_replacement(js_string(variables[found.group(1)]), value, start, end)
+                variables[key] = value[:start] + filling + value[end:]
+                changed = True
+        if not changed:
+            break
+    return variables
+
+
+def _js_replacement(text: str, subject: str, start: int, end: int) -> str:
+    """JavaScript's `replace` reads `$$`, `$&`, `` $` `` and `$'` in a replacement text as patterns."""
+    patterns = {"$": "$", "&": subject[start:end], "`": subject[:start], "'": subject[end:]}
+    return re.sub(r"\$([$&`'])", lambda m: patterns[m.group(1)], text)
+
+
+_REF_NODES_LIMIT = 1_000_000
+"""How many values a case file may hold once its $refs are written out."""
+
+
+def dereferenced(document: Any, where: str) -> Any:
+    """The document with every `{$ref: "#/pointer"}` replaced by what the pointer names in it, as promptfoo
+    dereferences a case file (json-schema-ref-parser) before reading it: a pointer is read from the file's root,
+    not from the schema it is in. References to other files or URLs, to nothing, to themselves, or with keys
+    beside them are refused."""
+
+    def target(pointer: str) -> Any:
+        found: Any = document
+        for raw in pointer.removeprefix("#").split("/")[1:]:
+            key = unquote(raw).replace("~1", "/").replace("~0", "~")
+            if isinstance(found, Mapping) and key in found:
+                found = found[key]
+            elif isinstance(found, list) and key.isdigit() and int(key) < len(found):
+                found = found[int(key)]
+            else:
+                raise TaskError(f"{where}: $ref {pointer!r} names nothing in the file (promptfoo reads it from "
+                                "the file's root)")  # fmt: skip
+        return found
+
+    made = [0]
+
+    def walk(node: Any, seen: tuple[str, ...]) -> Any:
+        made[0] += 1
+        if made[0] > _REF_NODES_LIMIT:
+            raise TaskError(f"{where}: its $refs expand it beyond {_REF_NODES_LIMIT:,} nodes (refused: a $ref bomb)")
+        if isinstance(node, list):
+            return [walk(item, seen) for item in node]
+        if not isinstance(node, Mapping):
+            return node
+        reference = node.get("$ref")
+        if isinstance(reference, str):
+            if not reference.startswith("#"):
+                raise TaskError(f"{where}: $ref {reference!r}: only references into the file itself are supported")
+            if len(node) > 1:
+                raise TaskError(f"{where}: $ref {reference!r} with keys beside it is not supported")
+            if reference in seen:
+                raise TaskError(f"{where}: $ref {reference!r} refers to itself (a recursive schema is not supported)")
+            return walk(target(reference), (*seen, reference))
+        return {key: walk(value, seen) for key, value in node.items()}
+
+    try:
+        return walk(document, ())
+    except RecursionError:
+        raise TaskError(f"{where}: it is nested too deeply") from None
 
 
 def _merged(default: Mapping[str, Any], test: Mapping[str, Any]) -> dict[str, Any]:
@@ -393,7 +545,7 @@ def load_case_file(path: Path) -> tuple[Task[Any], Dataset]:
     if not path.is_file():
         raise InputError(f"no case file {path}")
     reader = _Reader(path)
-    document = reader.load(path)
+    document = dereferenced(reader.load(path), reader.where())
     if not isinstance(document, Mapping):
         raise TaskError(reader.where("it must be a mapping with prompts and tests (promptfoo's format)"))
     prompts = reader.prompts(document.get("prompts"))
@@ -442,12 +594,18 @@ def _test_cases(
         compile_assertion(spec, render=fill, base=reader.base, where=f"{where}, assertion {k}")
         for k, spec in enumerate(specs, 1)
     )
-    if sum(a.weight for a in assertions) <= 0:
-        raise TaskError(f"{where}: its assertion weights add up to 0")
-    graded = _Posed(assertions, variables, _plain(test))
+    if not math.isfinite(sum(a.weight for a in assertions)):
+        raise TaskError(f"{where}: its assertion weights add up to more than a double holds (promptfoo would score "
+                        "the test 0): make them smaller")  # fmt: skip
+    threshold = test.get("threshold")
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int | float)
+                                  or math.isnan(threshold)):  # fmt: skip
+        raise TaskError(f"{where}: threshold must be a number, got {threshold!r}")
+    graded = _Posed(assertions, variables, _plain(test), None if threshold is None else float(threshold))
     made: list[tuple[Case, _Posed]] = []
+    filled = prompt_vars(variables, where)
     for k, (template, case_id) in enumerate(zip(prompts, ids, strict=True), 1):
-        prompt = render(template, variables, f"{where}, prompt {k}")
+        prompt = render(template, filled, f"{where}, prompt {k}")
         difficulty = _difficulty(test.get("metadata"), prompt, where)
         metadata: dict[str, Any] = {"difficulty": difficulty.stored()}
         if isinstance(test.get("description"), str):
@@ -469,13 +627,13 @@ def _plain(test: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _text_reply(text: str) -> str | None:
-    return text if text.strip() else None
+    """Every reply is graded as it is, an empty one as "" (as promptfoo grades it)."""
+    return text
 
 
 def _task(name: str, grader: CaseFileGrader) -> Task[Any]:
     """The file's task: each case posed as plain text, or as a JSON object of its schema in the run's mode."""
-    text = Task[Any](name=name, output_type=str, score=grader, reader=TextReader(_text_reply, invalid_kind="empty",
-                     feedback="Your reply was empty: answer the question."))  # fmt: skip
+    text = Task[Any](name=name, output_type=str, score=grader, reader=TextReader(_text_reply), empty_reply=True)
     structured: dict[str, Task[Any]] = {}
 
     def pose_as(case: Case, mode: AnswerMode) -> tuple[Task[Any], AnswerMode]:
@@ -489,7 +647,8 @@ def _task(name: str, grader: CaseFileGrader) -> Task[Any]:
                                         tool_name=tool)  # fmt: skip
         return structured[key], "text" if mode == "tag" else mode
 
-    return Task[Any](name=name, output_type=str, score=grader, instructions=_no_instructions, pose_as=pose_as)
+    return Task[Any](name=name, output_type=str, score=grader, instructions=_no_instructions, pose_as=pose_as,
+                     bounded_scores=False)  # fmt: skip
 
 
 def _no_instructions(_: AnswerMode) -> str | None:
