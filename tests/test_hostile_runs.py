@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 import zlib
 from pathlib import Path
@@ -43,10 +43,13 @@ def against(server: FakeOpenAI, results: Path, *args: str) -> subprocess.Complet
     return main_py("--model", "m", "--base-url", server.url, "--results-dir", str(results), "--quiet", *args)
 
 
+def stored_in(run_dir: Path) -> list[SampleRecord]:
+    return [SampleRecord.model_validate_json(x) for x in (run_dir / "samples.jsonl").read_text().splitlines()]
+
+
 def stored(results: Path) -> tuple[RunSummary, list[SampleRecord]]:
     (path,) = results.rglob("summary.json")
-    lines = (path.parent / "samples.jsonl").read_text().splitlines()
-    return RunSummary.model_validate_json(path.read_text()), [SampleRecord.model_validate_json(x) for x in lines]
+    return RunSummary.model_validate_json(path.read_text()), stored_in(path.parent)
 
 
 def gzip_bomb(megabytes: int) -> bytes:
@@ -108,20 +111,22 @@ def test_a_cache_that_cannot_be_written_is_skipped_and_every_answer_kept(tmp_pat
         database = sqlite3.connect(tmp_path / ".cache" / "responses.sqlite", isolation_level=None)
         database.execute("BEGIN EXCLUSIVE")  # no other connection writes it now: as a full disk, every write fails
         try:
-            done = main_py("--model", "m", "--base-url", server.url, "--results-dir", str(tmp_path / "again"),
-                           "--limit", "9", "--cache", "--quiet")  # fmt: skip
+            done = against(server, tmp_path, "--limit", "9", "--cache")
         finally:
             database.rollback()
             database.close()
         asked = len(server.requests)
     assert done.returncode == 0, done.stderr
-    warnings = [line for line in done.stderr.splitlines() if "cache" in line]
-    assert warnings == [
+    assert [line for line in done.stderr.splitlines() if "cache" in line] == [
         "warning: the response cache cannot be written (database is locked): answers are no longer kept in it"
     ]
-    summary, _ = stored(tmp_path / "again")
+    first, second = sorted(tmp_path.glob("m/*/summary.json"))
+    cached = {r.case_id for r in stored_in(first.parent)}
+    summary, records = RunSummary.model_validate_json(second.read_text()), stored_in(second.parent)
     assert (summary.status, summary.scores.correct, summary.scores.errors) == ("finished", 9, 0)
-    assert (summary.scores.totals.cache_hits, asked) == (0, 3 + 9)
+    hits = {r.case_id for r in records if r.cache_hits}
+    assert hits == cached and summary.scores.totals.cache_hits == len(cached) == 3
+    assert asked == 3 + 9 - 3  # every answer the locked cache could not keep was asked for and recorded
 
 
 def test_a_proxys_page_is_not_cached_so_a_retry_of_errors_asks_again(tmp_path: Path) -> None:
@@ -140,7 +145,7 @@ def test_a_proxys_page_is_not_cached_so_a_retry_of_errors_asks_again(tmp_path: P
     assert again.returncode == 0, again.stderr
     summary, _ = stored(tmp_path)
     assert (summary.status, summary.scores.correct, summary.scores.totals.cache_hits) == ("finished", 3, 0)
-    assert asked == 1 + 3  # the first case alone (the model could not be read), then each one again
+    assert asked == 3 + 3  # the page each time, then each case again: nothing replayed from the cache
 
 
 def test_a_retry_of_errors_that_fails_again_leaves_the_run_as_it_was(tmp_path: Path) -> None:
@@ -150,7 +155,8 @@ def test_a_retry_of_errors_that_fails_again_leaves_the_run_as_it_was(tmp_path: P
         assert against(server, tmp_path, "--limit", "9").returncode == 0
         url = server.url
     before, _ = stored(tmp_path)
-    done = main_py("--model", "m", "--base-url", url, "--results-dir", str(tmp_path), "--quiet", "--retry-errors")
+    done = main_py("--model", "m", "--base-url", url, "--results-dir", str(tmp_path), "--quiet", "--limit", "9",
+                   "--retry-errors")  # fmt: skip
     after, records = stored(tmp_path)  # the server is gone: the retry cannot connect
     assert (before.status, before.scores.score, before.scores.errors) == ("finished", 100.0, 1)
     assert (after.status, after.reason, after.scores.score, after.scores.errors) == ("finished", None, 100.0, 1)
@@ -240,8 +246,9 @@ def test_a_worker_sends_a_record_line_past_64_mib_and_its_owner_reads_it() -> No
     size = (64 << 20) + 1000
 
     def serve(order: str) -> int:
-        sys.stdout.write('{"record": "' + "a" * size + '"}\n')
-        sys.stdout.flush()
+        line = memoryview(('{"record": "' + "a" * size + '"}\n').encode())
+        while line:  # to the reports pipe itself (under pytest, sys.stdout is its capture)
+            line = line[os.write(1, line) :]
         return 0
 
     async def read(pool: WorkerPool) -> int:
