@@ -216,7 +216,7 @@ class Pacer:
         self.rpm, self.tpm, self.max_wait_s, self.concurrency = rpm, tpm, max_wait_s, concurrency
         size = ctypes.sizeof(_State)
         self._memory: mmap.mmap | bytearray = mmap.mmap(-1, size) if shared else bytearray(size)
-        self._guard: AbstractContextManager[bool] = multiprocessing.Lock() if shared else threading.Lock()
+        self._guard: AbstractContextManager[object] = _SharedLock() if shared else threading.Lock()
         self._state = _State.from_buffer(self._memory)
         self._turns: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._seen: tuple[float, int] = (time.monotonic(), 0)
@@ -483,6 +483,25 @@ class Pacer:
         if waiting or paused:
             return f"{text} | waiting for capacity"
         return text
+
+
+class _SharedLock:
+    """A lock of forked processes that a process killed while holding it (in microseconds of bookkeeping) cannot
+    hold forever: past a few seconds it is taken over."""
+
+    _TAKE_OVER_S = 5.0
+
+    def __init__(self) -> None:
+        self._lock = multiprocessing.Lock()
+
+    def __enter__(self) -> object:
+        if not self._lock.acquire(timeout=self._TAKE_OVER_S):
+            self._lock.release()
+            self._lock.acquire()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._lock.release()
 
 
 def _reserve(bucket: _Bucket, least: float) -> float:

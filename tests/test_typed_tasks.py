@@ -398,20 +398,21 @@ def test_test_model_string_answers_the_example() -> None:
     assert (record.status, record.output, kinds(record.attempts)) == ("correct", GOOD, [None])
 
 
-def rate_limited_twice() -> Callable[[dict[str, Any]], dict[str, Any] | Fault]:
+def unavailable_twice() -> Callable[[dict[str, Any]], dict[str, Any] | Fault]:
+    """Two 503s of one sample (no outage: one sample's failures), resent by the SDK."""
     calls = [0]
 
     def reply(_: dict[str, Any]) -> dict[str, Any] | Fault:
         calls[0] += 1
         if calls[0] <= 2:
-            return Fault(429, {"error": {"message": "rate limited"}}, {"retry-after-ms": "20"})
+            return Fault(503, {"error": {"message": "overloaded"}}, {"retry-after-ms": "20"})
         return completion(tool_call(GOOD, name="final_result"))
 
     return reply
 
 
 def test_transport_retries_counted_for_a_model_string(monkeypatch: pytest.MonkeyPatch) -> None:
-    with FakeOpenAI(rate_limited_twice()) as server:
+    with FakeOpenAI(unavailable_twice()) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         monkeypatch.setenv("OPENAI_API_KEY", "k")
         result = evaluate(household_task(), [case()], "openai-chat:m", model_settings={"max_retries": 3})
@@ -422,7 +423,7 @@ def test_transport_retries_counted_for_a_model_string(monkeypatch: pytest.Monkey
 
 
 def test_transport_retries_counted_for_a_callers_openai_model() -> None:
-    with FakeOpenAI(rate_limited_twice()) as server:
+    with FakeOpenAI(unavailable_twice()) as server:
         model = OpenAIChatModel("m", provider=OpenAIProvider(base_url=server.url, api_key="k"))
         result = evaluate(household_task(), [case()], model, model_settings={"max_retries": 3})
         sent = len(server.requests)
