@@ -208,19 +208,7 @@ def run_farel(scenario: str, reply: Callable[[dict[str, Any]], dict[str, Any]], 
         "pacing": scores["totals"].get("pacing"),
         "transport_retries": scores["totals"].get("transport_retries"),
     }
-    return Outcome(
-        wall_s=wall,
-        recorded=scores["samples"],
-        errors=scores["errors"],
-        correct=scores["correct"],
-        served=counts["served"],
-        refused=counts["refused"],
-        unavailable=counts["unavailable"],
-        into_outage=counts["into_outage"],
-        most_in_flight=counts["most_in_flight"],
-        status=status,
-        notes=notes,
-    )
+    return _outcome(wall, counts, (scores["samples"], scores["errors"], scores["correct"]), status, notes)
 
 
 def run_inspect(
@@ -260,25 +248,21 @@ def run_inspect(
         return _failed(wall, counts, f"exit {done.returncode}")
     log = json.loads(read.stdout)
     status = log["status"] + (f" ({log['error']})" if log["error"] else "")
-    return Outcome(
-        wall_s=wall,
-        recorded=log["samples"],
-        errors=log["errors"],
-        correct=log["correct"],
-        served=counts["served"],
-        refused=counts["refused"],
-        unavailable=counts["unavailable"],
-        into_outage=counts["into_outage"],
-        most_in_flight=counts["most_in_flight"],
-        status=status,
-        notes=counts,
-    )
+    return _outcome(wall, counts, (log["samples"], log["errors"], log["correct"]), status, counts)
 
 
 def _failed(wall: float, counts: dict[str, Any], status: str) -> Outcome:
+    return _outcome(wall, counts, (0, 0, 0), status, counts)
+
+
+def _outcome(
+    wall: float, counts: dict[str, Any], samples: tuple[int, int, int], status: str, notes: dict[str, Any]
+) -> Outcome:
+    """A tool's run: its (recorded, errors, correct) samples beside the server's counts."""
+    recorded, errors, correct = samples
     return Outcome(
-        wall, 0, 0, 0, counts["served"], counts["refused"], counts["unavailable"], counts["into_outage"],
-        counts["most_in_flight"], status, counts,
+        wall, recorded, errors, correct, counts["served"], counts["refused"], counts["unavailable"],
+        counts["into_outage"], counts["most_in_flight"], status, notes,
     )  # fmt: skip
 
 

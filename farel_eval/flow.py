@@ -268,30 +268,34 @@ class Pacer:
         started = time.monotonic()
         waited = False
         async with self._turns[1]:  # one waiter per process polls; the others queue behind it, in order
-            while True:
-                now = time.monotonic()
-                with self._guard:
-                    state = self._state
-                    if state.tokens_per_request > 0:
-                        cost = state.tokens_per_request
-                    delay, ticket = (math.inf, None) if started <= state.gave_up_at else self._admit(state, now, cost)
-                    if ticket is not None:
-                        if waited:
-                            state.waiting -= 1
-                            state.wait_s += now - started
-                        return ticket, now - started if waited else 0.0
-                    if not waited:
-                        waited = True
-                        state.waiting += 1
-                        state.waits += 1
-                    if started <= state.gave_up_at or now - max(state.progress_at, started) > state.max_wait_s:
-                        state.gave_up_at = max(state.gave_up_at, now)
-                        state.waiting -= 1
-                        raise WaitedTooLong(
-                            f"{WAITED_TOO_LONG}, or stayed out of service, for {state.max_wait_s:g} s (the max "
-                            "wait); resume to carry on"
-                        )
-                await asyncio.sleep(min(max(delay, _POLL_S), 1.0))
+            try:
+                while True:
+                    now = time.monotonic()
+                    with self._guard:
+                        state = self._state
+                        if state.tokens_per_request > 0:
+                            cost = state.tokens_per_request
+                        stopped = started <= state.gave_up_at
+                        delay, ticket = (math.inf, None) if stopped else self._admit(state, now, cost)
+                        if ticket is not None:
+                            if waited:
+                                state.wait_s += now - started
+                            return ticket, now - started if waited else 0.0
+                        if not waited:
+                            waited = True
+                            state.waiting += 1
+                            state.waits += 1
+                        if stopped or now - max(state.progress_at, started) > state.max_wait_s:
+                            state.gave_up_at = max(state.gave_up_at, now)
+                            raise WaitedTooLong(
+                                f"{WAITED_TOO_LONG}, or stayed out of service, for {state.max_wait_s:g} s (the max "
+                                "wait); resume to carry on"
+                            )
+                    await asyncio.sleep(min(max(delay, _POLL_S), 1.0))
+            finally:  # sent, stopped or cancelled: it waits no more
+                if waited:
+                    with self._guard:
+                        self._state.waiting -= 1
 
     def _admit(self, state: _State, now: float, cost: float) -> tuple[float, _Ticket | None]:
         """How long until this request may go (None ticket), or its ticket, taken now."""
@@ -423,6 +427,8 @@ class Pacer:
     def _read_limits(self, state: _State, headers: Mapping[str, str], ticket: _Ticket, now: float) -> None:
         """Mirror the provider's buckets from what it states: what is left less what was sent since, refilled at
         the rate the limit and its reset give."""
+        if not _states_limits(headers):
+            return
         kinds: tuple[tuple[_Bucket, Literal["requests", "tokens"]], ...] = (
             (state.requests, "requests"), (state.tokens, "tokens"),
         )  # fmt: skip
@@ -542,7 +548,8 @@ def _http_date(text: str) -> float | None:
 
 
 _STATING = ("x-ratelimit-remaining-requests", "anthropic-ratelimit-requests-remaining", "x-ratelimit-remaining-tokens",
-            "anthropic-ratelimit-tokens-remaining")  # fmt: skip
+            "anthropic-ratelimit-tokens-remaining", "x-ratelimit-limit-requests", "x-ratelimit-limit-tokens",
+            "anthropic-ratelimit-requests-limit", "anthropic-ratelimit-tokens-limit")  # fmt: skip
 
 
 def _states_limits(headers: Mapping[str, str]) -> bool:

@@ -253,8 +253,10 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
             traffic.failed(response.status_code)
         if body is None:
             return response
-        kept = [(name, value) for name, value in response.headers.multi_items()
-                if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")]  # fmt: skip
+        kept: httpx2.Headers | list[tuple[str, str]] = response.headers
+        if "content-encoding" in response.headers:  # the body is decompressed now
+            kept = [(name, value) for name, value in response.headers.multi_items()
+                       if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")]  # fmt: skip
         return httpx2.Response(response.status_code, headers=kept, content=body, request=request)
 
     async def aclose(self) -> None:
