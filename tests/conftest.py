@@ -1,4 +1,4 @@
-"""Shared paths: fixtures are read from ../shared beside the repository, as in CI."""
+"""Shared paths: the fixtures live in the repository (tests/fixtures), so a clone runs its tests alone."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-FAREL_FIXTURES = SHARED / "fixtures" / "farel-bench"
+FAREL_FIXTURES = REPO / "tests" / "fixtures" / "farel-bench"
+"""farel-bench's published dataset and five of its published logs (MIT: its LICENSE beside them)."""
 PUBLISHED_CSV = FAREL_FIXTURES / "farel-bench.csv"
 PUBLISHED_MD5 = "0b08876d7a221c9b9812ea85d746449a"
 PYTHON = sys.executable

@@ -27,7 +27,7 @@ from farel_eval.suites.judge import Judge
 from farel_eval.suites.lineage import csv_rows
 from farel_eval.suites.lineage import generate as lineage_generate
 from farel_eval.suites.novelty import NoveltyOutput, NoveltySettings, novelty_dataset, novelty_task
-from tests.conftest import PYTHON, REPO
+from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, completion, embeddings, tool_call
 from tests.test_format_result import answers, store
 
@@ -310,7 +310,7 @@ def test_a_repeated_answer_has_a_novelty_of_exactly_zero() -> None:
 
 # --- 22, 23: farel-bench logs cut short, with content parts, or of many messages ------------------------------------
 
-FIXTURE_LOG = REPO.parent / "shared" / "fixtures" / "farel-bench" / "logs" / "deepseek-v3.log"
+FIXTURE_LOG = FAREL_FIXTURES / "logs" / "deepseek-v3.log"
 
 
 def test_a_folder_of_logs_imports_each_it_can_and_names_the_one_it_cannot(tmp_path: Path) -> None:
@@ -364,7 +364,7 @@ def test_a_message_list_of_12_mb_is_read_in_bounded_memory(tmp_path: Path) -> No
 
 # --- 24: a FaRel CSV field that is an expression, not a string ------------------------------------------------------
 
-PUBLISHED_LINE = (REPO.parent / "shared" / "fixtures" / "farel-bench" / "farel-bench.csv").read_text().split("\n")[0]
+PUBLISHED_LINE = (FAREL_FIXTURES / "farel-bench.csv").read_text().split("\n")[0]
 
 
 @pytest.mark.parametrize("field", ["quiz", "relation"])

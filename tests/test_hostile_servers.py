@@ -20,7 +20,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 import evaluator
 import farel_bench
 from farel_eval.schemas import RunSummary
-from tests.conftest import PYTHON, REPO
+from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
 
 QUIZZES = list(farel_bench.generate(1, 10, 42, shuffle=True))
@@ -297,7 +297,7 @@ def _write(path: Path, text: str | bytes) -> str:
     return str(path)
 
 
-PUBLISHED_LINE = (REPO.parent / "shared" / "fixtures" / "farel-bench" / "farel-bench.csv").read_text().splitlines()[0]
+PUBLISHED_LINE = (FAREL_FIXTURES / "farel-bench.csv").read_text().splitlines()[0]
 
 
 ARGUMENT = "main.py run: error: argument "

@@ -33,7 +33,7 @@ from farel_eval.suites.lineage import (
     relaxed_answer,
     strict_answer,
 )
-from tests.conftest import PUBLISHED_MD5, PYTHON, REPO
+from tests.conftest import FAREL_FIXTURES, PUBLISHED_MD5, PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, prompt_of, text
 
 TAG = "Enclose the selected answer number in the <ANSWER> tag, for example: <ANSWER>1</ANSWER>."
@@ -404,7 +404,7 @@ def test_result_csv_is_imported_as_compute_metrics_scores_it(tmp_path: Path) -> 
 
 
 def test_import_farel_is_the_import_command_for_farel_logs(tmp_path: Path) -> None:
-    log = REPO.parent / "shared" / "fixtures" / "farel-bench" / "logs" / "deepseek-v3.log"
+    log = FAREL_FIXTURES / "logs" / "deepseek-v3.log"
     done = cli("main.py", "import", "farel", str(log), "--results-dir", str(tmp_path))
     assert out(done)[0].startswith(f"{log}: 450 replies, FaRel 96.44; re-scored counts match")
     again = cli("main.py", "import-farel", str(log), "--results-dir", str(tmp_path))
