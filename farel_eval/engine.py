@@ -794,8 +794,9 @@ async def _pose_rest(
     stop = asyncio.create_task(control.stopped())
     try:
         while not stop.done() and (running := {task for task in workers if not task.done()}):
-            done, _ = await asyncio.wait(running | {stop}, return_when=asyncio.FIRST_COMPLETED)
-            _raise_failure(done - {stop})
+            await asyncio.wait(running | {stop}, return_when=asyncio.FIRST_COMPLETED)
+            _raise_failure({task for task in workers if task.done()})  # a worker made since may have ended too
+        _raise_failure({task for task in workers if task.done()})
         if running := {task for task in workers if not task.done()}:
             done, _ = await asyncio.wait(running, timeout=control.grace_s)
             _raise_failure(done)
