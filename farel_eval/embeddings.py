@@ -195,7 +195,8 @@ def endpoint_embedder(
         raise ModelSetupError(
             f"missing API key for the embeddings at {where}: pass embedding_api_key or set OPENAI_API_KEY"
         )
-    http = http_client(cache=ResponseCache(cache_path) if cache_path is not None else None, timeout=request_timeout)
+    cache = ResponseCache(cache_path) if cache_path is not None else None
+    http = http_client(cache=cache, timeout=request_timeout, paced=False)
     provider_ = OpenAIProvider(base_url=base_url, api_key=key, http_client=http)
     model = OpenAIEmbeddingModel(model_name, provider=provider_)
     redact = Redactor.for_run(api_key=key, urls=[base_url])

@@ -415,8 +415,20 @@ class _Poser:
             wait_s=round(traffic.wait_s, 4),
         )
         if self.redact.active:  # a key a server or model echoes in an answer is not stored either
-            record = SampleRecord.model_validate_json(self.redact(record.model_dump_json()))
+            record = SampleRecord.model_validate(_redacted(record.model_dump(mode="json"), self.redact))
         return _Outcome(record, exception)
+
+
+def _redacted(value: Any, redact: Redactor) -> Any:
+    """Every text in a record's JSON redacted (its numbers and structure left alone: a secret of digits is no
+    reason to rewrite a number)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item, redact) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redacted(item, redact) for item in value]
+    return value
 
 
 def _answers(history: list[ModelMessage]) -> int:
@@ -667,20 +679,30 @@ async def _evaluate(
         collected = Collector(task, keep=keep_records, on_record=on_record, control=control)
         await _pose_rest(current, itertools.chain([head], pending), collected, batching.options.max_requests, control)
         return _result(collected, "finished", None, chosen, reason if mode == "tool" else None, control, started)
-    posed = await _pose_unless_stopped(current, head[1], head[2], control)
-    if posed is None:  # stopped (Ctrl-C) while the first case was in flight: nothing to record
+
+    def stopped_first() -> EvaluationResult:
+        """Stopped (Ctrl-C, the max wait) while the first case was in flight: nothing to record."""
         return EvaluationResult(
             records=[], scores=ScoreBook(aggregate=task.aggregate).scores(), status="partial", reason=control.reason,
             tool_choice=chosen, tool_choice_reason=reason if mode == "tool" else None,
             wall_s=round(time.perf_counter() - started, 3),
         )  # fmt: skip
+
+    posed = await _pose_unless_stopped(current, head[1], head[2], control)
+    if posed is None:
+        return stopped_first()
     first = posed
     may_free = chosen == "required" and tool_choice is None
     if may_free and _refused_forced_choice(first.exception) and not _names_tool_choice(first.exception):
-        first = await current.pose(head[1], head[2])  # a transient fault passes on a second try; a refusal repeats
+        posed = await _pose_unless_stopped(current, head[1], head[2], control)  # a transient fault passes on a
+        if posed is None:  # second try; a refusal repeats
+            return stopped_first()
+        first = posed
     if may_free and _refused_forced_choice(first.exception):
         fallback = poser(without_forced_tool_choice(model))
-        retried = await fallback.pose(head[1], head[2])
+        retried = await _pose_unless_stopped(fallback, head[1], head[2], control)
+        if retried is None:
+            return stopped_first()
         if retried.exception is None:
             reason = f"the server refused a forced tool choice ({first.record.error})"
             current, first, chosen = fallback, retried, "auto"

@@ -46,16 +46,20 @@ WAITED_TOO_LONG = "stopped: the provider gave no capacity"
 """The start of a run's reason when it stopped because requests waited past the max wait."""
 _POLL_S = 0.005
 """How often a request waiting for room in flight (freed by any process) looks again."""
-_OUTAGE_FAILURES = 3
-"""Failures in a row, from at least two samples, that make an outage."""
+_OUTAGE_SAMPLES = 3
+"""Samples that failed in a row, with no answer between them, that make an outage (one sample's own retries never
+do: a prompt the server cannot answer is that sample's error)."""
 _PROBE_FIRST_S = 0.5
 _PROBE_CAP_S = 4.0
 _BACKOFF_FIRST_S = 0.5
 _BACKOFF_CAP_S = 30.0
 _HORIZON_S = 3600.0
 """A stated reset or Retry-After beyond this is absurd: clamped (and said once)."""
-_BLOW_UP = (8.0, 10.0)
-"""A latency above both `8 x` the fastest seen and that plus 10 s is the provider queueing: fewer in flight."""
+_BLOW_UP = (8.0, 30.0)
+"""A latency above both `8 x` the typical one (a moving mean) and that plus 30 s is the provider queueing: fewer in
+flight. Answers that are merely long (a long output) pull the typical latency up with them."""
+_MOST_TOKENS = 10_000_000.0
+"""More tokens than any request uses: a usage past it teaches nothing of what a request costs."""
 
 
 class WaitedTooLong(BaseException):
@@ -82,11 +86,11 @@ def _refill(bucket: _Bucket, now: float) -> None:
 
 
 def _lack(bucket: _Bucket, cost: float, now: float) -> float:
-    """Seconds until `cost` fits (0: now)."""
+    """Seconds until `cost` fits (0: now); a cost beyond the bucket fits once it is full, and leaves it owing."""
     if bucket.rate <= 0:
         return 0.0
     _refill(bucket, now)
-    short = cost - bucket.level
+    short = min(cost, bucket.cap) - bucket.level
     return short / bucket.rate if short > 0 else 0.0
 
 
@@ -110,10 +114,12 @@ class _State(ctypes.Structure):
         ("outage", ctypes.c_int32), ("probing", ctypes.c_int32), ("probe_at", ctypes.c_double),
         ("probe_delay", ctypes.c_double), ("outage_since", ctypes.c_double),
         ("failures", ctypes.c_int32), ("failing_samples", ctypes.c_int32), ("failing_key", ctypes.c_uint32),
-        ("progress_at", ctypes.c_double), ("fastest_s", ctypes.c_double), ("max_wait_s", ctypes.c_double),
+        ("other_key", ctypes.c_uint32),
+        ("progress_at", ctypes.c_double), ("typical_s", ctypes.c_double), ("max_wait_s", ctypes.c_double),
         ("throttled", ctypes.c_int64), ("waits", ctypes.c_int64), ("wait_s", ctypes.c_double),
         ("outages", ctypes.c_int64), ("outage_s", ctypes.c_double), ("into_outage", ctypes.c_int64),
         ("notes", ctypes.c_int32), ("gave_up_at", ctypes.c_double),
+        ("stated_requests", ctypes.c_double), ("stated_tokens", ctypes.c_double),
     ]  # fmt: skip
     ceiling: float
     window: float
@@ -137,8 +143,9 @@ class _State(ctypes.Structure):
     failures: int
     failing_samples: int
     failing_key: int
+    other_key: int
     progress_at: float
-    fastest_s: float
+    typical_s: float
     max_wait_s: float
     throttled: int
     waits: int
@@ -149,6 +156,9 @@ class _State(ctypes.Structure):
     notes: int
     gave_up_at: float
     """When requests waiting then were stopped (-1: never); those arriving later wait afresh."""
+    stated_requests: float
+    """The request limit the provider states (per minute), as last read; 0: none."""
+    stated_tokens: float
 
 
 @dataclass(frozen=True)
@@ -231,7 +241,6 @@ class Pacer:
             state.ceiling = state.window = float(self.concurrency or 1 << 20)
             state.progress_at = now
             state.max_wait_s = self.max_wait_s
-            state.fastest_s = math.inf
             state.gave_up_at = -1.0
             for bucket, per_minute in ((state.own_requests, self.rpm), (state.own_tokens, self.tpm)):
                 if per_minute is not None:  # at most about the cap in any minute: a second's worth of burst
@@ -248,8 +257,9 @@ class Pacer:
         waited. `key` names the sample, `cost` estimates its tokens (learned from the answers once known)."""
         waited = 0.0
         sample = zlib.crc32(key.encode("utf-8"))
+        since = time.monotonic()  # a request resent after a 429 or in an outage has waited since its first turn
         while True:
-            ticket, pause = await self._acquire(cost)
+            ticket, pause = await self._acquire(cost, since)
             waited += pause
             try:
                 verdict, headers, used = await send()
@@ -261,7 +271,7 @@ class Pacer:
             if self._settle(ticket, verdict, headers, used, sample):
                 return waited
 
-    async def _acquire(self, cost: float) -> tuple[_Ticket, float]:
+    async def _acquire(self, cost: float, since: float) -> tuple[_Ticket, float]:
         loop = asyncio.get_running_loop()
         if self._turns is None or self._turns[0] is not loop:
             self._turns = (loop, asyncio.Lock())
@@ -278,14 +288,17 @@ class Pacer:
                         stopped = started <= state.gave_up_at
                         delay, ticket = (math.inf, None) if stopped else self._admit(state, now, cost)
                         if ticket is not None:
-                            if waited:
-                                state.wait_s += now - started
-                            return ticket, now - started if waited else 0.0
+                            pause = now - started
+                            if waited or pause > 0.001:  # in the queue behind this process's other waiters
+                                state.wait_s += pause
+                                state.waits += not waited
+                                return ticket, pause
+                            return ticket, 0.0
                         if not waited:
                             waited = True
                             state.waiting += 1
                             state.waits += 1
-                        if stopped or now - max(state.progress_at, started) > state.max_wait_s:
+                        if stopped or now - max(state.progress_at, since) > state.max_wait_s:
                             state.gave_up_at = max(state.gave_up_at, now)
                             raise WaitedTooLong(
                                 f"{WAITED_TOO_LONG}, or stayed out of service, for {state.max_wait_s:g} s (the max "
@@ -336,7 +349,7 @@ class Pacer:
             if ticket.probe:
                 state.probing = 0
             self._read_limits(state, headers, ticket, now)
-            if used is not None and used > 0:
+            if used is not None and 0 < used < _MOST_TOKENS:
                 state.tokens_per_request = used if not state.tokens_per_request else (
                     0.8 * state.tokens_per_request + 0.2 * used
                 )  # fmt: skip
@@ -358,8 +371,9 @@ class Pacer:
             state.outage = 0
             state.outage_s += now - state.outage_since
         latency = now - ticket.at
-        blown = latency > max(_BLOW_UP[0] * state.fastest_s, state.fastest_s + _BLOW_UP[1])
-        state.fastest_s = min(state.fastest_s, latency)
+        typical = state.typical_s if state.typical_s > 0 else latency
+        blown = latency > max(_BLOW_UP[0] * typical, typical + _BLOW_UP[1])
+        state.typical_s = 0.9 * typical + 0.1 * latency
         if blown:
             self._cut(state, ticket)
         else:
@@ -382,10 +396,11 @@ class Pacer:
             return False
         state.failures += 1
         if state.failures == 1:
-            state.failing_key, state.failing_samples = sample, 1
-        elif sample != state.failing_key:
-            state.failing_samples = 2
-        if state.failures < _OUTAGE_FAILURES or state.failing_samples < 2:
+            state.failing_key, state.other_key, state.failing_samples = sample, sample, 1
+        elif sample not in (state.failing_key, state.other_key):
+            state.other_key = sample if state.failing_samples == 1 else state.other_key
+            state.failing_samples += 1
+        if state.failing_samples < _OUTAGE_SAMPLES:
             return True
         state.outage, state.outages, state.outage_since = 1, state.outages + 1, now
         state.into_outage += state.failures
@@ -394,9 +409,9 @@ class Pacer:
         return False
 
     def _pause_for(self, state: _State, headers: Mapping[str, str], now: float) -> None:
-        """A 429: wait as the provider says, or back off (doubling) when it says nothing at all."""
+        """A 429: wait as the provider says, or back off (doubling) when it gives no Retry-After."""
         after = self._retry_after(state, headers)
-        if after is None and not _states_limits(headers):
+        if after is None:  # stated limits that still show room (a daily quota): the mirror alone would resend at once
             state.backoff_s = min(_BACKOFF_CAP_S, max(_BACKOFF_FIRST_S, state.backoff_s * 2))
             after = state.backoff_s
         if after is not None:
@@ -444,6 +459,10 @@ class Pacer:
             if reset is not None and deficit >= 1 and reset >= 0.05:  # ...unless refilling the deficit says slower
                 rate = min(rate, deficit / reset)
             bucket.rate, bucket.cap = rate, limit
+            if kind == "requests":
+                state.stated_requests = limit
+            else:
+                state.stated_tokens = limit
             since = (state.sent - ticket.sent - 1) if kind == "requests" else (
                 state.tokens_sent - ticket.tokens_sent - ticket.cost
             )  # fmt: skip
@@ -459,7 +478,7 @@ class Pacer:
     def report(self) -> PaceReport:
         with self._guard:
             state = self._state
-            stated = (state.requests.rate * 60 or None, state.tokens.rate * 60 or None)
+            stated = (state.stated_requests or None, state.stated_tokens or None)
             return PaceReport(
                 rate_limited=state.throttled, waits=state.waits, wait_s=round(state.wait_s, 3),
                 outages=state.outages, outage_s=round(state.outage_s, 3), sent_into_outage=state.into_outage,
@@ -476,8 +495,8 @@ class Pacer:
             sent, in_flight, waiting = state.sent, state.in_flight, state.waiting
             outage, probe_in = state.outage, max(0.0, state.probe_at - now)
             paused = state.pause_until > now
-            limits = [f"{state.requests.rate * 60:.0f} rpm" if state.requests.rate else "",
-                      f"{state.tokens.rate * 60:.0f} tpm" if state.tokens.rate else ""]  # fmt: skip
+            limits = [f"{state.stated_requests:.0f} rpm" if state.stated_requests else "",
+                      f"{state.stated_tokens:.0f} tpm" if state.stated_tokens else ""]  # fmt: skip
         then, before = self._seen
         if now - then >= 1.0:
             self._pace = (sent - before) / (now - then)
@@ -492,18 +511,17 @@ class Pacer:
 
 
 class _SharedLock:
-    """A lock of forked processes that a process killed while holding it (in microseconds of bookkeeping) cannot
-    hold forever: past a few seconds it is taken over."""
+    """A lock of forked processes. It is held for microseconds of bookkeeping; one not released for 30 s was held by
+    a process killed in those microseconds: the run fails in one line rather than hang."""
 
-    _TAKE_OVER_S = 5.0
+    _PATIENCE_S = 30.0
 
     def __init__(self) -> None:
         self._lock = multiprocessing.Lock()
 
     def __enter__(self) -> object:
-        if not self._lock.acquire(timeout=self._TAKE_OVER_S):
-            self._lock.release()
-            self._lock.acquire()
+        if not self._lock.acquire(timeout=self._PATIENCE_S):
+            raise EvaluatorError("the pacer's lock was never released: a worker process died holding it")
         return self
 
     def __exit__(self, *_: object) -> None:

@@ -165,11 +165,17 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
     forever)."""
 
     def __init__(
-        self, inner: httpx2.AsyncBaseTransport, cache: ResponseCache | None, deadline_s: float | None = None
+        self,
+        inner: httpx2.AsyncBaseTransport,
+        cache: ResponseCache | None,
+        deadline_s: float | None = None,
+        *,
+        paced: bool = True,
     ) -> None:
         self._inner = inner
         self._cache = cache
         self._deadline_s = deadline_s
+        self._paced_here = paced
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         traffic = current_traffic.get()
@@ -185,7 +191,7 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
                 return httpx2.Response(status, headers=headers, content=content, request=request)
         if traffic is not None:
             traffic.sent(request)
-        pacer = traffic.pacer if traffic is not None else None
+        pacer = traffic.pacer if traffic is not None and self._paced_here else None
         if pacer is None:
             response = await self._send(request, traffic, whole=self._cache is not None)
         else:
@@ -200,6 +206,7 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
         last: list[httpx2.Response | httpx2.TransportError] = []
 
         async def attempt() -> tuple[Verdict, httpx2.Headers, float | None]:
+            traffic.set_waiting(False)  # the pacer's resend is no backoff of the SDK's
             if last and isinstance(last[0], httpx2.Response):
                 await last[0].aclose()
             try:
@@ -209,7 +216,7 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
                 return "failed", httpx2.Headers(), None
             last[:] = [response]
             status = response.status_code
-            if status == 429:
+            if status == 429 and b"insufficient_quota" not in response.content:  # no credit left: no wait helps
                 traffic.rate_limited += 1
                 return "throttled", response.headers, None
             failed = (status >= 500 or status == 408) and _REFUSED not in response.headers
@@ -301,10 +308,13 @@ _POOL = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
 concurrency 32 the rest were reopened on every request: about 8% of the whole run's throughput."""
 
 
-def http_client(*, cache: ResponseCache | None = None, timeout: float | None = None) -> httpx2.AsyncClient:
+def http_client(
+    *, cache: ResponseCache | None = None, timeout: float | None = None, paced: bool = True
+) -> httpx2.AsyncClient:
     """pydantic-ai's own HTTP client (timeouts, user agent), sending every request through the meter;
-    `timeout` bounds each whole request (connection, waiting, and reading the body)."""
-    transport = _MeteredTransport(httpx2.AsyncHTTPTransport(limits=_POOL), cache, timeout)
+    `timeout` bounds each whole request (connection, waiting, and reading the body). `paced=False`: another
+    provider's endpoint (an embedder), whose limits are not the run's model's, is not paced by its gate."""
+    transport = _MeteredTransport(httpx2.AsyncHTTPTransport(limits=_POOL), cache, timeout, paced=paced)
     if timeout is None:
         return create_async_httpx2_client(transport=transport)
     return create_async_httpx2_client(transport=transport, timeout=timeout)

@@ -6,6 +6,7 @@ machine makes them longer, never shorter)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import threading
 import time
@@ -19,7 +20,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 import evaluator
 import farel_bench
-from farel_eval.flow import Verdict
+from farel_eval.flow import Verdict, WaitedTooLong
 from farel_eval.schemas import RunSummary, SampleRecord
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
@@ -268,3 +269,57 @@ def test_anthropic_states_its_limits_in_its_own_headers() -> None:
     first, second = asyncio.run(twice(pacer))
     assert pacer.report().stated_rpm == 50.0
     assert first == 0.0 and second >= 1.2  # nothing left, refilled at 50 a minute: the next waits for one and more
+
+
+def test_a_request_held_through_an_outage_stops_at_the_max_wait_however_often_it_is_resent() -> None:
+    async def failing() -> tuple[Verdict, dict[str, str], float | None]:
+        return "failed", {}, None
+
+    async def sample(pacer: evaluator.Pacer, key: str) -> str:
+        while True:  # as the SDK resends a failure handed back to it, after a backoff
+            try:
+                await pacer.send(key, 10, failing)
+            except WaitedTooLong as exc:
+                return str(exc)
+            await asyncio.sleep(0.05)
+
+    async def three(pacer: evaluator.Pacer) -> list[str]:
+        return await asyncio.wait_for(asyncio.gather(*(sample(pacer, key) for key in "abc")), timeout=20)
+
+    pacer = evaluator.Pacer(max_wait_s=1.5)
+    started = time.monotonic()
+    stops = asyncio.run(three(pacer))
+    assert len(stops) == 3 and all(stop.startswith("stopped: the provider gave no capacity") for stop in stops)
+    assert time.monotonic() - started < 8  # probes every 0.5 to 4 s no longer restart the clock
+    assert pacer.report().outages == 1
+
+
+def test_a_429_whose_headers_still_show_room_backs_off_instead_of_resending_at_once() -> None:
+    room = {"x-ratelimit-limit-requests": "1000", "x-ratelimit-remaining-requests": "999",
+            "x-ratelimit-reset-requests": "60ms"}  # fmt: skip
+    sent: list[float] = []
+
+    async def refused() -> tuple[Verdict, dict[str, str], float | None]:
+        sent.append(time.monotonic())
+        return "throttled", room, None
+
+    async def for_a_while(pacer: evaluator.Pacer) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(pacer.send("a", 10, refused), timeout=2.0)
+
+    asyncio.run(for_a_while(evaluator.Pacer()))
+    assert 2 <= len(sent) <= 3  # at once, after 0.5 s, after 1 s more (a daily quota's 429 is not resent in a loop)
+
+
+def test_a_request_larger_than_a_token_budget_still_goes_and_the_budget_is_owed() -> None:
+    async def answered() -> tuple[Verdict, dict[str, str], float | None]:
+        return "answered", {}, None
+
+    async def two(pacer: evaluator.Pacer) -> tuple[float, float]:
+        first = time.monotonic()
+        await pacer.send("a", 1500, answered)
+        took = time.monotonic() - first
+        return took, await asyncio.wait_for(pacer.send("b", 1500, answered), timeout=10)
+
+    took, waited = asyncio.run(two(evaluator.Pacer(tpm=60_000)))  # a second's worth is 1,000 tokens
+    assert took < 0.5 and 1.2 <= waited <= 2.5  # the first goes; the second waits for what the first owed
