@@ -408,7 +408,7 @@ class _Poser:
             usage=usage,
             cost=cost,
             latency_s=round(latency, 4),
-            error=self.redact(_describe(exception)) if exception is not None else None,
+            error=_describe(exception) if exception is not None else None,  # redacted with the whole record below
             transport_retries=traffic.transport_retries,
             cache_hits=traffic.cache_hits,
             rate_limited=traffic.rate_limited,
