@@ -62,6 +62,10 @@ class Dataset:
                     left -= 1
         return quota
 
+    def with_info(self, info: DatasetInfo) -> Dataset:
+        """The same cases described by `info`."""
+        return Dataset(info, self.group_sizes, self._source, self._limit)
+
     def limited(self, limit: int) -> Dataset:
         """A quick run that still scores every group (unlike the first rows of a FaRel file, all of one class)."""
         if limit < 1:

@@ -17,9 +17,14 @@ __all__ = [
 
 
 class EvaluatorError(Exception):
-    """Base of every error the CLI turns into one line and a non-zero exit."""
+    """Base of every error the CLI turns into one line and a non-zero exit. `parameter` names the setting or suite
+    parameter the error is about, so a command line can name its own spelling of it."""
 
     exit_code = 1
+
+    def __init__(self, message: str, *, parameter: str | None = None) -> None:
+        super().__init__(message)
+        self.parameter = parameter
 
 
 class InputError(EvaluatorError):

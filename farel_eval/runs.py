@@ -96,6 +96,14 @@ def _differences(summary: RunSummary, settings: RunSettings, task: Task[Any], da
         changed.append(f"task {summary.task!r} != {task.name!r}")
     if (summary.dataset.md5, summary.dataset.limit) != (dataset.info.md5, dataset.info.limit):
         changed.append("the dataset (its MD5 or limit) differs")
+    theirs_params, mine_params = summary.dataset.suite_params, dataset.info.suite_params
+    if theirs_params is not None and mine_params is not None and theirs_params != mine_params:
+        keys = dict.fromkeys([*theirs_params, *mine_params])
+        changed += [
+            f"suite parameter {k} {theirs_params.get(k)!r} != {mine_params.get(k)!r}"
+            for k in keys
+            if theirs_params.get(k) != mine_params.get(k)
+        ]
     return changed
 
 

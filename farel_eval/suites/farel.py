@@ -4,17 +4,20 @@ multiple-choice cases. The dataset's MD5 is that of its farel-bench CSV bytes, a
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
 
 import farel_bench
 from farel_eval.datasets import Dataset, survey
 from farel_eval.errors import InputError
-from farel_eval.schemas import Case, DatasetInfo, Quiz
+from farel_eval.schemas import Case, DatasetInfo, Quiz, RunSummary
 from farel_eval.sources import read_csv_source
+from farel_eval.suite import Suite
 from farel_eval.suites.multiple_choice import OptionAnswer, multiple_choice_task
 from farel_eval.tasks import Task
 
-__all__ = ["FAREL_TASK", "generated_dataset", "quiz_of", "read_dataset"]
+__all__ = ["FAREL", "FAREL_TASK", "FarelParams", "generated_dataset", "quiz_of", "read_dataset"]
 
 FAREL_TASK: Task[OptionAnswer | str] = multiple_choice_task("farel")
 """FaRel's task: an option number in the structured modes, farel-bench's `<ANSWER>` tag in tag mode."""
@@ -78,3 +81,58 @@ def read_dataset(path: str) -> Dataset:
     info = DatasetInfo(suite="farel", source="stdin" if path == "-" else "file", path=None if path == "-" else path,
                        md5=hashlib.md5(raw).hexdigest(), cases=sum(sizes.values()))  # fmt: skip
     return Dataset(info, sizes, source)
+
+
+class FarelParams(BaseModel):
+    """FaRel's quizzes: farel_bench.py's arguments, or a quiz file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    quizzes: str | None = Field(None, description="a FaRel CSV file, or - for standard input (default: generate)")
+    length: int = Field(3, description="generate degrees 1..length")
+    number: int = Field(50, description="quizzes per class")
+    seed: int | None = Field(42, description="generator seed")
+    shuffle: bool = Field(True, description="shuffle statements and options")
+    unambiguous: bool = Field(
+        False, description="name the two 'cousin Nx removed' classes of degree >= 5 apart (not farel-bench parity)"
+    )
+
+
+def _build(params: FarelParams) -> tuple[Task[OptionAnswer | str], Dataset]:
+    if params.quizzes is not None:
+        return FAREL_TASK, read_dataset(params.quizzes)
+    dataset = generated_dataset(
+        params.length, params.number, params.seed, shuffle=params.shuffle, unambiguous=params.unambiguous
+    )
+    return FAREL_TASK, dataset
+
+
+def _headline(summary: RunSummary) -> str:
+    length = summary.dataset.params.get("length")
+    return f"FaRel{'-' + str(length) if length else ''}"
+
+
+def _ambiguous(summary: RunSummary) -> list[str]:
+    if not summary.scores.excluded:
+        return []
+    return [
+        f"ambiguous: {len(summary.excluded_case_ids)} quizzes repeat the correct option's name; recorded but not "
+        "scored (use --unambiguous to name the classes apart)"
+    ]
+
+
+def _generate(argv: Sequence[str], prog: str) -> int:
+    return farel_bench.main(list(argv))
+
+
+FAREL = Suite(
+    name="farel",
+    params=FarelParams,
+    build=_build,
+    description="FaRel: family-relationship quizzes of farel-bench, multiple choice (score: macro accuracy)",
+    title="FaRel",
+    modes=("tool", "native", "prompted", "text", "tag"),
+    headline=_headline,
+    report_lines=_ambiguous,
+    generate=_generate,
+)

@@ -12,12 +12,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.errors import TaskError
 from farel_eval.schemas import Case
+from farel_eval.suite import Suite
 from farel_eval.tasks import Task
 
-__all__ = ["load_suite_file"]
+__all__ = ["SUITE_FILE", "load_suite_file"]
 
 
 def _import(path: Path) -> ModuleType:
@@ -38,9 +41,7 @@ def _import(path: Path) -> ModuleType:
 def load_suite_file(path: Path) -> tuple[Task[object], Dataset]:
     """The file's task and cases; a file that lacks them, or whose cases are not Cases, is a one-line error."""
     if not path.is_file():
-        raise TaskError(
-            f"no suite file {path}: name a built-in suite (farel, story-graph, lineage, novelty) or a .py file"
-        )
+        raise TaskError(f"no suite file {path}: name an installed suite (main.py suites lists them) or a .py file")
     module = _import(path)
     task = getattr(module, "TASK", None)
     if not isinstance(task, Task):
@@ -89,3 +90,24 @@ def _pulled(path: Path, make: Callable[[], object]) -> Callable[[], Iterator[Cas
             yield case
 
     return pull
+
+
+class SuiteFileParams(BaseModel):
+    """The suite file to run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: Path = Field(description="a Python file defining TASK and CASES or cases() (--suite FILE.py)")
+
+
+def _build(params: SuiteFileParams) -> tuple[Task[object], Dataset]:
+    return load_suite_file(params.path)
+
+
+SUITE_FILE = Suite(
+    name="suite-file",
+    params=SuiteFileParams,
+    build=_build,
+    description="a Python file defining TASK and CASES or cases() (--suite FILE.py)",
+    paths=(".py",),
+)

@@ -18,23 +18,28 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 
+from pydantic import BaseModel, ConfigDict, Field
+
 import farel_bench
 from farel_eval.datasets import Dataset, survey
 from farel_eval.errors import InputError, OneLineArgumentParser
-from farel_eval.schemas import Case, DatasetInfo, GroupScore, Quiz
+from farel_eval.schemas import Case, DatasetInfo, GroupScore, Quiz, RunSummary, Scores
 from farel_eval.sources import read_csv_source
+from farel_eval.suite import Suite
 from farel_eval.suites.multiple_choice import OptionAnswer, multiple_choice_task
 from farel_eval.tasks import Task, TextReader
 
 __all__ = [
     "DEFAULT_LENGTHS",
     "DEFAULT_PROMPT",
+    "LINEAGE",
     "LINEAGE_TASK",
     "MAX_LENGTH",
     "MIN_LENGTH",
     "NONE_CORRECT",
     "RELATIONS",
     "SUITE",
+    "LineageParams",
     "case_from_row",
     "csv_line",
     "csv_rows",
@@ -226,9 +231,9 @@ def size_of_group(group: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def size_scores(groups: Iterable[GroupScore]) -> dict[str, float]:
+def size_scores(groups: Iterable[GroupScore]) -> dict[str, float | None]:
     """`lineage-N` -> the mean of that size's class accuracies (0-100), as `compute_metrics.py` prints each size."""
-    by_size: dict[int, list[float]] = {}
+    by_size: dict[int, list[float]] = {}  # a size none of whose groups was scored has no figure
     for group in groups:
         size = size_of_group(group.group)
         if size is not None and group.score is not None:
@@ -556,3 +561,51 @@ def main(argv: Sequence[str] | None = None, prog: str = "lineage") -> int:
     out.flush()
     out.detach()
     return 0
+
+
+class LineageParams(BaseModel):
+    """lineage-bench's quizzes: lineage_bench.py's arguments for each problem size, or a quiz file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    quizzes: str | None = Field(None, description="a lineage CSV file, or - for standard input (default: generate)")
+    length: list[int] = Field(list(DEFAULT_LENGTHS), description=f"people per quiz, {MIN_LENGTH} to {MAX_LENGTH}")
+    number: int = Field(50, description="quizzes per answer option")
+    seed: int | None = Field(42, description="generator seed")
+    shuffle: bool = Field(True, description="shuffle the order of the relations")
+
+
+def _build(params: LineageParams) -> tuple[Task[OptionAnswer | str], Dataset]:
+    if params.quizzes is not None:
+        return LINEAGE_TASK, read_dataset(params.quizzes)
+    return LINEAGE_TASK, generated_dataset(params.length, params.number, params.seed, shuffle=params.shuffle)
+
+
+def _sizes(scores: Scores) -> dict[str, float | None]:
+    return size_scores(scores.groups)
+
+
+def _size_line(summary: RunSummary) -> list[str]:
+    sizes = size_scores(summary.scores.groups)
+    return ["problem sizes: " + ", ".join(f"{name} {value:.2f}" for name, value in sizes.items() if value is not None)]
+
+
+def _generator(argv: Sequence[str], prog: str) -> int:
+    return main(argv, prog=prog)
+
+
+LINEAGE = Suite(
+    name=SUITE,
+    params=LineageParams,
+    build=_build,
+    description="lineage-bench: ancestor and descendant quizzes on graphs of 4 to 2,048 people, multiple choice",
+    columns=["lineage-*"],
+    title="Lineage",
+    modes=("tool", "native", "prompted", "text", "tag"),
+    group_columns=False,
+    relaxed_column=True,
+    row_metrics=_sizes,
+    headline=lambda _: "lineage",
+    report_lines=_size_line,
+    generate=_generator,
+)

@@ -29,13 +29,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from farel_eval.datasets import Dataset, dataset_from_cases
-from farel_eval.embeddings import EmbeddingError, TextEmbedder, novelty
+from farel_eval.embeddings import EmbeddingError, TextEmbedder, novelty, open_embedder
 from farel_eval.errors import InputError, TaskError
 from farel_eval.schemas import AnswerMode, Case
+from farel_eval.suite import Suite, SuiteContext
 from farel_eval.suites.judge import Judge
 from farel_eval.tasks import Conversation, Score, Task, TextReader
 
@@ -272,3 +274,55 @@ def novelty_dataset(
     return dataset_from_cases(
         cases, suite=SUITE, source="file", path=where, params={"questions": where or "shipped", **stored}
     )
+
+
+class NoveltyParams(BaseModel):
+    """The questions, when a question's loop ends, and the embedding model that measures novelty."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    questions: Path | None = Field(None, description="one question a line (default: the shipped ones)")
+    max_answers: int = Field(MAX_ANSWERS, description="accepted answers per question at most")
+    coherence_threshold: int = Field(
+        COHERENCE_THRESHOLD, description="an answer the judge scores at or below this (0-10) ends the loop"
+    )
+    novelty_threshold: float = Field(
+        NOVELTY_THRESHOLD, description="an answer whose novelty is below this (0-1) ends the loop"
+    )
+    embedding_model: str | None = Field(
+        None, description="a model at an OpenAI-compatible embeddings endpoint, or openai:NAME (default: local)"
+    )
+    embedding_base_url: str | None = Field(None, description="the embeddings endpoint", exclude=True)
+
+
+def _embedding_key(context: SuiteContext, base_url: str | None) -> str | None:
+    """The `embedding_api_key` given; the model's key only when the embeddings are served by the model's host (a key
+    is never sent to another server); else None, so the embedder reads OPENAI_API_KEY."""
+    if "embedding_api_key" in context.keys:
+        return context.keys["embedding_api_key"]
+    if context.base_url and base_url and urlsplit(context.base_url).netloc == urlsplit(base_url).netloc:
+        return context.api_key
+    return None
+
+
+def _build(params: NoveltyParams, context: SuiteContext) -> tuple[Task[Any], Dataset]:
+    """The questions, read first; then the embedder (loading the local model takes seconds)."""
+    settings = NoveltySettings(params.max_answers, params.coherence_threshold, params.novelty_threshold)
+    questions = read_questions(params.questions)
+    embedder = open_embedder(
+        params.embedding_model, params.embedding_base_url,
+        embedding_api_key=_embedding_key(context, params.embedding_base_url),
+        request_timeout=context.request_timeout, cache_path=context.cache_path,
+    )  # fmt: skip
+    dataset = novelty_dataset(questions, embedder.name, settings, path=params.questions)
+    return novelty_task(embedder, settings=settings), dataset
+
+
+NOVELTY = Suite(
+    name=SUITE,
+    params=NoveltyParams,
+    build=_build,
+    description="Aidan Bench's open-ended loop: new answers to a question until one is incoherent or not novel",
+    columns=["novelty", "answers"],
+    group_columns=False,
+)

@@ -29,7 +29,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from farel_eval.datasets import Dataset, dataset_from_cases
+from farel_eval.errors import InputError
 from farel_eval.schemas import AnswerMode, Case
+from farel_eval.suite import Suite
 from farel_eval.tasks import Score, Task
 
 __all__ = [
@@ -924,3 +927,34 @@ TASK: Task[StoryGraph] = Task(
     metrics=graph_metrics,
 )
 """The built-in `story-graph` task: a `StoryGraph` through the `submit_graph` tool, scored by `grade`."""
+
+
+class StoryGraphParams(BaseModel):
+    """How many stories, of how many people, from which seed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    people: int = Field(8, description=f"named people per story, {MIN_PEOPLE} to {MAX_PEOPLE}")
+    count: int = Field(20, description="number of stories")
+    seed: int = Field(42, description="generator seed")
+
+
+def _build(params: StoryGraphParams) -> tuple[Task[StoryGraph], Dataset]:
+    people, count, seed = params.people, params.count, params.seed
+    try:
+        generate_cases(people, 1, seed)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    dataset = dataset_from_cases(
+        lambda: generate_cases(people, count, seed), suite="story-graph", source="generated",
+        params={"people": people, "count": count, "seed": seed},
+    )  # fmt: skip
+    return TASK, dataset
+
+
+STORY_GRAPH = Suite(
+    name="story-graph",
+    params=StoryGraphParams,
+    build=_build,
+    description="stories to relationship graphs: typed edges and members through one tool call (WeiXiaoTien's score)",
+)

@@ -1,0 +1,94 @@
+"""What a finished `run` prints: each run's report (per-group lines, the headline, format compliance, totals,
+pacing), and with several models their table and paired comparison."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from farel_eval.errors import EvaluatorError
+from farel_eval.leaderboard import build_rows, compare_runs, load_run, relaxed_score
+from farel_eval.schemas import RunSummary, is_text_mode
+from farel_eval.storage import latest_records
+from farel_eval.suite import Suite
+from farel_eval.tables import render_comparison, render_rich
+from farel_eval.terminal import printable
+
+
+def _score(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _count(value: int | None) -> str:
+    return "unknown" if value is None else str(value)
+
+
+def print_report(summary: RunSummary, run_dir: Path, suite: Suite[Any] | None = None) -> None:
+    """Per-group lines (farel-bench's for FaRel), the headline score, format compliance and totals."""
+    scores = summary.scores
+    for g in scores.groups:
+        score = f"{g.score:.2f}" if g.score is not None else "n/a"
+        extra = "".join(f", {label}: {n}" for label, n in (("P", g.partial), ("E", g.errors)) if n)
+        extra += f", excluded: {g.excluded}" if g.excluded else ""
+        print(printable(f"{g.group}: {score} (C: {g.correct}, I: {g.incorrect}, M: {g.missing} A: {g.scored}{extra})"))
+    headline = f"{scores.score:.2f}" if scores.score is not None else "n/a"
+    title = suite.headline(summary) if suite is not None and suite.headline is not None else f"{summary.suite} score"
+    print(printable(f"{title}: {headline}  ({summary.model}, {summary.mode} mode)"))
+    for line in suite.report_lines(summary) if suite is not None and suite.report_lines is not None else []:
+        print(printable(line))
+    if scores.metrics:
+        print("metrics: " + ", ".join(f"{name} {_score(value)}" for name, value in scores.metrics.items()))
+    comp, totals = scores.compliance, scores.totals
+    first = f"{comp.valid_first_try:.1f}%" if comp.valid_first_try is not None else "n/a"
+    after = f"{comp.valid_after_retries:.1f}%" if comp.valid_after_retries is not None else "n/a"
+    kinds = ", ".join(f"{k} {n}" for k, n in comp.invalid_by_kind.items()) or "none"
+    print(
+        f"format: valid first try {first}, after retries {after}, corrective retries {comp.corrective_retries}, "
+        f"invalid outputs {comp.invalid_outputs} ({kinds}), missing {scores.missing}, errors {scores.errors}"
+    )
+    if is_text_mode(summary.mode) and comp.relaxed_recoverable:
+        relaxed = relaxed_score(latest_records(run_dir), scores.aggregate)
+        print(
+            f"relaxed reading: {comp.relaxed_recoverable} missing replies state an answer without the tag "
+            f"({comp.relaxed_recoverable_correct} of them correct); not counted"
+            + (f", the score with them: {relaxed:.2f}" if relaxed is not None else "")
+        )
+    if scores.excluded:
+        print(f"excluded: {scores.excluded} cases recorded but not scored")
+    cost = (
+        "unknown"
+        if totals.cost_usd is None
+        else f"${totals.cost_usd:.6f}{'' if totals.cost_complete else ' (lower bound)'}"
+    )
+    print(
+        f"totals: {totals.requests} requests, {_count(totals.input_tokens)} input / {_count(totals.output_tokens)} "
+        f"output tokens, cost {cost}, {summary.wall_s:.1f} s"
+    )
+    pacing = totals.pacing
+    if pacing is not None and (pacing.rate_limited or pacing.waits or pacing.outages):
+        stated = ", ".join(f"{value:.0f} {unit}" for value, unit in ((pacing.stated_rpm, "rpm"),
+                                                                    (pacing.stated_tpm, "tpm")) if value)  # fmt: skip
+        print(
+            f"pacing: {pacing.rate_limited} answers 429 (waited out, none an error), {pacing.waits} requests waited "
+            f"{pacing.wait_s:.1f} s in all, {pacing.outages} outages ({pacing.outage_s:.1f} s, "
+            f"{pacing.sent_into_outage} requests sent into them)"
+            + (f"; the provider states {stated}" if stated else "")
+        )
+    print(f"stored in {run_dir}")
+
+
+def print_comparison(run_dirs: Sequence[Path]) -> None:
+    """The runs of one command side by side, and with two models their paired comparison."""
+    runs = [load_run(run_dir) for run_dir in run_dirs]
+    print()
+    render_rich(build_rows(runs), Console())
+    if len(runs) == 2:
+        try:
+            comparison, a, b = compare_runs(*runs)
+        except EvaluatorError as exc:
+            print(f"paired comparison: none ({exc})")
+            return
+        print(render_comparison(comparison, a, b), end="")

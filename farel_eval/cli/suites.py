@@ -1,0 +1,106 @@
+"""`suites`: every suite installed, with its parameters; and the suite a `run` names, its `-S key=value` parameters
+and the older flags that spell some of them (`--length`, `--number`, `--people`...)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from farel_eval.cli.common import prog
+from farel_eval.datasets import Dataset
+from farel_eval.errors import InputError, TaskError
+from farel_eval.suite import FoundSuite, SuiteContext, find_suites, open_suite, suite_named
+from farel_eval.tasks import Task
+from farel_eval.terminal import printable
+
+SPELLED = (
+    "quizzes", "length", "number", "people", "count", "seed", "questions", "max_answers", "coherence_threshold",
+    "novelty_threshold", "embedding_model", "embedding_base_url", "unambiguous",
+)  # fmt: skip
+"""Flags of `run` that spell the suite parameter of their name: `--people 12` is `-S people=12`."""
+NEGATED = {"no_shuffle": "shuffle"}
+"""Flags that set a parameter to False: `--no-shuffle` is `-S shuffle=false`."""
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    suites = commands.add_parser("suites", help="list the suites installed, with their parameters and defaults")
+    suites.set_defaults(command=command_suites)
+
+
+def command_suites(args: argparse.Namespace) -> int:
+    """Each suite: its name, package and version, description, then a line per parameter with its default."""
+    broken: list[TaskError] = []
+
+    def report(exc: TaskError) -> None:
+        print(f"{prog()}: error: {printable(str(exc))}", file=sys.stderr)
+        broken.append(exc)
+
+    for found in find_suites(on_error=report):
+        suite = found.suite
+        origin = f" ({found.package} {found.version})" if found.package else ""
+        print(printable(f"{suite.name}{origin}: {suite.description}"))
+        defaults = suite.defaults()
+        for name, info in suite.params.model_fields.items():
+            default = "required" if info.is_required() else f"default {defaults[name]!r}"
+            about = f": {info.description}" if info.description else ""
+            print(printable(f"  -S {name}=...  ({default}){about}"))
+        if suite.paths:
+            print(printable(f"  --suite FILE{'|'.join(suite.paths)}"))
+    return 2 if broken else 0
+
+
+def parameter_values(pairs: Sequence[str]) -> dict[str, str]:
+    """`-S key=value` texts as a mapping (the last of a key repeated wins, as `inspect eval -T` does)."""
+    values: dict[str, str] = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip():
+            raise InputError(f"-S takes key=value, got {pair!r}")
+        values[key.strip()] = value
+    return values
+
+
+def _spelled(args: argparse.Namespace, found: FoundSuite) -> dict[str, object]:
+    """The parameters the older flags give; a flag the suite has no parameter for is one line naming the suites
+    that take it."""
+    fields = found.suite.params.model_fields
+    given: dict[str, object] = {}
+    flags = [(dest, dest, getattr(args, dest)) for dest in SPELLED]
+    flags += [(dest, key, False if getattr(args, dest) else None) for dest, key in NEGATED.items()]
+    for dest, key, value in flags:
+        if value is None or (value is False and dest not in NEGATED):
+            continue
+        flag = "--" + dest.replace("_", "-")
+        if key not in fields:
+            takers = [f.suite.name for f in find_suites(on_error=lambda _: None) if key in f.suite.params.model_fields]
+            where = f"the {' and '.join(takers)} suite{'s' if len(takers) > 1 else ''}" if takers else "no suite"
+            raise InputError(f"{flag} belongs to {where}, not {found.suite.name}")
+        given[key] = _one_or_text(value, fields[key].annotation)
+    return given
+
+
+def _one_or_text(value: object, annotation: Any) -> object:
+    """`--length 3` for a one-number parameter is 3; several (`3,4`) go as text, for the parameter to refuse."""
+    if isinstance(value, list) and "list" not in str(annotation):
+        return value[0] if len(value) == 1 else ",".join(map(str, value))
+    return value
+
+
+def suite_from_args(args: argparse.Namespace, context: SuiteContext) -> tuple[FoundSuite, Task[Any], Dataset]:
+    """The suite `--suite` names with its parameters (`-S`, the older flags, a file named as the suite), checked
+    against `--mode`; then its task and dataset."""
+    found, from_name = suite_named(args.suite)
+    values: dict[str, object] = {**from_name, **_spelled(args, found), **parameter_values(args.suite_param or [])}
+    try:
+        params = found.suite.parse(values)
+    except InputError as exc:  # it names the parameter as -S spells it, not as a flag of `run`
+        raise InputError(str(exc)) from None
+    if args.mode not in found.suite.modes:
+        raise InputError(
+            f"the {found.suite.name} suite has no {args.mode} mode: use {', '.join(found.suite.modes)}",
+            parameter="mode",
+        )
+    task, dataset = open_suite(found, params, context)
+    return found, task, dataset
