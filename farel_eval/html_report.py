@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING
 
 from farel_eval.errors import InputError
 from farel_eval.schemas import LeaderboardRow, SampleRecord
-from farel_eval.tables import class_header
+from farel_eval.tables import class_header, metric_columns, suite_title
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from matplotlib.transforms import Bbox
 
-__all__ = ["InvalidExample", "invalid_examples", "render_html"]
+__all__ = ["InvalidExample", "InvalidExamples", "invalid_examples", "render_html"]
 
 MAX_TEXT = 2000
 """Characters of a raw output or feedback shown in full; the rest is cut with a visible marker."""
@@ -49,22 +49,32 @@ def _truncate(text: str) -> str:
     return f"{text[:MAX_TEXT]}\n[… truncated: {len(text) - MAX_TEXT} more characters]"
 
 
-def invalid_examples(records: Iterable[SampleRecord], limit: int = 3) -> list[InvalidExample]:
-    """The first `limit` invalid attempts of a run's records (in record order): a few concrete failures
-    say more about a model's format problems than the counts alone."""
-    found: list[InvalidExample] = []
-    for record in records:
+class InvalidExamples:
+    """The first `limit` invalid attempts of a run's records (in record order), gathered as the records go by: a few
+    concrete failures say more about a model's format problems than the counts alone."""
+
+    def __init__(self, limit: int = 3) -> None:
+        self.limit = limit
+        self.found: list[InvalidExample] = []
+
+    def add(self, record: SampleRecord) -> None:
         for attempt in record.attempts:
-            if len(found) >= limit:
-                return found
+            if len(self.found) >= self.limit:
+                return
             if not attempt.valid:
                 feedback = None if attempt.feedback is None else _truncate(attempt.feedback)
-                found.append(
-                    InvalidExample(
-                        record.case_id, record.repeat, attempt.invalid_kind, _truncate(attempt.raw), feedback
-                    )
+                example = InvalidExample(
+                    record.case_id, record.repeat, attempt.invalid_kind, _truncate(attempt.raw), feedback
                 )
-    return found
+                self.found.append(example)
+
+
+def invalid_examples(records: Iterable[SampleRecord], limit: int = 3) -> list[InvalidExample]:
+    """The first `limit` invalid attempts of a run's records."""
+    examples = InvalidExamples(limit)
+    for record in records:
+        examples.add(record)
+    return examples.found
 
 
 def render_html(
@@ -76,7 +86,7 @@ def render_html(
         import matplotlib
     except ImportError:
         raise InputError("the HTML report needs matplotlib: pip install 'farel-eval[report]'") from None
-    suites = sorted({r.suite for r in rows}, key=lambda name: (name != "farel", name))
+    suites = sorted({r.suite for r in rows})
     # Text stays text in the SVG (half the bytes of paths); a browser without DejaVu Sans uses its own sans-serif.
     with matplotlib.rc_context({"svg.fonttype": "none", "font.size": 9, "font.sans-serif": ["DejaVu Sans", "Arial"]}):
         sections = [_suite_section(s, [r for r in rows if r.suite == s], examples, i) for i, s in enumerate(suites)]
@@ -114,7 +124,7 @@ def _suite_section(
     chances = {round(r.chance, 1) for r in rows if r.chance is not None}
     chance = chances.pop() if len(chances) == 1 else None
     about = f"{len(rows)} run{'s' * (len(rows) != 1)}" + ("" if chance is None else f" · chance level {chance:.1f}")
-    name = "FaRel" if suite == "farel" else suite
+    name = suite_title(suite, rows)
     return f"""<section id="suite-{index}">
 <h2>{_e(name)} <span class="muted">{about}</span></h2>
 {_table(rows)}
@@ -177,31 +187,22 @@ _COLUMNS = [
 ]
 
 
-_NOVELTY_COLUMNS = [
-    ("Novelty", "novelty of every accepted answer, summed over the questions (Aidan Bench's score)"),
-    ("Answers", "accepted answers, over all questions"),
-]
-"""After Score, in the novelty suite's table."""
-
-
 def _table(rows: Sequence[LeaderboardRow]) -> str:
-    columns = _COLUMNS[:3] + (_NOVELTY_COLUMNS if _novelty(rows) else []) + _COLUMNS[3:]
+    metrics = metric_columns(rows)
+    shown = [(name, "a figure of the suite's task (its columns)") for name in metrics]
+    columns = _COLUMNS[:3] + shown + _COLUMNS[3:]
     head = "".join(
         f'<th scope="col" title="{_e(tip)}"><button type="button">{_e(name)}</button></th>' for name, tip in columns
     )
-    body = "".join(_table_row(r) for r in rows)
+    body = "".join(_table_row(r, metrics) for r in rows)
     return _scroll_table("leaderboard sortable", head, body)
-
-
-def _novelty(rows: Sequence[LeaderboardRow]) -> bool:
-    return bool(rows) and all(r.suite == "novelty" for r in rows)
 
 
 def _scroll_table(cls: str, head: str, body: str) -> str:
     return f'<div class="scroll"><table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def _table_row(r: LeaderboardRow) -> str:
+def _table_row(r: LeaderboardRow, metrics: Sequence[str]) -> str:
     star = ' <span class="star" title="statistically tied with the best">★</span>' if r.rank_group == 1 else ""
     ci = f'<span class="ci">{r.score_ci95[0]:.1f}&ndash;{r.score_ci95[1]:.1f}</span>' if r.score_ci95 else ""
     score = "DNF" if r.status == "dnf" else _num(r.score)
@@ -222,7 +223,7 @@ def _table_row(r: LeaderboardRow) -> str:
             "text",
         ),
         _cell(f"<strong>{score}</strong>{ci}", r.score),
-        *(_novelty_cells(r) if r.suite == "novelty" else []),
+        *(_cell(_num(r.metrics.get(name), 2), r.metrics.get(name)) for name in metrics),
         _cell(_favourite(r), r.favourite_position_score),
         _cell(_num(r.valid_first_try), r.valid_first_try),
         _cell(_num(r.valid_after_retries), r.valid_after_retries),
@@ -235,11 +236,6 @@ def _table_row(r: LeaderboardRow) -> str:
         _cell(samples, r.samples),
     ]
     return f"<tr{cls}>{''.join(cells)}</tr>"
-
-
-def _novelty_cells(row: LeaderboardRow) -> list[str]:
-    novelty, answers = row.metrics.get("novelty"), row.metrics.get("answers")
-    return [_cell(_num(novelty, 2), novelty), _cell(_num(answers, 0), answers)]
 
 
 def _favourite(row: LeaderboardRow) -> str:

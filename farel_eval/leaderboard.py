@@ -7,35 +7,33 @@ gets a row from its summary alone, with no interval.
 
 from __future__ import annotations
 
-import io
-import os
-import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
-
-from rich.console import Console
+from typing import Any, Literal
 
 from farel_eval.analysis import Comparison, RunAnalysis, analyse, compare, tied_with_best
-from farel_eval.errors import EvaluatorError, InputError, OneLineArgumentParser, ResultFileError
-from farel_eval.html_report import invalid_examples, render_html
+from farel_eval.errors import InputError, ResultFileError
+from farel_eval.html_report import InvalidExample, InvalidExamples
 from farel_eval.schemas import Aggregate, LeaderboardRow, SampleRecord, is_text_mode
-from farel_eval.scoring import score_records
+from farel_eval.scoring import ScoreBook, score_records
 from farel_eval.stats import pareto_front
-from farel_eval.storage import RECORDS_FILE, SUMMARY_FILE, StoredRun, latest_records, load_runs, read_records
-from farel_eval.suites.lineage import size_scores
-from farel_eval.tables import comparison_json, render_comparison, render_csv, render_json, render_markdown, render_rich
-from farel_eval.terminal import printable
+from farel_eval.storage import RECORDS_FILE, SUMMARY_FILE, StoredRun, latest_records, load_runs
+from farel_eval.suite import Suite, find_suites
 
 __all__ = [
     "RANK_BY",
+    "Board",
     "RankBy",
+    "RunRead",
     "analyse_run",
+    "build_board",
     "build_rows",
     "compare_runs",
     "load_run",
-    "main",
     "newest_runs",
+    "read_run",
     "relaxed_score",
 ]
 
@@ -43,11 +41,41 @@ RankBy = Literal["score", "cost", "value", "pareto"]
 RANK_BY: tuple[RankBy, ...] = ("score", "cost", "value", "pareto")
 
 
+@dataclass(frozen=True)
+class RunRead:
+    """What the leaderboard takes from one pass over a run's records: the per-case analysis, the score with the
+    relaxed reading counted (text modes), and the first invalid outputs (the HTML report's examples)."""
+
+    analysis: RunAnalysis | None = None
+    relaxed: float | None = None
+    examples: list[InvalidExample] = field(default_factory=list)
+
+
+def read_run(run: StoredRun) -> RunRead:
+    """The run's records read once (none when it was stored without them)."""
+    s = run.summary
+    text = is_text_mode(s.mode) and s.status != "dnf" and s.scores.score is not None
+    recoverable = text and s.scores.compliance.relaxed_recoverable > 0
+    if not _has_records(run.path):
+        return RunRead(relaxed=s.scores.score if text and not recoverable else None)
+    relaxed = ScoreBook(aggregate=s.scores.aggregate) if recoverable else None
+    examples = InvalidExamples()
+
+    def each() -> Iterator[SampleRecord]:
+        for record in latest_records(run.path):
+            if relaxed is not None:
+                relaxed.add(_with_relaxed_reading(record))
+            examples.add(record)
+            yield record
+
+    analysis = analyse(each(), s.scores.aggregate)
+    score = relaxed.scores().score if relaxed is not None else s.scores.score if text else None
+    return RunRead(analysis, score, examples.found)
+
+
 def analyse_run(run: StoredRun) -> RunAnalysis | None:
     """The run's records reduced for statistics; None when the run was stored without them."""
-    if not _has_records(run.path):
-        return None
-    return analyse(latest_records(run.path), run.summary.scores.aggregate)
+    return read_run(run).analysis
 
 
 def _with_relaxed_reading(record: SampleRecord) -> SampleRecord:
@@ -64,22 +92,23 @@ def relaxed_score(records: Iterable[SampleRecord], aggregate: Aggregate) -> floa
     return score_records((_with_relaxed_reading(r) for r in records), aggregate=aggregate).score
 
 
-def _score_relaxed(run: StoredRun, score: float | None) -> float | None:
-    """Text modes: the score with the relaxed reading counted (the records are read only when it reads some)."""
-    s = run.summary
-    if score is None or not is_text_mode(s.mode):
-        return None
-    if not s.scores.compliance.relaxed_recoverable:
-        return score
-    if not _has_records(run.path):
-        return None
-    return relaxed_score(latest_records(run.path), s.scores.aggregate)
+_NUMBER = re.compile(r"(\d+)")
 
 
-def _problem_size(run: StoredRun) -> int | None:
-    """The one problem size of a run's cases (lineage); None for runs of several sizes, or of none."""
-    sizes = run.summary.dataset.params.get("problem_sizes")
-    return sizes[0] if isinstance(sizes, list) and len(sizes) == 1 and isinstance(sizes[0], int) else None
+def _natural(name: str) -> list[Any]:
+    """`lineage-8` before `lineage-16`."""
+    return [int(part) if part.isdigit() else part for part in _NUMBER.split(name)]
+
+
+def _shown(suite: Suite[Any] | None, metrics: Mapping[str, float | None]) -> list[str]:
+    """The metrics the suite shows as columns, a `prefix*` name taking every metric it starts."""
+    shown: list[str] = []
+    for name in suite.columns if suite is not None else ():
+        if name.endswith("*"):
+            shown += sorted((m for m in metrics if m.startswith(name[:-1])), key=_natural)
+        else:
+            shown.append(name)
+    return list(dict.fromkeys(shown))
 
 
 def load_run(path: Path) -> StoredRun:
@@ -104,43 +133,62 @@ def newest_runs(runs: Iterable[StoredRun]) -> list[StoredRun]:
     return list(newest.values())
 
 
+@dataclass(frozen=True)
+class Board:
+    """The leaderboard's rows, and each run's first invalid outputs by its path (the HTML report shows them)."""
+
+    rows: list[LeaderboardRow]
+    examples: dict[str, list[InvalidExample]]
+
+
+def build_board(
+    runs: Sequence[StoredRun],
+    *,
+    rank_by: RankBy = "score",
+    on_error: Callable[[ResultFileError], None] | None = None,
+) -> Board:
+    """One row per run, a block per suite (by name); runs of different suites are never ranked against each
+    other. Complete runs are ranked (equal keys share the smallest rank); partial, limited and unscored runs
+    follow them unranked, so a 2-case run never stands above a full one. A run whose records cannot be read raises
+    `ResultFileError`, or with `on_error` is handed to it and left out. Each run's records are read once."""
+    suites = {found.suite.name: found.suite for found in find_suites(on_error=lambda _: None)}
+    rows: list[LeaderboardRow] = []
+    reads: dict[str, RunRead] = {}
+    for run in runs:
+        try:
+            read = read_run(run)
+            row = _row(run, read, suites.get(run.summary.suite))
+        except ResultFileError as exc:
+            if on_error is None:
+                raise
+            on_error(exc)
+            continue
+        rows.append(row)
+        reads[row.path] = read
+    ordered: list[LeaderboardRow] = []
+    for suite in sorted({r.suite for r in rows}):
+        mine = _with_frontier([r for r in rows if r.suite == suite])
+        mine = _with_rank_groups(mine, {path: read.analysis for path, read in reads.items()})
+        ordered += _ranked(mine, rank_by)
+    return Board(ordered, {path: read.examples for path, read in reads.items()})
+
+
 def build_rows(
     runs: Sequence[StoredRun],
     *,
     rank_by: RankBy = "score",
     on_error: Callable[[ResultFileError], None] | None = None,
 ) -> list[LeaderboardRow]:
-    """One row per run, a block per suite (FaRel first); runs of different suites are never ranked against each
-    other. Complete runs are ranked (equal keys share the smallest rank); partial, limited and unscored runs
-    follow them unranked, so a 2-case run never stands above a full one. A run whose records cannot be read raises
-    `ResultFileError`, or with `on_error` is handed to it and left out."""
-    rows: list[LeaderboardRow] = []
-    analyses: list[RunAnalysis | None] = []
-    for run in runs:
-        try:
-            analysis = analyse_run(run)
-            rows.append(_row(run, analysis))
-        except ResultFileError as exc:
-            if on_error is None:
-                raise
-            on_error(exc)
-            continue
-        analyses.append(analysis)
-    by_path = dict(zip((r.path for r in rows), analyses, strict=True))
-    ordered: list[LeaderboardRow] = []
-    for suite in sorted({r.suite for r in rows}, key=lambda name: (name != "farel", name)):
-        mine = _with_frontier([r for r in rows if r.suite == suite])
-        mine = _with_rank_groups(mine, by_path)
-        ordered += _ranked(mine, rank_by)
-    return ordered
+    """`build_board(...).rows`."""
+    return build_board(runs, rank_by=rank_by, on_error=on_error).rows
 
 
 def _known_cost(row: LeaderboardRow) -> bool:
     return row.cost_usd is not None and row.cost_complete
 
 
-def _row(run: StoredRun, analysis: RunAnalysis | None) -> LeaderboardRow:
-    s, scores = run.summary, run.summary.scores
+def _row(run: StoredRun, read: RunRead, suite: Suite[Any] | None) -> LeaderboardRow:
+    s, scores, analysis = run.summary, run.summary.scores, read.analysis
     scored = s.status != "dnf"
     score = scores.score if scored else None
     repeats = max(s.settings.repeats, analysis.repeats if analysis else 1)
@@ -151,6 +199,9 @@ def _row(run: StoredRun, analysis: RunAnalysis | None) -> LeaderboardRow:
         and scores.samples >= s.dataset.cases * repeats
         and score is not None
     )
+    metrics: dict[str, float | None] = {}
+    if scored:
+        metrics = scores.metrics | (suite.row_metrics(scores) if suite is not None and suite.row_metrics else {})
     known_cost = scores.totals.cost_usd is not None and scores.totals.cost_complete
     cost = scores.totals.cost_usd if known_cost else None
     per_case = None if cost is None or not scores.samples else cost / scores.samples
@@ -166,9 +217,12 @@ def _row(run: StoredRun, analysis: RunAnalysis | None) -> LeaderboardRow:
         status=s.status,
         imported=s.imported,
         score=score,
-        farel=score if s.suite == "farel" else None,
+        title=suite.title if suite is not None and suite.title else "Score",
         classes={g.group: g.score for g in scores.groups} if scored else {},
-        metrics=(scores.metrics | (size_scores(scores.groups) if s.suite == "lineage" else {})) if scored else {},
+        metrics=metrics,
+        columns=_shown(suite, metrics),
+        group_columns=suite.group_columns if suite is not None else True,
+        relaxed_column=suite.relaxed_column if suite is not None else False,
         samples=scores.samples,
         correct=scores.correct,
         partial=scores.partial,
@@ -209,8 +263,7 @@ def _row(run: StoredRun, analysis: RunAnalysis | None) -> LeaderboardRow:
         wait_s=scores.totals.pacing.wait_s if scores.totals.pacing else None,
         valid_after_retries=scores.compliance.valid_after_retries,
         invalid_by_kind=dict(scores.compliance.invalid_by_kind),
-        score_relaxed=_score_relaxed(run, score),
-        problem_size=_problem_size(run),
+        score_relaxed=read.relaxed if scored else None,
     )
 
 
@@ -282,29 +335,6 @@ def _ranked(rows: Sequence[LeaderboardRow], rank_by: RankBy) -> list[Leaderboard
     return ranked + unranked
 
 
-def _parser() -> OneLineArgumentParser:
-    parser = OneLineArgumentParser(prog="format_result.py", description="Leaderboard of stored runs.")
-    parser.add_argument("dir", nargs="?", type=Path, default=Path("result"), help="results folder (default result)")
-    parser.add_argument(
-        "--format",
-        choices=["rich", "markdown", "csv", "json", "html"],
-        help="output format (default: rich on a terminal, markdown otherwise; html needs -o)",
-    )
-    parser.add_argument("-o", "--output", type=Path, help="write to this file (html: required)")
-    parser.add_argument(
-        "--farel-only",
-        action="store_true",
-        help="markdown with only the public FaRel table's columns (Nr, Model, FaRel, classes)",
-    )
-    parser.add_argument("--rank-by", choices=RANK_BY, default="score", help="rank runs by (default score)")
-    parser.add_argument("--latest", action="store_true", help="only the newest run per model, mode, suite, settings")
-    parser.add_argument("--wide", action="store_true", help="rich: one table with every column")
-    parser.add_argument(
-        "--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="paired comparison of two run folders"
-    )
-    return parser
-
-
 def compare_runs(a: StoredRun, b: StoredRun) -> tuple[Comparison, LeaderboardRow, LeaderboardRow]:
     """Pair two stored runs case by case; refused in one line when they do not share their cases."""
     if a.summary.dataset.md5 != b.summary.dataset.md5:  # case ids alone can match on other cases (q00001...)
@@ -312,96 +342,14 @@ def compare_runs(a: StoredRun, b: StoredRun) -> tuple[Comparison, LeaderboardRow
             f"the two runs were made on different cases (dataset MD5 {a.summary.dataset.md5} and "
             f"{b.summary.dataset.md5}): compare runs made on the same cases"
         )
-    analysis_a, analysis_b = analyse_run(a), analyse_run(b)
-    if analysis_a is None or analysis_b is None:
+    read_a, read_b = read_run(a), read_run(b)
+    if read_a.analysis is None or read_b.analysis is None:
         raise ResultFileError("both runs need their records (samples.jsonl) to be compared case by case")
-    return compare(analysis_a, analysis_b), _row(a, analysis_a), _row(b, analysis_b)
-
-
-def _comparison(paths: Sequence[Path], fmt: str | None) -> str:
-    comparison, row_a, row_b = compare_runs(*(load_run(path) for path in paths))
-    if fmt == "json":
-        return comparison_json(comparison, row_a, row_b)
-    if fmt not in (None, "rich"):
-        raise InputError(f"--compare prints text or json, not {fmt}")
-    return render_comparison(comparison, row_a, row_b)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        if args.compare:
-            _write(_comparison(args.compare, args.format), args.output)
-            return 0
-        skipped: list[ResultFileError] = []
-
-        def skip(exc: ResultFileError) -> None:
-            print(f"format_result.py: error: {printable(str(exc))}", file=sys.stderr)  # and the others are shown
-            skipped.append(exc)
-
-        runs = load_runs(args.dir, skip)
-        rows = build_rows(newest_runs(runs) if args.latest else runs, rank_by=args.rank_by, on_error=skip)
-        if not rows and skipped:
-            return ResultFileError.exit_code
-        if not rows:
-            raise ResultFileError(f"no stored runs under {args.dir}: run `python main.py run` first")
-        fmt = args.format or ("rich" if sys.stdout.isatty() and args.output is None else "markdown")
-        if fmt == "html":
-            if args.output is None:
-                raise InputError("--format html writes a file: name it with -o FILE")
-            _write(_html(rows), args.output)
-        elif fmt == "rich" and args.output is None:
-            render_rich(rows, Console(width=100_000) if args.wide else Console(), wide=args.wide)
-        else:
-            _write(_text(rows, fmt, args.farel_only, args.wide), args.output)
-        if skipped:  # the others are shown; the exit says that not every run was
-            return ResultFileError.exit_code
-    except EvaluatorError as exc:
-        print(f"format_result.py: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except BrokenPipeError:  # the reader left (`| head`): end quietly, as `main.py` does
-        return _reader_left()
-    return 0
-
-
-EXIT_BROKEN_PIPE = 141
-"""What a shell reports for a process a closed pipe stopped (128 + SIGPIPE)."""
-
-
-def _reader_left() -> int:
-    """Point standard output at /dev/null, so the interpreter's last flush at exit fails no more."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return EXIT_BROKEN_PIPE
-
-
-def _text(rows: Sequence[LeaderboardRow], fmt: str, farel_only: bool, wide: bool) -> str:
-    if fmt == "rich":
-        console = Console(file=io.StringIO(), width=100_000 if wide else 100, color_system=None)
-        render_rich(rows, console, wide=wide)
-        return console.file.getvalue()  # type: ignore[attr-defined,no-any-return]
-    return {
-        "markdown": lambda: render_markdown(rows, farel_only=farel_only),
-        "csv": lambda: render_csv(rows),
-        "json": lambda: render_json(rows),
-    }[fmt]()
-
-
-def _html(rows: Sequence[LeaderboardRow]) -> str:
-    examples = {r.path: invalid_examples(read_records(Path(r.path))) for r in rows if _has_records(Path(r.path))}
-    return render_html(rows, examples)
+    suites = {found.suite.name: found.suite for found in find_suites(on_error=lambda _: None)}
+    row_a, row_b = _row(a, read_a, suites.get(a.summary.suite)), _row(b, read_b, suites.get(b.summary.suite))
+    return compare(read_a.analysis, read_b.analysis), row_a, row_b
 
 
 def _has_records(run_dir: Path) -> bool:
     """Whether a run was stored with its records (a hand-made summary may stand alone)."""
     return (run_dir / RECORDS_FILE).is_file()
-
-
-def _write(text: str, output: Path | None) -> None:
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()  # here, where a reader that left is caught, not at exit
-        return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None

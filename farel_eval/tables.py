@@ -140,46 +140,46 @@ MODEL_AND_RUN = Column("Model / run", lambda r: f"{_label(r)}\n{r.run_id}", text
 
 
 RELAXED = Column("Relaxed", _dnf(lambda r: _num(r.score_relaxed)))
-"""lineage: the score with the relaxed reading counted (`compute_metrics.py --relaxed`)."""
-
-_TITLES = {"farel": "FaRel", "lineage": "Lineage"}
-_SIZE_METRIC = re.compile(r"^lineage-(\d+)$")
+"""The score with the relaxed reading counted (lineage: `compute_metrics.py --relaxed`), for suites that show it."""
 
 
-def _score_column(suite: str) -> Column:
-    return Column(_TITLES.get(suite, "Score"), _dnf(lambda r: _num(r.score)))
+def suite_title(suite: str, rows: Sequence[LeaderboardRow]) -> str:
+    """What a suite's tables are titled: its score's name when it has one (`FaRel`), else the suite's name."""
+    titles = [r.title for r in rows if r.suite == suite and r.title != "Score"]
+    return titles[0] if titles else suite
 
 
-def _class_columns(rows: Sequence[LeaderboardRow], suite: str) -> list[Column]:
-    """A column per group; lineage's per problem size instead (`lineage-8`...), as `compute_metrics.py` prints;
-    novelty's (one group) its total novelty and accepted answers, Aidan Bench's figures."""
-    if suite == "lineage":
-        return _size_columns(rows)
-    if suite == "novelty":
-        return [NOVELTY, ANSWERS]
+def _score_column(rows: Sequence[LeaderboardRow]) -> Column:
+    return Column(rows[0].title if rows else "Score", _dnf(lambda r: _num(r.score)))
+
+
+def metric_columns(rows: Sequence[LeaderboardRow]) -> list[str]:
+    """The metrics the rows' suite shows as columns, in the order its runs name them."""
+    return list(dict.fromkeys(name for row in rows for name in row.columns))
+
+
+def _class_columns(rows: Sequence[LeaderboardRow]) -> list[Column]:
+    """A column per group (FaRel: per class) unless the suite leaves them out, then one per metric the suite shows
+    (lineage: per problem size, `lineage-8`..., as `compute_metrics.py` prints; novelty: its total novelty and
+    accepted answers, Aidan Bench's figures)."""
     names: dict[str, None] = {}
     for row in rows:
-        names.update(dict.fromkeys(row.classes))
-    return [Column(class_header(name), _group_cell(name)) for name in names]
+        if row.group_columns:
+            names.update(dict.fromkeys(row.classes))
+    groups = [Column(class_header(name), _group_cell(name)) for name in names]
+    return groups + [Column(name, _metric_cell(name)) for name in metric_columns(rows)]
 
 
 def _group_cell(name: str) -> Callable[[LeaderboardRow], str]:
     return lambda row: "" if row.status == "dnf" else _num(row.classes.get(name))
 
 
-def _size_columns(rows: Sequence[LeaderboardRow]) -> list[Column]:
-    sizes = {int(m[1]) for row in rows for name in row.metrics if (m := _SIZE_METRIC.match(name))}
-    return [Column(f"lineage-{size}", _metric_cell(f"lineage-{size}")) for size in sorted(sizes)]
-
-
 def _metric_cell(name: str) -> Callable[[LeaderboardRow], str]:
     return lambda row: "" if row.status == "dnf" else _num(row.metrics.get(name))
 
 
-NOVELTY = Column("Novelty", _metric_cell("novelty"))
-"""novelty: the novelty of every accepted answer, summed over the questions (Aidan Bench's score)."""
-ANSWERS = Column("Answers", lambda r: "" if r.status == "dnf" else _num(r.metrics.get("answers"), 0))
-"""novelty: accepted answers, over all questions."""
+def _relaxed(rows: Sequence[LeaderboardRow]) -> list[Column]:
+    return [RELAXED] if any(r.relaxed_column for r in rows) else []
 
 
 def _suites(rows: Sequence[LeaderboardRow]) -> list[str]:
@@ -194,30 +194,29 @@ def _repeated(rows: Sequence[LeaderboardRow]) -> list[Column]:
     return [CONSISTENCY] if any(r.repeats > 1 for r in rows) else []
 
 
-def _markdown_columns(rows: Sequence[LeaderboardRow], suite: str) -> list[Column]:
+def _markdown_columns(rows: Sequence[LeaderboardRow]) -> list[Column]:
     """farel-bench's columns first (Nr, Model, FaRel, classes), so its table is a prefix of ours; lineage-bench's
     (Nr, Model, Lineage, a column per problem size) likewise, then the relaxed score."""
-    relaxed = [RELAXED] if suite == "lineage" else []
     return [
-        NR, MODEL, _score_column(suite), *_class_columns(rows, suite), *relaxed, CI, GROUP, CASES, CHANCE, FAVOURITE,
+        NR, MODEL, _score_column(rows), *_class_columns(rows), *_relaxed(rows), CI, GROUP, CASES, CHANCE, FAVOURITE,
         VALID, VALID_FINAL, RETRIES, INVALID, MISSING, ERRORS, COST, PER_CORRECT, PARETO, LATENCY, *_repeated(rows),
         USAGE, RUN,
     ]  # fmt: skip
 
 
-def render_markdown(rows: Sequence[LeaderboardRow], *, farel_only: bool = False) -> str:
+def render_markdown(rows: Sequence[LeaderboardRow], *, only: str | None = None) -> str:
     """A pipe table per suite, laid out as farel-bench's published one (tabulate's: each column at least its
     header + 2); with several suites, each table under a `### suite` heading.
 
-    `farel_only` keeps just the FaRel runs and the public table's columns (Nr, Model, FaRel, classes).
+    `only` keeps just that suite's runs and its public table's columns (Nr, Model, score, groups: FaRel's).
     """
     tables: list[tuple[str, str]] = []
     for suite, mine in _by_suite(rows):
-        if farel_only and suite != "farel":
+        if only is not None and suite != only:
             continue
-        columns = _markdown_columns(mine, suite)
+        columns = _markdown_columns(mine)
         tables.append(
-            (suite, _markdown_table(mine, columns[: 3 + len(_class_columns(mine, suite))] if farel_only else columns))
+            (suite, _markdown_table(mine, columns[: 3 + len(_class_columns(mine))] if only is not None else columns))
         )
     if len(tables) == 1:
         return tables[0][1]
@@ -252,19 +251,17 @@ def render_rich(rows: Sequence[LeaderboardRow], console: Console, *, wide: bool 
     scores per group, then format compliance and cost, each fitting 100 columns; `wide`: one table with
     every column, as wide as it needs."""
     for suite, mine in _by_suite(rows):
-        name = "FaRel" if suite == "farel" else suite
-        score, classes = _score_column(suite), _class_columns(mine, suite)
+        name = suite_title(suite, mine)
+        score, classes = _score_column(mine), _class_columns(mine)
         if wide:
-            _rich_table(console, name, mine, _markdown_columns(mine, suite), wrap=False, notes=NOTES)
+            _rich_table(console, name, mine, _markdown_columns(mine), wrap=False, notes=NOTES)
             continue
-        baselines = classes if suite == "novelty" else [CHANCE, FAVOURITE]  # novelty has no options to guess among
+        options = any(r.chance is not None for r in mine)  # no options to guess among (novelty): its own figures
+        baselines = [CHANCE, FAVOURITE] if options else classes
         headline = [NR, GROUP, MODEL_AND_RUN, CASES, score, CI, *baselines, VALID, PER_CORRECT, LATENCY]
         _rich_table(console, name, mine, headline + _repeated(mine), wrap=True, notes=NOTES)
-        if suite == "lineage":
-            _rich_table(console, "lineage by problem size", mine, [NR, MODEL, score, RELAXED, *classes], wrap=True)
-        elif classes and suite != "novelty":
-            _rich_table(console, f"{name} by group" if suite != "farel" else "FaRel by class", mine,
-                        [NR, MODEL, score, *classes], wrap=True)  # fmt: skip
+        if (classes or _relaxed(mine)) and options:
+            _rich_table(console, f"{name} by group", mine, [NR, MODEL, score, *_relaxed(mine), *classes], wrap=True)
         compliance = [NR, MODEL, VALID, VALID_FINAL, RETRIES, INVALID, MISSING, ERRORS, COST, USAGE]
         _rich_table(console, f"{name}: format compliance and cost", mine, compliance, wrap=True)
 
@@ -321,16 +318,12 @@ def _csv_value(value: object) -> object:
     return value
 
 
-LINEAGE_CSV_FIELDS = ("score_relaxed", "problem_size")
-NOVELTY_CSV_FIELDS = ("novelty", "answers")
-"""Added when a row is a novelty run: its metrics of those names."""
-"""Added after `CSV_FIELDS` when a row is a lineage run."""
-
-
 def render_csv(rows: Sequence[LeaderboardRow]) -> str:
+    """A line per run: the groups' scores, `CSV_FIELDS`, the relaxed score when a suite shows it, then each metric
+    a suite shows as a column."""
     classes = list(dict.fromkeys(name for row in rows for name in row.classes))
-    fields = CSV_FIELDS + (LINEAGE_CSV_FIELDS if any(r.suite == "lineage" for r in rows) else ())
-    fields += NOVELTY_CSV_FIELDS if any(r.suite == "novelty" for r in rows) else ()
+    metrics = [name for name in metric_columns(rows) if name not in (*CSV_FIELDS, "score_relaxed")]
+    fields = CSV_FIELDS + (("score_relaxed",) if any(r.relaxed_column for r in rows) else ()) + tuple(metrics)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["rank", "suite", "model", "mode", "run_id", "status", "imported", "score",
@@ -339,7 +332,7 @@ def render_csv(rows: Sequence[LeaderboardRow]) -> str:
         values = r.model_dump()
         low, high = r.score_ci95 or (None, None)
         values |= {"score_ci95_low": low, "score_ci95_high": high}
-        values |= {name: r.metrics.get(name) for name in NOVELTY_CSV_FIELDS}
+        values |= {name: r.metrics.get(name) for name in metrics}
         writer.writerow(
             [r.rank, *map(printable, (r.suite, r.model)), r.mode, printable(r.run_id), r.status, r.imported]
             + [_num(r.score)]

@@ -27,13 +27,19 @@ class LeaderboardRow(BaseModel):
     imported: bool
     score: float | None
     """The headline, 0-100: macro accuracy for multiple-choice suites, mean score x 100 for scored tasks."""
-    farel: float | None
-    """FaRel rows: the FaRel score (macro accuracy, 0-100); None for other suites."""
+    title: str = "Score"
+    """What the suite calls its score (the score column's header: `FaRel`)."""
     classes: dict[str, float | None]
     """Group (FaRel: class) name -> mean score (0-100)."""
     metrics: dict[str, float | None]
     """Task-specific figures (story-graph: edge precision, recall, F1; lineage: `lineage-N`, the score of each
     problem size); None for a figure that is not a finite number."""
+    columns: list[str] = []
+    """The metrics the suite shows as columns of the tables (its `Suite.columns`), in order."""
+    group_columns: bool = True
+    """Whether the tables show a column per group (`classes`)."""
+    relaxed_column: bool = False
+    """Whether the tables show `score_relaxed` (the suite reads text replies a relaxed way too)."""
     samples: int
     correct: int
     partial: int
@@ -104,5 +110,3 @@ class LeaderboardRow(BaseModel):
     score_relaxed: float | None = None
     """Text modes: the score with the suite's relaxed reading counted (a missing reply that states its answer
     another way scores what it states), as lineage-bench's `compute_metrics.py --relaxed`; None in other modes."""
-    problem_size: int | None = None
-    """The one problem size of the run's cases (lineage: people per quiz); None when a run mixes several."""
