@@ -171,8 +171,7 @@ def suite_named(name: str) -> tuple[FoundSuite, dict[str, object]]:
             return found, {"path": name}
     names = ", ".join(p.name for p in points)
     files = sorted({s for p in points for s in _load(p).suite.paths})
-    raise InputError(f"unknown suite {name!r}: use {names}" + (f", or a file ({' '.join(files)})" if files else ""),
-                     parameter="suite")  # fmt: skip
+    raise InputError(f"unknown suite {name!r}: use {names}" + (f", or a file ({' '.join(files)})" if files else ""))
 
 
 def open_suite(found: FoundSuite, params: BaseModel, context: SuiteContext | None = None) -> tuple[Task[Any], Dataset]:

@@ -222,7 +222,7 @@ def test_absurd_headers_are_clamped_said_and_do_not_stop_the_run(tmp_path: Path)
         ("--tpm", "nan", "argument --tpm: must be a finite number, got nan"),
         ("--max-wait", "nan", "argument --max-wait: must be a finite number, got nan"),
         ("--max-wait", "0", "argument --max-wait: must be more than 0 seconds, got 0"),
-        ("--rpm", "many", "argument --rpm: invalid _rate value: 'many'"),
+        ("--rpm", "many", "argument --rpm: invalid rate value: 'many'"),
     ],
 )
 def test_bad_pacing_flags_are_one_line(flag: str, value: str, says: str) -> None:

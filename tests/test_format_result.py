@@ -134,7 +134,7 @@ def rows_of(root: Path, *args: str) -> list[dict[str, object]]:
 
 def test_rows_rank_by_farel_with_ties_sharing_the_smallest_rank(results: Path) -> None:
     rows = format_result.build_rows(load_runs(results))
-    assert [(r.rank, r.model, r.farel, r.complete, r.rank_group) for r in rows] == [
+    assert [(r.rank, r.model, r.score, r.complete, r.rank_group) for r in rows] == [
         (1, "best", 75.0, True, 1),
         (2, "half-a", 50.0, True, 1),  # McNemar: 1 case only best got right, p = 1
         (2, "half-b", 50.0, True, 1),
@@ -317,7 +317,7 @@ def test_markdown_is_the_farel_bench_table_with_our_columns_after_it(results: Pa
         ["", "gone (tool)", "DNF", "", "", "", "", "0/4", "", "", "DNF", "DNF", "0", "0", "0", "1",
          "DNF", "DNF", "", "1.0 / 1.0", "1 / 100 / 10", "run-gone-3"],
     ]  # fmt: skip
-    farel_only = format_result.render_markdown(format_result.build_rows(load_runs(results)), farel_only=True)
+    farel_only = format_result.render_markdown(format_result.build_rows(load_runs(results)), only="farel")
     assert farel_only.splitlines()[0] == "|   Nr | Model         |   FaRel |   child |   grand-parent |"
     assert farel_only.splitlines()[-1] == "|      | gone (tool)   |     DNF |         |                |"
 
@@ -361,7 +361,7 @@ def test_csv_and_json_carry_the_same_rows(results: Path) -> None:
         "1,farel,best,tool,run-best-1,finished,False,75.00,100.00,50.00,4,3,1,0,0,,0,0,4,400,40,,12.5,"
     )
     data = json.loads(format_result.render_json(rows))
-    assert [(d["rank"], d["model"], d["farel"], d["cost_usd"], d["complete"]) for d in data] == [
+    assert [(d["rank"], d["model"], d["score"], d["cost_usd"], d["complete"]) for d in data] == [
         (1, "best", 75.0, None, True),
         (2, "half-a", 50.0, 0.004, True),
         (2, "half-b", 50.0, 0.004, True),
@@ -373,7 +373,7 @@ def test_csv_and_json_carry_the_same_rows(results: Path) -> None:
 
 def test_a_pipe_in_a_name_does_not_break_the_markdown_table(tmp_path: Path) -> None:
     store(tmp_path, "org|model", answers({"a|b": ["correct", "incorrect"]}))
-    lines = format_result.render_markdown(format_result.build_rows(load_runs(tmp_path)), farel_only=True).splitlines()
+    lines = format_result.render_markdown(format_result.build_rows(load_runs(tmp_path)), only="farel").splitlines()
     assert lines == [
         "|   Nr | Model             |   FaRel |   a\\|b |",
         "|-----:|:------------------|--------:|-------:|",

@@ -51,7 +51,6 @@ def row(model: str, score: float | None, **fields: Any) -> LeaderboardRow:
         "status": "finished",
         "imported": False,
         "score": score,
-        "farel": score,
         "classes": {} if score is None else {"child": score, "grandparent": score / 2},
         "metrics": {},
         "samples": 40,

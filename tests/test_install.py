@@ -48,7 +48,7 @@ def test_the_wheel_claims_only_its_own_top_level_names(wheel: Path) -> None:
         scripts = archive.read(entry_points).decode()
     assert tops == {"evaluator.py", "farel_bench.py", "farel_eval"}
     assert "farel-eval = farel_eval.cli:main" in scripts
-    assert "farel-eval-leaderboard = farel_eval.leaderboard:main" in scripts
+    assert "farel-eval-leaderboard = farel_eval.cli.leaderboard:main" in scripts
 
 
 def test_evaluator_imports_inside_a_host_project_with_generic_module_names(wheel: Path, tmp_path: Path) -> None:
@@ -85,6 +85,6 @@ def test_the_console_script_runs_as_main_py_does(tmp_path: Path) -> None:
     bad = subprocess.run([str(script), "run", "--suite", "nope"], cwd=tmp_path, capture_output=True, text=True)
     assert (bad.returncode, bad.stderr) == (
         2,
-        "farel-eval: error: unknown suite 'nope': use farel, story-graph, lineage or novelty, a suite file (.py) or a "
-        "case file (.yaml)\n",
+        "farel-eval: error: unknown suite 'nope': use case-file, farel, lineage, novelty, story-graph, suite-file, "
+        "or a file (.json .py .yaml .yml)\n",
     )  # fmt: skip

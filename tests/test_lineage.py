@@ -289,7 +289,12 @@ def test_tag_mode_run_reports_per_size_and_relaxed_scores(tmp_path: Path) -> Non
         "the score with them: 87.50"
     )
     (row,) = json.loads(cli("format_result.py", str(tmp_path), "--format", "json").stdout)
-    assert (row["suite"], row["score"], row["score_relaxed"], row["problem_size"]) == ("lineage", 75.0, 87.5, None)
+    assert (row["suite"], row["score"], row["score_relaxed"], row["columns"]) == (
+        "lineage",
+        75.0,
+        87.5,
+        ["lineage-8", "lineage-16"],
+    )
     assert row["metrics"] == {"lineage-8": 100.0, "lineage-16": 50.0}
     table = out(cli("format_result.py", str(tmp_path), "--format", "markdown"))
     assert [cell.strip() for cell in table[0].split("|")[1:8]] == [
@@ -393,10 +398,10 @@ def test_result_csv_is_imported_as_compute_metrics_scores_it(tmp_path: Path) -> 
     ]  # fmt: skip
 
     rows = json.loads(cli("format_result.py", str(results), "--format", "json").stdout)
-    assert [(r["model"], r["score"], r["score_relaxed"], r["problem_size"], r["metrics"]) for r in rows] == [
-        ("acme/model-a (high)", 87.5, 100.0, 8, {"lineage-8": 87.5}),
-        ("acme/model-a", 50.0, 50.0, 16, {"lineage-16": 50.0}),
-        ("acme/model-a", 12.5, 25.0, 8, {"lineage-8": 12.5}),
+    assert [(r["model"], r["score"], r["score_relaxed"], r["metrics"]) for r in rows] == [
+        ("acme/model-a (high)", 87.5, 100.0, {"lineage-8": 87.5}),
+        ("acme/model-a", 50.0, 50.0, {"lineage-16": 50.0}),
+        ("acme/model-a", 12.5, 25.0, {"lineage-8": 12.5}),
     ]
     again = cli("main.py", "import", "lineage", str(csv_path), "--results-dir", str(results))
     assert out(again)[0] == f"{csv_path}: acme/model-a, lineage-8: already imported in {run_dir}"
@@ -459,7 +464,8 @@ def test_a_bad_result_csv_is_one_line(rows: list[list[str]], message: str, tmp_p
                                                            "8,8"),
         (["run", "--suite", "lineage", "--unambiguous"], "main.py: error: --unambiguous belongs to the farel suite, "
                                                          "not lineage"),
-        (["run", "--length", "3,4"], "main.py: error: --length takes one degree for the farel suite, got 3,4"),
+        (["run", "--length", "3,4"], "main.py: error: suite farel: length=3,4: Input should be a valid integer, unable to parse string as an "
+         "integer"),
         (["import", "lineage", "missing.csv"], "main.py: error: no result file or folder missing.csv"),
     ],
     ids=["generate-size", "generate-template", "run-size", "run-twice", "farel-flag", "farel-length", "no-file"],

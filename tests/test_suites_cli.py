@@ -410,7 +410,7 @@ def test_invoice_suite_file_runs_stores_and_ranks(tmp_path: Path) -> None:
     board = cli("format_result.py", str(first), "--format", "json")
     assert board.returncode == 0, board.stderr
     (row,) = json.loads(board.stdout)
-    assert (row["suite"], row["task"], row["rank"], row["farel"]) == ("invoice_bench", "invoices", 1, None)
+    assert (row["suite"], row["task"], row["rank"], row["title"]) == ("invoice_bench", "invoices", 1, "Score")
     assert row["score"] == summary.scores.score
     assert 0 <= row["score"] <= 100
     assert round(row["score"], 2) == 9.69
@@ -483,11 +483,11 @@ def test_farel_and_invoice_runs_get_a_table_and_a_ranking_each(tmp_path: Path) -
     ]  # fmt: skip
 
     rows = json.loads(cli("format_result.py", str(tmp_path), "--format", "json").stdout)
-    assert [(r["suite"], r["rank"], r["farel"] is None) for r in rows] == [
-        ("farel", None, False),
-        ("invoice_bench", 1, True),
+    assert [(r["suite"], r["rank"], r["title"]) for r in rows] == [
+        ("farel", None, "FaRel"),
+        ("invoice_bench", 1, "Score"),
     ]
-    assert round(rows[0]["farel"], 2) == round(rows[0]["score"], 2) == 22.22
+    assert round(rows[0]["score"], 2) == 22.22
 
 
 # --- bad suites ---------------------------------------------------------------------------------------------
@@ -538,13 +538,12 @@ def test_bad_suite_file_is_one_line(name: str, tmp_path: Path) -> None:
     [
         (
             ["--suite", "missing_suite.py"],
-            "no suite file missing_suite.py: name a built-in suite (farel, story-graph, lineage, novelty) or a .py "
-            "file",
+            "no suite file missing_suite.py: name an installed suite (main.py suites lists them) or a .py file",
         ),
         (
             ["--suite", "nope"],
-            "unknown suite 'nope': use farel, story-graph, lineage or novelty, a suite file (.py) or a case file "
-            "(.yaml)",
+            "unknown suite 'nope': use case-file, farel, lineage, novelty, story-graph, suite-file, or a file "
+            "(.json .py .yaml .yml)",
         ),
         (
             ["--suite", "story-graph", "--quizzes", "x.csv"],
@@ -552,12 +551,11 @@ def test_bad_suite_file_is_one_line(name: str, tmp_path: Path) -> None:
         ),
         (
             ["--suite", "examples/invoice_bench.py", "--mode", "tag"],
-            "tag mode is the <ANSWER> tag of the farel and lineage suites: use --mode text with "
-            "examples/invoice_bench.py",
+            "the suite-file suite has no tag mode: use --mode tool, native, prompted or text",
         ),
         (
             ["--suite", "story-graph", "--mode", "tag"],
-            "tag mode is the <ANSWER> tag of the farel and lineage suites: use --mode text with story-graph",
+            "the story-graph suite has no tag mode: use --mode tool, native, prompted or text",
         ),
     ],
     ids=["missing-file", "unknown-name", "farel-flag", "tag-mode-file", "tag-mode-story"],

