@@ -9,7 +9,8 @@ The importable core: no argument parsing, no printing.
     result.records[0].output, result.records[0].score, result.scores.score
 
 `evaluate()` poses and scores; `run()` does the same and stores the run (resumable) under a results folder.
-`analyse(records)` gives a run's interval and baselines, `compare(a, b)` pairs two runs case by case:
+`Suite(name, params, build)` makes a benchmark a plug-in (entry-point group `farel_eval.suites`), run with
+`main.py run --suite NAME -S key=value`. `analyse(records)` gives a run's interval and baselines, `compare(a, b)` pairs two runs case by case:
 
     a, b = evaluator.analyse(result_a.records), evaluator.analyse(result_b.records)
     a.score_ci95(), evaluator.compare(a, b).p_value
@@ -37,6 +38,7 @@ from farel_eval.schemas import (
     Scores,
 )
 from farel_eval.scoring import score_records
+from farel_eval.suite import Suite, SuiteContext
 from farel_eval.storage import load_runs, read_records
 from farel_eval.suites.multiple_choice import (
     DEFAULT_SYSTEM_PROMPT,
@@ -73,6 +75,8 @@ __all__ = [
     "SampleStatus",
     "Score",
     "Scores",
+    "Suite",
+    "SuiteContext",
     "Task",
     "TaskError",
     "TextReader",
