@@ -8,8 +8,8 @@ import asyncio
 import json
 import signal
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -296,95 +296,93 @@ def command_run(args: argparse.Namespace) -> int:
             "--batch sends every sample at once and a batch is priced when it ends, so --max-cost and "
             "--max-requests cannot stop it in time: use --limit"
         )
-    pacer = Pacer(rpm=args.rpm, tpm=args.tpm, max_wait_s=args.max_wait, shared=args.workers > 1)
-    if args.workers == 1:
-        return asyncio.run(_run(args, found.suite, task, dataset, pacer))
-    with WorkerPool(args.workers, _serving(args, found.suite, task, dataset, pacer)) as pool:
-        return asyncio.run(_run(args, found.suite, task, dataset, pacer, pool=pool))
-
-
-def _serving(
-    args: argparse.Namespace, suite: Suite[Any], task: Task[Any], dataset: Dataset, pacer: Pacer
-) -> Callable[[str], int]:
-    """A forked worker's side of `--workers`: this very command, posing its part of the work file its owner names
-    for one of the command's models, quietly (its records go to its owner)."""
-
-    def serve(order: str) -> int:
-        name, work = json.loads(order)
-        share = _Share(name, Path(work))
-        return common.reported(args, lambda: asyncio.run(_run(args, suite, task, dataset, pacer, share=share)))
-
-    return serve
-
-
-@dataclass(frozen=True)
-class _Share:
-    """What a worker is ordered to pose: `model`'s part of a run's work file."""
-
-    model: str
-    work: Path
-
-
-async def _run(
-    args: argparse.Namespace, suite: Suite[Any], task: Task[Any], dataset: Dataset, pacer: Pacer, *,
-    pool: WorkerPool | None = None, share: _Share | None = None,
-) -> int:  # fmt: skip
-    """Each `--model` in turn on the identical cases, under one progress display; then the comparison. With `pool`,
-    each run is posed by it and this process; `share` is a worker's side of such a run. Every run keeps `pacer`'s
-    pace, started afresh for each model (shared with the workers, which never reset it)."""
     models: list[str] = list(dict.fromkeys(args.model or [DEFAULT_LOCAL_MODEL]))
-    if share is not None:
-        models = [share.model]
     if args.resume not in (None, LATEST) and len(models) > 1:
         raise InputError("--resume RUN_DIR continues one run: give one --model, or --resume alone for each model's")
     short = any(name.startswith("local:") for name in models)  # the embedded model is slow: a short default
     limit = args.limit if args.limit is not None or args.full or not short else SHORT_RUN_CASES
     if limit is not None:
         dataset = dataset.limited(limit)
+    pacer = Pacer(rpm=args.rpm, tpm=args.tpm, max_wait_s=args.max_wait, shared=args.workers > 1)
+    if args.workers == 1:
+        return asyncio.run(_run(args, models, found.suite, task, dataset, pacer))
+    with WorkerPool(args.workers, _serving(args, task, dataset, pacer)) as pool:
+        return asyncio.run(_run(args, models, found.suite, task, dataset, pacer, pool=pool))
+
+
+def _serving(args: argparse.Namespace, task: Task[Any], dataset: Dataset, pacer: Pacer) -> Callable[[str], int]:
+    """A forked worker's side of `--workers`: the library posing its part of the work file its owner names for one of
+    the command's models, with its share of the budgets, quietly (its records go to its owner)."""
+
+    def serve(order: str) -> int:
+        name, work = json.loads(order)
+
+        async def pose() -> int:
+            control = budget_share(RunControl(max_cost=args.max_cost, max_requests=args.max_requests, pacer=pacer),
+                                   args.workers)  # fmt: skip
+            with stop_when_told(lambda: control.stop(TERMINATED)), _stopped_by_signals(control.stop):
+                outcome = await _run_model(args, name, task, dataset, control, None, share=Path(work))
+            share_result_line(outcome.result)
+            return 0
+
+        return common.reported(args, lambda: asyncio.run(pose()))
+
+    return serve
+
+
+@contextmanager
+def _stopped_by_signals(stop: Callable[[str], None]) -> Iterator[None]:
+    """Ctrl-C stops sending and lets requests in flight finish (a second one stops at once); SIGTERM (a service
+    manager) and SIGHUP (the terminal or ssh session closed) do as the first Ctrl-C."""
+    loop = asyncio.get_running_loop()
+
+    def first_interrupt() -> None:
+        stop(INTERRUPTED)
+        loop.remove_signal_handler(signal.SIGINT)
+
+    loop.add_signal_handler(signal.SIGINT, first_interrupt)
+    loop.add_signal_handler(signal.SIGTERM, stop, TERMINATED)
+    loop.add_signal_handler(signal.SIGHUP, stop, TERMINATED)
+    try:
+        yield
+    finally:
+        for handled in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.remove_signal_handler(handled)
+
+
+async def _run(
+    args: argparse.Namespace, models: Sequence[str], suite: Suite[Any], task: Task[Any], dataset: Dataset,
+    pacer: Pacer, *, pool: WorkerPool | None = None,
+) -> int:  # fmt: skip
+    """Each of `models` in turn on the identical cases, under one progress display; then the comparison. With `pool`,
+    each run is posed by it and this process. Every run keeps `pacer`'s pace, started afresh for each model (shared
+    with the workers, which never reset it)."""
     current = RunControl()
     stopped: list[str] = []
-    loop = asyncio.get_running_loop()
 
     def stop(reason: str) -> None:
         stopped.append(reason)
         current.stop(reason)
 
-    def first_interrupt() -> None:  # stop sending, let requests in flight finish; a second Ctrl-C stops at once
-        stop(INTERRUPTED)
-        loop.remove_signal_handler(signal.SIGINT)
-
-    loop.add_signal_handler(signal.SIGINT, first_interrupt)
-    loop.add_signal_handler(signal.SIGTERM, lambda: stop(TERMINATED))  # a service manager: as the first Ctrl-C
-    loop.add_signal_handler(signal.SIGHUP, lambda: stop(TERMINATED))  # the terminal or ssh session closed: likewise
     outcomes: list[RunOutcome] = []
     code = 0
-    try:
-        with Progress(quiet=args.quiet or share is not None) as progress:
-            for name in models:
-                if stopped:
-                    break
-                current = RunControl(max_cost=args.max_cost, max_requests=args.max_requests, pacer=pacer)  # per run
-                if share is not None:
-                    current = _share_of_budgets(args, pacer)
-                    with stop_when_told(lambda: stop(TERMINATED)):
-                        outcome = await _run_model(args, name, task, dataset, current, progress, share=share)
-                    share_result_line(outcome.result)
-                    return 0
-                pacer.reset()
-                try:
-                    outcome = await _run_model(args, name, task, dataset, current, progress, pool=pool)
-                except NothingToResume as exc:
-                    if len(models) == 1:
-                        raise
-                    print(f"{prog()}: {name}: nothing to resume ({exc})", file=sys.stderr)
-                    continue
-                outcomes.append(outcome)
-                progress.finish()  # its last figures before its report, not after
-                reported = _outcome_code(outcome, suite)  # every model's report, whichever failed before
-                code = code or reported
-    finally:
-        for handled in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            loop.remove_signal_handler(handled)
+    with _stopped_by_signals(stop), Progress(quiet=args.quiet) as progress:
+        for name in models:
+            if stopped:
+                break
+            current = RunControl(max_cost=args.max_cost, max_requests=args.max_requests, pacer=pacer)  # per run
+            pacer.reset()
+            try:
+                outcome = await _run_model(args, name, task, dataset, current, progress, pool=pool)
+            except NothingToResume as exc:
+                if len(models) == 1:
+                    raise
+                print(f"{prog()}: {name}: nothing to resume ({exc})", file=sys.stderr)
+                continue
+            outcomes.append(outcome)
+            progress.finish()  # its last figures before its report, not after
+            reported = _outcome_code(outcome, suite)  # every model's report, whichever failed before
+            code = code or reported
     if not outcomes and not stopped:
         raise NothingToResume("none of the models has an unfinished run with these settings")
     if len(outcomes) > 1:
@@ -392,16 +390,11 @@ async def _run(
     return code
 
 
-def _share_of_budgets(args: argparse.Namespace, pacer: Pacer) -> RunControl:
-    """A worker's part of the run's budgets; its owner checks the whole, and stops every worker once it is spent."""
-    whole = RunControl(max_cost=args.max_cost, max_requests=args.max_requests, pacer=pacer)
-    return budget_share(whole, args.workers)
-
-
 async def _run_model(
-    args: argparse.Namespace, name: str, task: Task[Any], dataset: Dataset, control: RunControl, progress: Progress,
-    *, pool: WorkerPool | None = None, share: _Share | None = None,
+    args: argparse.Namespace, name: str, task: Task[Any], dataset: Dataset, control: RunControl,
+    progress: Progress | None, *, pool: WorkerPool | None = None, share: Path | None = None,
 ) -> RunOutcome:  # fmt: skip
+    """One model's run through the library; `share`: a worker's part of it (no progress, records to its owner)."""
     prices = UserPrices(args.price_in, args.price_out) if args.price_in is not None else None
 
     def status(text: str) -> None:
@@ -424,12 +417,14 @@ async def _run_model(
             max_transport_retries=args.max_transport_retries, request_timeout=args.request_timeout,
             resume=True if args.resume == LATEST else (args.resume or False), retry_errors=args.retry_errors,
             repeats=args.repeats, judge_model=judge_name(task), control=control,
-            on_record=progress.advance if share is None else write_record_line,
-            share=share.work if share is not None else None,
+            on_record=progress.advance if progress is not None else write_record_line,
+            share=share,
             workers=WorkerProcesses(pool, lambda work: json.dumps([name, str(work)])) if pool is not None else None,
             batch=BatchOptions(poll_interval_s=args.batch_poll) if args.batch else None,
             update_prices=args.update_prices,
-            on_start=lambda total, _: progress.start(total, prepared.resolved.name, control.traffic),
+            on_start=(lambda total, _: progress.start(total, prepared.resolved.name, control.traffic))
+            if progress is not None
+            else None,
         )  # fmt: skip
 
 
