@@ -271,7 +271,7 @@ def test_unreachable_server_is_a_one_line_error_and_a_stored_dnf(tmp_path: Path)
     assert (summary.status, summary.scores.samples, summary.scores.errors) == ("dnf", 1, 1)
     board = cli("format_result.py", str(tmp_path), "--format", "json")
     (row,) = json.loads(board.stdout)
-    assert (row["status"], row["farel"], row["errors"], row["rank"]) == ("dnf", None, 1, None)
+    assert (row["status"], row["score"], row["errors"], row["rank"]) == ("dnf", None, 1, None)
 
 
 @pytest.mark.parametrize(
@@ -333,7 +333,8 @@ def test_leaderboard_json_has_the_contract_keys(tmp_path: Path) -> None:
         "mode",
         "run_id",
         "status",
-        "farel",
+        "score",
+        "title",
         "classes",
         "samples",
         "correct",
