@@ -165,12 +165,12 @@ def suite_named(name: str) -> tuple[FoundSuite, dict[str, object]]:
     for point in points:
         if point.name == name:
             return _load(point), {}
-    for point in points:
-        found = _load(point)
+    loaded = find_suites(on_error=lambda _: None)  # a broken plug-in is said by `suites`, and by its own name
+    for found in loaded:
         if found.suite.paths and name.endswith(found.suite.paths):
             return found, {"path": name}
     names = ", ".join(p.name for p in points)
-    files = sorted({s for p in points for s in _load(p).suite.paths})
+    files = sorted({suffix for found in loaded for suffix in found.suite.paths})
     raise InputError(f"unknown suite {name!r}: use {names}" + (f", or a file ({' '.join(files)})" if files else ""))
 
 
