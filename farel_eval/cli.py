@@ -15,7 +15,6 @@ import json
 import logging
 import math
 import os
-import re
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -76,23 +75,6 @@ EXIT_BROKEN_PIPE = 141
 EXIT_TRY_LATER = 75
 """The provider gave no capacity, or stayed out of service, past --max-wait: resume later (sysexits' EX_TEMPFAIL)."""
 TERMINATED = "terminated (SIGTERM)"
-
-PARAMETERS = (
-    "max_cost", "max_requests", "concurrency", "limit", "api_key", "embedding_api_key", "embedding_base_url",
-    "base_url", "embedding_model", "resume", "update_prices",
-)  # fmt: skip
-"""Library parameters named in library messages, which the command line calls by their flags."""
-
-
-def _as_flags(message: str) -> str:
-    """A library message as the command line's user reads it: `mode='tag'` -> `--mode tag`, `api_key` ->
-    `--api-key`, `pull=True` -> `--pull`, `prices` -> `--price-in/--price-out`."""
-    message = re.sub(r"\b([a-z_]+)='([^']*)'", lambda m: f"--{m[1].replace('_', '-')} {m[2]}", message)
-    message = re.sub(r"\b([a-z_]+)=True\b", lambda m: f"--{m[1].replace('_', '-')}", message)
-    message = re.sub(r"(?<![-\w])prices(?![-\w])", "--price-in/--price-out", message)
-    message = re.sub(r"\blength and number\b", "--length and --number", message)
-    names = "|".join(PARAMETERS)
-    return re.sub(rf"(?<![-\w])({names})\b", lambda m: "--" + m[1].replace("_", "-"), message)
 
 
 def _positive(text: str) -> int:
@@ -843,7 +825,7 @@ def command_import(args: argparse.Namespace) -> int:
         try:
             code = max(code, 0 if _import_one(path, dataset, args.results_dir) else 1)
         except EvaluatorError as exc:
-            print(f"{_prog()}: error: {printable(_as_flags(str(exc)))}", file=sys.stderr)
+            print(f"{_prog()}: error: {printable(_one_line(exc))}", file=sys.stderr)
             code = max(code, exc.exit_code)
     return code
 
@@ -925,6 +907,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _reported(args, lambda: commands[args.command](args))
 
 
+_FLAG_OF = {"seed": "--model-seed", "max_wait_s": "--max-wait", "prices": "--price-in/--price-out"}
+"""Library parameters set by a flag of another name (the parser's `--seed` is the generator's)."""
+
+
+def _flag(parameter: str) -> str:
+    """The flag that sets a library parameter, from the parser's actions (`concurrency` -> `--concurrency`); the
+    parameter itself when no flag sets it."""
+    if parameter in _FLAG_OF:
+        return _FLAG_OF[parameter]
+    flags: dict[str, str] = {}
+    parsers = [build_parser()]
+    while parsers:
+        for action in parsers.pop()._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+            elif action.option_strings:
+                flags.setdefault(action.dest, max(action.option_strings, key=len))
+    return flags.get(parameter, parameter)
+
+
+def _one_line(exc: EvaluatorError) -> str:
+    """An error as the command line says it: the flag of the parameter it is about, then what is wrong."""
+    parameter = getattr(exc, "parameter", None)
+    return f"{_flag(parameter)}: {exc.message}" if parameter else str(exc)
+
+
 def _reported(args: argparse.Namespace, command: Callable[[], int]) -> int:
     """A command's exit code, its expected failures said in one line (no key or URL credentials in it)."""
     urls = [getattr(args, name, None) for name in ("base_url", "embedding_base_url", "update_prices")]
@@ -933,7 +941,7 @@ def _reported(args: argparse.Namespace, command: Callable[[], int]) -> int:
         return command()
     except EvaluatorError as exc:
         redact = Redactor.for_run(keys=keys, urls=urls)
-        print(f"{_prog()}: error: {printable(redact(_as_flags(str(exc))))}", file=sys.stderr)
+        print(f"{_prog()}: error: {printable(redact(_one_line(exc)))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:  # a second Ctrl-C while shutting down: records written so far are kept
         print(f"{_prog()}: interrupted; finished samples are kept (--resume continues)", file=sys.stderr)

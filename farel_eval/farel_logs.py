@@ -439,7 +439,8 @@ def _found(log: FarelLog, bodies: Iterable[tuple[str, ...]]) -> list[_Found]:
         if hit is None:
             raise InputError(
                 f"{log.path}: the quiz at line {entry.line} is not in the dataset; "
-                "pass quizzes='FILE' naming the dataset this log was run on"
+                "name the dataset this log was run on",
+                parameter="quizzes",
             )
         found.append(_Found(entry, hit[0], record.reply(hit[1])))
     return found

@@ -187,8 +187,8 @@ def test_logs_of_unknown_quizzes_are_refused_until_the_dataset_is_named(tmp_path
     refused = cli("main.py", "import-farel", str(log), "--results-dir", str(tmp_path / "r"))
     assert refused.returncode == 2  # bad input
     assert refused.stderr.strip() == (
-        f"main.py: error: {log}: the quiz at line 1 is not in the dataset; "
-        "pass --quizzes FILE naming the dataset this log was run on"
+        f"main.py: error: --quizzes: {log}: the quiz at line 1 is not in the dataset; "
+        "name the dataset this log was run on"
     )
     dataset = tmp_path / "other.csv"
     dataset.write_text("".join(farel_bench.csv_line(q) + "\n" for q in other))
