@@ -17,7 +17,8 @@ from rich.console import Console
 from farel_eval.farel_logs import resolve_replay
 from farel_eval.local_server import DEFAULT_LOCAL_MODEL, LlamaServer, check_mode, locate_local_model
 from farel_eval.providers import ResolvedModel, resolve_model
-from farel_eval.schemas import AnswerMode
+from farel_eval.schemas import RunSettings
+from farel_eval.settings import settings_with
 from farel_eval.tasks import Task
 from farel_eval.transport import ResponseCache, http_client
 
@@ -41,39 +42,38 @@ class PreparedModel:
 @asynccontextmanager
 async def open_model(
     spec: str,
+    settings: RunSettings | None = None,
     *,
-    mode: AnswerMode = "tool",
-    base_url: str | None = None,
     api_key: str | None = None,
     cache_path: Path | None = None,
-    request_timeout: float | None = None,
-    tool_choice: Literal["required", "auto"] | None = None,
-    chat_format: str | None = None,
     pull: bool = False,
     console: Console | None = None,
     on_status: Callable[[str], None] | None = None,
     task: Task[Any] | None = None,
-    batch: bool = False,
+    **changes: Any,
 ) -> AsyncIterator[PreparedModel]:
     """The model named by `spec`, with whatever it needs running for as long as the `with` block lasts.
 
-    `local:NAME` starts llama-cpp-python's server on a free loopback port and stops it on every way out;
-    `ollama:NAME` checks the server has the model (pulling it when `pull`, drawing progress on `console`);
-    `replay:LOGFILE` answers from a farel-bench log; `test` is pydantic-ai's TestModel answering with `task`'s
-    example output; `batch` picks an OpenAI-compatible server's Batch API. `on_status` hears what is being
-    done. Requests go through a metered HTTP client (transport retries counted per sample), answered from the
-    response cache at `cache_path` if given.
+    `settings` (a `RunSettings`, with `changes` to its fields checked as `evaluate()` checks them) give the
+    `mode`, `base_url`, `request_timeout`, `tool_choice`, `chat_format` and `batch`. `local:NAME` starts
+    llama-cpp-python's server on a free loopback port and stops it on every way out; `ollama:NAME` checks the
+    server has the model (pulling it when `pull`, drawing progress on `console`); `replay:LOGFILE` answers from
+    a farel-bench log; `test` is pydantic-ai's TestModel answering with `task`'s example output; `batch` picks an
+    OpenAI-compatible server's Batch API. `on_status` hears what is being done. Requests go through a metered HTTP
+    client (transport retries counted per sample), answered from the response cache at `cache_path` if given.
     """
+    settings = settings_with(settings, **changes)
+    mode, base_url, tool_choice = settings.mode, settings.base_url, settings.tool_choice
     async with AsyncExitStack() as stack:
         cache = stack.enter_context(closing(ResponseCache(cache_path))) if cache_path is not None else None
-        http = http_client(cache=cache, timeout=request_timeout)
+        http = http_client(cache=cache, timeout=settings.request_timeout)
         stack.push_async_callback(http.aclose)
         if spec.strip() == "test" and task is not None:
             yield PreparedModel(ResolvedModel(task.test_model(mode), "test", None, local=True), tool_choice)
         elif spec.startswith("replay:"):
             yield PreparedModel(resolve_replay(spec.removeprefix("replay:")), tool_choice)
         elif spec.startswith("local:"):
-            local = locate_local_model(spec, chat_format=chat_format)
+            local = locate_local_model(spec, chat_format=settings.chat_format)
             check_mode(local, mode)
             if on_status is not None:
                 on_status(f"starting llama-cpp-python's server for {spec} ({local.path.name})")
@@ -93,5 +93,6 @@ async def open_model(
             resolved = resolve_model(spec, base_url=f"{host}/v1", api_key=api_key, http_client=http)
             yield PreparedModel(resolved, tool_choice)
         else:
+            batch = settings.batch
             resolved = resolve_model(spec, base_url=base_url, api_key=api_key, http_client=http, batch=batch)
             yield PreparedModel(resolved, tool_choice)

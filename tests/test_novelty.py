@@ -323,7 +323,8 @@ def test_the_test_model_runs_offline_budgets_stop_and_resume_finishes(tmp_path: 
     assert (partial.status, partial.reason, partial.scores.samples) == ("partial", "max_requests 4 reached", 1)
     other = cli(*common[:7], "--max-answers", "5", *common[9:], "--resume", str(summary_file.parent))
     assert other.returncode == 2
-    assert other.stderr.endswith("with other settings: the dataset (its MD5 or --limit) differs\n")
+    assert other.stderr.startswith(f"main.py: error: --resume: cannot continue {summary_file.parent} with other ")
+    assert other.stderr.endswith("with other settings: the dataset (its MD5 or limit) differs\n")
     resumed = cli(*common, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.splitlines()[:3] == [
