@@ -19,7 +19,6 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,23 +30,23 @@ from farel_eval.batches import BatchOptions
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.engine import CREDENTIALS_REFUSED, RunControl
 from farel_eval.errors import EvaluatorError, InputError, OneLineArgumentParser
-from farel_eval.farel_logs import log_files, parse_log
 from farel_eval.flow import WAITED_TOO_LONG, Pacer
 from farel_eval.leaderboard import build_rows, compare_runs, load_run, relaxed_score
 from farel_eval.local_server import DEFAULT_LOCAL_MODEL, locate_local_model
 from farel_eval.models import open_model
 from farel_eval.prices import DEFAULT_UPDATE_URL
 from farel_eval.progress import Progress
-from farel_eval.runs import INTERRUPTED, NothingToResume, RunOutcome, program_version, run
+from farel_eval.runs import INTERRUPTED, NothingToResume, RunOutcome, run
 from farel_eval.schemas import RunSettings, RunSummary, is_text_mode
 from farel_eval.secrets import Redactor
-from farel_eval.storage import RunWriter, imported_run_dir, latest_records
+from farel_eval.storage import latest_records
 from farel_eval.suites import lineage
 from farel_eval.suites.case_files import CASE_FILE_SUFFIXES, judge_name, judged, load_case_file
-from farel_eval.suites.farel import FAREL_TASK, generated_dataset, quiz_of, read_dataset
-from farel_eval.suites.farel_import import import_log, imported_run_id
+from farel_eval.suites.farel import FAREL_TASK, generated_dataset, read_dataset
+from farel_eval.suites.farel_import import import_log_file
+from farel_eval.suites.farel_logs import log_files
 from farel_eval.suites.files import load_suite_file
-from farel_eval.suites.lineage_import import read_results, result_files, store_run
+from farel_eval.suites.lineage_import import import_result_file, result_files
 from farel_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
 from farel_eval.tables import render_comparison, render_rich
 from farel_eval.tasks import Task
@@ -812,25 +811,24 @@ def command_import_lineage(args: argparse.Namespace) -> int:
     code = 0
     for path in result_files(args.paths):
         try:
-            _import_results(path, args.results_dir)
+            asyncio.run(_import_results(path, args.results_dir))
         except EvaluatorError as exc:
-            print(f"{_prog()}: error: {printable(str(exc))}", file=sys.stderr)
+            print(f"{_prog()}: error: {printable(_one_line(exc))}", file=sys.stderr)
             code = max(code, exc.exit_code)
     return code
 
 
-def _import_results(path: Path, results_dir: Path) -> None:
+async def _import_results(path: Path, results_dir: Path) -> None:
     """One result file's runs, each stored unless the same content is already (a line each, as it goes)."""
-    for found in read_results(path):
-        head = f"{path}: {found.model}, lineage-{found.problem_size}"
-        stored_in, stored = found.run_dir(results_dir)
-        if stored:
-            print(printable(f"{head}: already imported in {stored_in}"))
+    async for done in import_result_file(path, results_dir):
+        head = f"{path}: {done.run.model}, lineage-{done.run.problem_size}"
+        if done.already:
+            print(printable(f"{head}: already imported in {done.run_dir}"))
             continue
-        run_dir, summary, records = asyncio.run(store_run(found, results_dir))
-        strict, relaxed = summary.scores.score, relaxed_score(records, summary.scores.aggregate)
-        print(printable(f"{head}: {len(records)} responses, score {_score(strict)}, relaxed {_score(relaxed)} "
-                        f"(missing {summary.scores.missing}); stored in {run_dir}"))  # fmt: skip
+        scores = done.summary.scores
+        strict, relaxed = scores.score, relaxed_score(latest_records(done.run_dir), scores.aggregate)
+        print(printable(f"{head}: {scores.samples} responses, score {_score(strict)}, relaxed {_score(relaxed)} "
+                        f"(missing {scores.missing}); stored in {done.run_dir}"))  # fmt: skip
 
 
 def _score(value: float | None) -> str:
@@ -852,52 +850,13 @@ def command_import(args: argparse.Namespace) -> int:
 
 
 def _import_one(path: Path, dataset: Dataset, results_dir: Path) -> bool:
-    log = parse_log(path)
-    model = path.stem
-    run_dir, stored = imported_run_dir(results_dir, model, imported_run_id(log))
-    if stored:
-        print(printable(f"{path}: already imported in {run_dir}"))
+    done = asyncio.run(import_log_file(path, dataset, results_dir))
+    if done.already:
+        print(printable(f"{path}: already imported in {done.run_dir}"))
         return True
-    started_at = datetime.now(UTC)
-    quizzes = [quiz_of(case) for case in dataset.cases()]
-    imported = asyncio.run(import_log(log, quizzes))
-    complete = len(imported.records) == len(quizzes)
-    summary = RunSummary(
-        program_version=program_version(),
-        run_id=run_dir.name,
-        suite="farel",
-        task=FAREL_TASK.name,
-        model=model,
-        mode="tag",
-        status="finished" if complete else "partial",
-        reason=None if complete else f"the log has {len(imported.records)} of the dataset's {len(quizzes)} quizzes",
-        imported=True,
-        source_log=imported.source,
-        started_at=started_at,
-        finished_at=datetime.now(UTC),
-        wall_s=0.0,
-        settings=RunSettings(
-            model=model,
-            mode="tag",
-            retries=0,
-            temperature=None,
-            seed=None,
-            max_tokens=None,
-            system_prompt=imported.system_prompt,
-            instructions=None,
-            concurrency=1,
-        ),
-        dataset=dataset.info,
-        scores=imported.scores,
-        excluded_case_ids=[r.case_id for r in imported.records if r.excluded],
-    )
-    with RunWriter(run_dir) as writer:
-        for record in imported.records:
-            writer.append(record)
-        writer.write_summary(summary)
-    farel = summary.scores.score
-    head = f"{path}: {imported.source.replies} replies, FaRel {farel:.2f}" if farel is not None else f"{path}:"
-    source = imported.source
+    run_dir, source, farel = done.run_dir, done.summary.source_log, done.summary.scores.score
+    assert source is not None
+    head = f"{path}: {source.replies} replies, FaRel {farel:.2f}" if farel is not None else f"{path}:"
     if source.matches_log_summary is None:
         print(f"{head}; no summary lines in the log to check against ({'; '.join(source.notes)}); stored in {run_dir}")
         return True

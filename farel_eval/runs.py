@@ -36,7 +36,7 @@ from farel_eval.errors import EvaluatorError, InputError, ResultFileError
 from farel_eval.flow import Pacer, PaceReport
 from farel_eval.models import PreparedModel
 from farel_eval.prices import updated_prices
-from farel_eval.schemas import Case, Pacing, RunSettings, RunStatus, RunSummary, SampleRecord
+from farel_eval.schemas import Case, Pacing, RunSettings, RunStatus, RunSummary, SampleRecord, Scores, SourceLog
 from farel_eval.scoring import ScoreBook
 from farel_eval.secrets import Redactor
 from farel_eval.settings import settings_with
@@ -46,6 +46,7 @@ from farel_eval.storage import (
     RunWriter,
     StoredRun,
     drop_torn_line,
+    imported_run_dir,
     latest_records,
     load_runs,
     model_slug,
@@ -59,6 +60,7 @@ from farel_eval.workers import WorkerProcesses, WorkerShare, claimed_samples, po
 __all__ = [
     "INTERRUPTED",
     "RUNNING",
+    "Imported",
     "NothingToResume",
     "RunOutcome",
     "model_name",
@@ -137,6 +139,20 @@ def _run_to_continue(
     return matching[-1]
 
 
+@dataclass(frozen=True)
+class Imported:
+    """Makes `run()` store an import of published results (a replay of what a model answered elsewhere): under a run
+    id made from the source's bytes, so importing it again finds the run stored and stores nothing; marked
+    `imported`, with no latency (replay time is not the model's), no pacing and no wall time."""
+
+    run_id: str
+    source_log: Callable[[Scores], SourceLog] | None = None
+    """The source, checked against the run's scores (a farel-bench log's own summary lines)."""
+    lacking: str | None = None
+    """Why the run is partial although every case it was given was answered: the source lacks some of the dataset's
+    cases (the cases given to `run()` are those it has)."""
+
+
 async def run(
     task: Task[Any],
     cases: Dataset | Iterable[Case],
@@ -152,6 +168,7 @@ async def run(
     pacer: Pacer | None = None,
     batch: BatchOptions | bool | None = None,
     workers: WorkerProcesses | WorkerShare | None = None,
+    imported: Imported | None = None,
     **changes: Any,
 ) -> RunOutcome:
     """Evaluate and store: a new run under `results_dir`, or the one `resume` names (True: the latest
@@ -170,12 +187,15 @@ async def run(
     `farel_eval.workers`), this process storing every record; a `WorkerShare` is a worker's side: pose its part of
     that work file of a stored run, give each record to `on_record` only, and store nothing. `pacer` paces every
     request (see `evaluate()`; runs handed one share its pace); what it met (429s, waits, outages) is stored in the
-    summary's totals.
+    summary's totals. `imported` stores an import of published results (see `Imported`): if that run is stored
+    already, it is returned as it is (`posed` 0, `result` None).
     """
     settings = settings_with(settings, **changes)
     control = control or RunControl()
     if pacer is not None:
         control.pacer = pacer
+    if imported is not None and (resume is not False or retry_errors or workers is not None):
+        raise InputError("an import is stored whole, in one process: it is not resumed or shared", parameter="imported")
     options = batch_options(batch, settings)
     settings = settings.model_copy(
         update={
@@ -190,10 +210,14 @@ async def run(
         prepared = await prepared_model(model, settings, task, stack)
         dataset = cases if isinstance(cases, Dataset) else dataset_from_cases(cases, suite=task.name)
         settings = resolved_settings(settings, prepared, task, pacer=control.pacer)
+        if imported is not None:  # a replay is not paced
+            settings = settings.model_copy(update={"rpm": None, "tpm": None, "max_wait_s": None})
         call = _Call(task, dataset, prepared, settings, control, on_record, options)
         if isinstance(workers, WorkerShare):
             return await _pose_share(call, workers.work)
-        return await _run(call, Path(results_dir), resume, retry_errors, workers=workers, on_start=on_start)
+        return await _run(
+            call, Path(results_dir), resume, retry_errors, workers=workers, imported=imported, on_start=on_start
+        )
 
 
 @dataclass(frozen=True)
@@ -225,13 +249,19 @@ async def _run(
     retry_errors: bool,
     *,
     workers: WorkerProcesses | None,
+    imported: Imported | None,
     on_start: Callable[[int, Path], None] | None,
 ) -> RunOutcome:
     dataset, settings, name = call.dataset, call.settings, call.prepared.resolved.name
     continued = _run_to_continue(resume, retry_errors, results_dir, settings, call.task, dataset)
     posed, to_pose = _samples(dataset, settings.repeats, lambda _, __: True), dataset.size * settings.repeats
     started_at = datetime.now(UTC)
-    if continued is None:
+    if imported is not None:
+        run_dir, stored = imported_run_dir(results_dir, name, imported.run_id)
+        if stored:
+            (found,) = load_runs(run_dir / SUMMARY_FILE)
+            return RunOutcome(run_dir, found.summary, None, 0)
+    elif continued is None:
         run_dir = results_dir / model_slug(name) / new_run_id(settings.mode, started_at)
     else:
         run_dir = continued.path
@@ -257,6 +287,7 @@ async def _run(
             continued,
             retry_errors=retry_errors,
             workers=workers,
+            imported=imported,
             on_start=on_start,
         )
 
@@ -303,6 +334,7 @@ async def _pose_and_store(
     *,
     retry_errors: bool,
     workers: WorkerProcesses | None,
+    imported: Imported | None,
     on_start: Callable[[int, Path], None] | None,
 ) -> RunOutcome:
     task, dataset, settings, control = call.task, call.dataset, call.settings, call.control
@@ -327,9 +359,12 @@ async def _pose_and_store(
         scores = book.scores()
         wall_s = round(earlier_s + time.perf_counter() - segment_started, 3)
         scores.totals.pacing = _pacing(earlier_pacing, control.traffic.pacer, paced_before)
+        if imported is not None:  # replay time and pace are not the model's
+            wall_s, scores.totals.pacing = 0.0, None
         return RunSummary(
             program_version=program_version(), run_id=run_dir.name, suite=dataset.info.suite, task=task.name,
-            model=resolved.name, mode=settings.mode, status=status, reason=reason,
+            model=resolved.name, mode=settings.mode, status=status, reason=reason, imported=imported is not None,
+            source_log=imported.source_log(scores) if imported is not None and imported.source_log else None,
             started_at=started_at, finished_at=datetime.now(UTC), wall_s=wall_s,
             settings=settings.model_copy(update=used), dataset=dataset.info, scores=scores,
             excluded_case_ids=sorted(set(excluded)),  # a case posed with repeats is listed once
@@ -339,6 +374,8 @@ async def _pose_and_store(
     writer.write_summary(summary(None, "partial", RUNNING))
 
     def on_each(record: SampleRecord) -> None:
+        if imported is not None:
+            record = record.model_copy(update={"latency_s": None})
         writer.append(record)
         if call.on_record is not None:
             call.on_record(record)
@@ -390,6 +427,8 @@ async def _pose_and_store(
     final = summary(result, status, reason)
     if final.status == "finished" and final.scores.samples < dataset.size * settings.repeats:
         final = final.model_copy(update={"status": "partial", "reason": "some cases have no record yet"})
+    if final.status == "finished" and imported is not None and imported.lacking is not None:
+        final = final.model_copy(update={"status": "partial", "reason": imported.lacking})
     if earlier_end is not None and final.status == "finished":  # one line per sample, for pandas or jq
         latest = {(r.case_id, r.repeat): r for r in read_records(run_dir)}
         in_order = (latest[c.id, r] for c, r in _samples(dataset, settings.repeats, lambda *key: key in latest))

@@ -13,9 +13,9 @@ import pytest
 import evaluator
 import farel_bench
 from farel_eval.errors import InputError
-from farel_eval.farel_logs import match_replies, parse_log
 from farel_eval.schemas import RunSummary
 from farel_eval.suites.farel import FAREL_TASK
+from farel_eval.suites.farel_logs import match_replies, parse_log
 from tests.conftest import PYTHON, REPO
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
