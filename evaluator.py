@@ -6,6 +6,7 @@ The importable core: no argument parsing, no printing.
     task = evaluator.Task(name="graph", output_type=Graph, score=grade)     # Graph: any pydantic model
     cases = [evaluator.Case(id="s1", prompt="...", expected=..., group="...")]
     result = asyncio.run(evaluator.evaluate(task, cases, "openai:gpt-4o-mini", mode="tool", retries=5))
+    # or: settings = evaluator.RunSettings(mode="tool", retries=5); evaluator.evaluate(task, cases, model, settings)
     result.records[0].output, result.records[0].score, result.scores.score
 
 `evaluate()` poses and scores; `run()` does the same and stores the run (resumable) under a results folder.
@@ -32,6 +33,7 @@ from farel_eval.schemas import (
     Attempt,
     Case,
     Quiz,
+    RunSettings,
     RunSummary,
     SampleRecord,
     SampleStatus,
@@ -70,6 +72,7 @@ __all__ = [
     "RunAnalysis",
     "RunControl",
     "RunOutcome",
+    "RunSettings",
     "RunSummary",
     "SampleRecord",
     "SampleStatus",

@@ -181,8 +181,11 @@ class Batching:
         self.options, self.pending = options, pending
         self.capability = options.capability()
         if model.batch_max_requests is None:
-            raise EvaluatorError(f"--batch: {model.system}:{model.model_name} has no batch API "
-                                 "(OpenAI's Responses API, Anthropic and Google have one)")  # fmt: skip
+            raise EvaluatorError(
+                f"{model.system}:{model.model_name} has no batch API (OpenAI's Responses API, Anthropic and Google "
+                "have one)",
+                parameter="batch",
+            )
         batched = self.capability.get_wrapper_model(model)
         assert batched is not None
         self._batched = batched

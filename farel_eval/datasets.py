@@ -69,7 +69,7 @@ class Dataset:
     def limited(self, limit: int) -> Dataset:
         """A quick run that still scores every group (unlike the first rows of a FaRel file, all of one class)."""
         if limit < 1:
-            raise InputError(f"limit must be at least 1, got {limit}")
+            raise InputError(f"must be at least 1, got {limit}", parameter="limit")
         return Dataset(self.info.model_copy(update={"limit": limit}), self.group_sizes, self._source, limit)
 
 

@@ -181,19 +181,23 @@ def endpoint_embedder(
     provider, sep, model_name = name.strip().partition(":")
     if base_url is None and not (sep and provider == "openai" and model_name):
         raise ModelSetupError(
-            f"embedding model {name!r}: give embedding_base_url (an OpenAI-compatible server), or name one of "
-            "OpenAI's as openai:NAME"
+            f"none given for embedding model {name!r}: give an OpenAI-compatible server's, or name one of OpenAI's "
+            "models as openai:NAME",
+            parameter="embedding_base_url",
         )
     if base_url is not None:
         parts = urlsplit(base_url)
         if not parts.scheme.startswith("http") or parts.query:
-            raise ModelSetupError(f"bad embedding_base_url {safe_url(base_url)!r}: expected http(s)://host:port/v1")
+            raise ModelSetupError(
+                f"bad URL {safe_url(base_url)!r}: expected http(s)://host:port/v1", parameter="embedding_base_url"
+            )
         model_name = name.strip()
     key = embedding_api_key or os.environ.get("OPENAI_API_KEY") or (_NO_KEY if is_loopback(base_url) else None)
     where = safe_url(base_url) if base_url is not None else "OpenAI"
     if key is None:
         raise ModelSetupError(
-            f"missing API key for the embeddings at {where}: pass embedding_api_key or set OPENAI_API_KEY"
+            f"missing API key for the embeddings at {where}: pass one or set OPENAI_API_KEY",
+            parameter="embedding_api_key",
         )
     cache = ResponseCache(cache_path) if cache_path is not None else None
     http = http_client(cache=cache, timeout=request_timeout, paced=False)
@@ -215,7 +219,9 @@ def open_embedder(
     it is missing); a name is an endpoint's model, its responses kept in the response cache at `cache_path` if given."""
     if name is None:
         if base_url is not None:
-            raise ModelSetupError("embedding_base_url needs embedding_model: the name of the model it serves")
+            raise ModelSetupError(
+                "needed with an embeddings server's URL: the name of the model it serves", parameter="embedding_model"
+            )
         return local_embedder()
     if name.strip() == LOCAL_EMBEDDING_MODEL and base_url is None:
         return local_embedder()

@@ -31,7 +31,6 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_core import to_jsonable_python
 
 from farel_eval.attempts import (
-    UserPrices,
     Verdicts,
     added_cost,
     added_usage,
@@ -41,15 +40,16 @@ from farel_eval.attempts import (
     validation_errors,
 )
 from farel_eval.batches import Batching, BatchOptions, PendingRequests, without_pending
-from farel_eval.errors import EvaluatorError, TaskError
-from farel_eval.flow import Pacer, WaitedTooLong
-from farel_eval.models import open_model
-from farel_eval.providers import forces_tool_choice, with_default_retries, without_forced_tool_choice
+from farel_eval.errors import EvaluatorError, InputError, TaskError
+from farel_eval.flow import DEFAULT_MAX_WAIT_S, Pacer, WaitedTooLong
+from farel_eval.models import PreparedModel, open_model
+from farel_eval.providers import ResolvedModel, forces_tool_choice, with_default_retries, without_forced_tool_choice
 from farel_eval.schemas import (
     AnswerMode,
     Attempt,
     Case,
     Cost,
+    RunSettings,
     RunStatus,
     SampleRecord,
     SampleStatus,
@@ -59,20 +59,30 @@ from farel_eval.schemas import (
 )
 from farel_eval.scoring import ScoreBook
 from farel_eval.secrets import Redactor
+from farel_eval.settings import check_settings, settings_with, user_prices
 from farel_eval.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
 from farel_eval.transport import SampleTraffic, TrafficMeter, current_traffic, meter_model
 
 __all__ = [
     "CREDENTIALS_REFUSED",
+    "DEFAULT_CONCURRENCY",
     "Collector",
     "EvaluationResult",
     "RunControl",
     "Sample",
     "ToolChoice",
+    "batch_options",
+    "check_settings",
     "default_retries",
     "evaluate",
     "evaluate_samples",
+    "model_name",
+    "model_settings_for",
+    "prepared_model",
     "repeated",
+    "resolved_settings",
+    "settings_with",
+    "user_prices",
 ]
 
 ToolChoice = Literal["required", "auto"]
@@ -88,7 +98,7 @@ _Numbered = tuple[int, Case, int]
 def repeated(cases: Iterable[Case], repeats: int) -> Iterator[Sample]:
     """Every case `repeats` times, one whole pass after another (an interrupted run has whole passes first)."""
     if repeats < 1:
-        raise EvaluatorError(f"repeats must be at least 1, got {repeats}")
+        raise InputError(f"must be at least 1, got {repeats}", parameter="repeats")
     if repeats == 1:
         return ((case, 0) for case in cases)
     kept = list(cases)
@@ -210,13 +220,9 @@ class _Poser:
         self,
         task: Task[Any],
         model: Model,
+        settings: RunSettings,
         *,
-        mode: AnswerMode,
-        retries: int,
-        system_prompt: str | None,
-        model_settings: ModelSettings | None,
-        local: bool,
-        prices: UserPrices | None,
+        model_settings: ModelSettings,
         traffic: TrafficMeter,
         redact: Redactor,
         pacer: Pacer | None,
@@ -226,31 +232,31 @@ class _Poser:
         self.task = task
         self.grader = grader or task
         self.model = model
-        self.system_prompt = system_prompt
+        self.settings = settings
         self._posers: dict[tuple[int, AnswerMode], tuple[Task[Any], _Poser]] = {}
         self.redact = redact
-        self.mode = mode
-        self.retries = retries
-        self.local = local
-        self.prices = prices
+        self.mode = settings.mode
+        self.retries = default_retries(self.mode) if settings.retries is None else settings.retries
+        self.local = bool(settings.local)
+        self.prices = user_prices(settings)
         self.traffic = traffic
         self.pacer = pacer
-        self.model_settings = model_settings or ModelSettings()
+        self.model_settings = model_settings
         self.batching = batching
         context = task.validation_context
-        output_spec = task.output_spec(mode)
+        output_spec = task.output_spec(self.mode)
         capabilities: list[Any] = [batching.capability] if batching is not None else []
-        if task.empty_reply and is_text_mode(mode):
+        if task.empty_reply and is_text_mode(self.mode):
             capabilities.append(EmptyReplyAsText())
         self.agent: Agent[Case, Any] = Agent(
             model,
             output_type=[output_spec, PendingModelResponse] if batching is not None else output_spec,
             capabilities=capabilities or None,
             deps_type=Case,
-            instructions=task.instructions_for(mode),
-            system_prompt=system_prompt or (),
-            model_settings=model_settings,
-            retries=retries,
+            instructions=task.instructions_for(self.mode),
+            system_prompt=settings.system_prompt or (),
+            model_settings=model_settings or None,
+            retries=self.retries,
             validation_context=(lambda ctx: context(ctx.deps)) if context is not None else None,
         )
 
@@ -291,10 +297,16 @@ class _Poser:
         key = (id(task), mode)
         if key not in self._posers:
             poser = _Poser(
-                task, self.model, mode=mode, retries=self.retries, system_prompt=self.system_prompt,
-                model_settings=self.model_settings, local=self.local, prices=self.prices, traffic=self.traffic,
-                redact=self.redact, pacer=self.pacer, grader=self.grader, batching=self.batching,
-            )  # fmt: skip
+                task,
+                self.model,
+                self.settings.model_copy(update={"mode": mode}),
+                model_settings=self.model_settings,
+                traffic=self.traffic,
+                redact=self.redact,
+                pacer=self.pacer,
+                grader=self.grader,
+                batching=self.batching,
+            )
             self._posers[key] = (task, poser)  # the task is kept so its id is not reused
         return self._posers[key][1]
 
@@ -322,7 +334,9 @@ class _Poser:
                     ).output
                 except UserError as exc:
                     first = str(exc).splitlines()[0]
-                    raise EvaluatorError(f"cannot ask this model in {self.mode} mode: {first}") from None
+                    raise EvaluatorError(
+                        f"cannot ask this model in {self.mode} mode: {first}", parameter="mode"
+                    ) from None
                 except (EvaluatorError, asyncio.CancelledError):
                     raise
                 except Exception as exc:  # a failed call or a malformed response is this sample's error
@@ -532,72 +546,149 @@ class Collector:
         self._settled = asyncio.Event()
 
 
+DEFAULT_CONCURRENCY = 8
+"""Requests in flight when neither the caller nor the model (a local server: 1) says how many."""
+
+
+def model_name(model: Model) -> str:
+    """How a run names a model it was handed as an object: `system:model_name` (e.g. `openai:gpt-4o`)."""
+    return f"{model.system}:{model.model_name}" if model.system else model.model_name
+
+
+async def prepared_model(
+    model: Model | str | PreparedModel, settings: RunSettings, task: Task[Any], stack: AsyncExitStack
+) -> PreparedModel:
+    """`model` ready to be asked: a model string opened (`open_model`, closed with `stack`), a `Model` as it is."""
+    if isinstance(model, str):
+        return await stack.enter_async_context(open_model(model, settings, task=task))
+    if isinstance(model, PreparedModel):
+        return model
+    return PreparedModel(ResolvedModel(model, model_name(model), None, local=False), settings.tool_choice)
+
+
+def resolved_settings(
+    settings: RunSettings, prepared: PreparedModel, task: Task[Any], *, pacer: Pacer | None = None
+) -> RunSettings:
+    """`settings` filled in for a run of `task` on `prepared`: each None marked "resolved" replaced by the value the
+    run uses, and the fields the run fills set. `pacer`: the run's, whose limits are then the run's."""
+    resolved, mode = prepared.resolved, settings.mode
+    rpm, tpm = settings.rpm, settings.tpm
+    max_wait_s: float | None = settings.max_wait_s or DEFAULT_MAX_WAIT_S
+    if settings.batch:  # a batch is queued, not paced
+        rpm, tpm, max_wait_s = None, None, None
+    elif pacer is not None:
+        rpm, tpm, max_wait_s = pacer.rpm, pacer.tpm, pacer.max_wait_s
+    tool = mode == "tool"
+    return settings.model_copy(
+        update={
+            "model": resolved.name,
+            "base_url": resolved.base_url,
+            "retries": default_retries(mode) if settings.retries is None else settings.retries,
+            "max_tokens": settings.max_tokens or prepared.max_tokens,
+            "instructions": task.instructions_for(mode),
+            "tool_choice": settings.tool_choice or prepared.tool_choice if tool else None,
+            "tool_choice_reason": settings.tool_choice_reason or prepared.tool_choice_reason if tool else None,
+            "concurrency": settings.concurrency or prepared.concurrency or DEFAULT_CONCURRENCY,
+            "local": resolved.local if settings.local is None else settings.local,
+            "model_file": prepared.model_file,
+            "chat_format": prepared.chat_format,
+            "rpm": rpm,
+            "tpm": tpm,
+            "max_wait_s": max_wait_s,
+        }
+    )
+
+
+def model_settings_for(settings: RunSettings, given: ModelSettings | None = None) -> ModelSettings:
+    """The pydantic-ai model settings that `settings` make, with a caller's own (`given`) on top."""
+    made = ModelSettings()
+    if settings.temperature is not None:
+        made["temperature"] = settings.temperature
+    if settings.seed is not None:
+        made["seed"] = settings.seed
+    if settings.max_transport_retries is not None:  # else the SDK's default, with no client copy per request
+        made["max_retries"] = settings.max_transport_retries
+    if settings.request_timeout is not None and not settings.batch:  # a batch has no per-request timeout
+        made["timeout"] = settings.request_timeout
+    if settings.max_tokens is not None:
+        made["max_tokens"] = settings.max_tokens
+    made.update(given or {})
+    return made
+
+
 async def evaluate(
     task: Task[Any],
     cases: Iterable[Case],
-    model: Model | str,
+    model: Model | str | PreparedModel,
+    settings: RunSettings | None = None,
     *,
-    mode: AnswerMode = "tool",
-    retries: int | None = None,
-    system_prompt: str | None = None,
     model_settings: ModelSettings | None = None,
-    concurrency: int | None = None,
-    local: bool | None = None,
-    prices: UserPrices | None = None,
-    tool_choice: ToolChoice | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
     control: RunControl | None = None,
     keep_records: bool = True,
-    repeats: int = 1,
-    batch: BatchOptions | None = None,
+    batch: BatchOptions | bool | None = None,
     pacer: Pacer | None = None,
+    **changes: Any,
 ) -> EvaluationResult:
-    """Pose every case of `task` to `model` in `mode`, validate and score the outputs.
+    """Pose every case of `task` to `model` as `settings` say, validate and score the outputs.
 
-    `model` is a pydantic-ai `Model` (FunctionModel and TestModel included) or a model string: any of
-    pydantic-ai's (`openai:gpt-4o`, `anthropic:...`), `test`, `ollama:NAME`, `local:smollm2-135m` (its server
-    is started for the run and stopped after it) or `replay:LOGFILE`. `retries` is the number of corrective
-    retries after an invalid output (default: `default_retries(mode)`). `local` marks a model whose cost is
-    0 (default: a test model or a loopback server). `tool_choice` forces or frees the output tool call;
-    None tries forcing and falls back to `auto` if the server refuses it on the first case. The first case
-    is posed alone: if the model cannot be reached, the run stops there as `dnf`. `control` stops the run
-    early (Ctrl-C, budgets); `keep_records=False` keeps memory flat on huge runs (records then reach only
-    `on_record`). If a worker fails, the others are cancelled before this raises. `concurrency` defaults to
-    8, or to what suits the model string (a local server: 1, with its 512-token answer cap). `repeats` poses
-    every case that many times (records carry the repeat index; scores are means over all of them). `batch`
-    sends every request through the provider's batch API (`BatchOptions`: half the price, results within a day),
-    all samples at once; corrective retries go out as follow-up batches. `pacer` paces every request (a `Pacer`:
-    `rpm`, `tpm`, `max_wait_s`; see `farel_eval.flow`): the limits the provider states are kept, a 429 waits
-    without spending a transport retry, an outage holds the requests; runs handed one pacer share its pace. Without
-    one the run makes its own.
+    `model` is a pydantic-ai `Model` (FunctionModel and TestModel included), a `PreparedModel` (`open_model`) or a
+    model string: any of pydantic-ai's (`openai:gpt-4o`, `anthropic:...`), `test`, `ollama:NAME`,
+    `local:smollm2-135m` (its server is started for the run and stopped after it) or `replay:LOGFILE`. `settings`
+    (a `RunSettings`; default: every default) say how: `mode`, `retries` (corrective retries after an invalid
+    output; default `default_retries(mode)`), `concurrency` (default 8, or what suits the model string: a local
+    server 1, with its 512-token answer cap), `repeats` (every case posed that many times; records carry the
+    repeat index, scores are means over all of them), `local` (a model whose cost is 0; default: a test model or
+    a loopback server), `tool_choice` (None tries forcing the output tool call and falls back to `auto` if the
+    server refuses it on the first case), `temperature`, `seed`, `max_tokens`, `system_prompt`, `price_in` and
+    `price_out`... Each keyword in `changes` overrides one of them (`mode="tag", retries=0`; `prices=UserPrices(...)`
+    sets both prices), checked: an unknown name or a bad value raises `InputError` naming it (`.parameter`).
+
+    `model_settings` are pydantic-ai's, on top of those the settings make. The first case is posed alone: if the
+    model cannot be reached, the run stops there as `dnf`. `control` stops the run early (Ctrl-C, budgets);
+    `keep_records=False` keeps memory flat on huge runs (records then reach only `on_record`). If a worker fails,
+    the others are cancelled before this raises. `batch` sends every request through the provider's batch API
+    (`BatchOptions`, or True for the default ones: half the price, results within a day), all samples at once;
+    corrective retries go out as follow-up batches. `pacer` paces every request (a `Pacer`: `rpm`, `tpm`,
+    `max_wait_s`; see `farel_eval.flow`): the limits the provider states are kept, a 429 waits without spending a
+    transport retry, an outage holds the requests; runs handed one pacer share its pace. Without one the run makes
+    its own, from the settings' `rpm`, `tpm` and `max_wait_s`.
     """
+    settings = settings_with(settings, **changes)
     if pacer is not None:
         control = control or RunControl()
         control.pacer = pacer
     return await evaluate_samples(
-        task, repeated(cases, repeats), model, mode=mode, retries=retries, system_prompt=system_prompt,
-        model_settings=model_settings, concurrency=concurrency, local=local, prices=prices, tool_choice=tool_choice,
-        on_record=on_record, control=control, keep_records=keep_records, batch=batch,
-    )  # fmt: skip
+        task,
+        repeated(cases, settings.repeats),
+        model,
+        settings,
+        model_settings=model_settings,
+        on_record=on_record,
+        control=control,
+        keep_records=keep_records,
+        batch=batch,
+    )
+
+
+def batch_options(batch: BatchOptions | bool | None, settings: RunSettings) -> BatchOptions | None:
+    """How a run batches: as `batch` says (True: the default options), else as `settings.batch` does."""
+    if isinstance(batch, BatchOptions):
+        return batch
+    return BatchOptions() if batch or (batch is None and settings.batch) else None
 
 
 async def evaluate_samples(
     task: Task[Any],
     samples: Iterable[Sample],
-    model: Model | str,
+    model: Model | str | PreparedModel,
+    settings: RunSettings | None = None,
     *,
-    mode: AnswerMode = "tool",
-    retries: int | None = None,
-    system_prompt: str | None = None,
     model_settings: ModelSettings | None = None,
-    concurrency: int | None = None,
-    local: bool | None = None,
-    prices: UserPrices | None = None,
-    tool_choice: ToolChoice | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
     control: RunControl | None = None,
     keep_records: bool = True,
-    batch: BatchOptions | None = None,
+    batch: BatchOptions | bool | None = None,
     batch_store: PendingRequests | None = None,
     reached: bool = False,
 ) -> EvaluationResult:
@@ -606,31 +697,32 @@ async def evaluate_samples(
     resumed sample continues from. `reached`: the model has answered this run already (a worker's part of it), so
     a first sample that fails is that sample's error, not a model that cannot be reached."""
     if not isinstance(task, Task):
-        raise TaskError(f"evaluate() takes a Task first, got {type(task).__name__}: see evaluator.Task")
-    if mode not in ("tool", "native", "prompted", "text", "tag"):
-        raise TaskError(f"unknown mode {mode!r}: use tool, native, prompted or text")
-    if concurrency is not None and concurrency < 1:
-        raise EvaluatorError(f"concurrency must be at least 1, got {concurrency}")
+        raise TaskError(f"must be an evaluator.Task, got {type(task).__name__}", parameter="task")
+    settings = settings_with(settings)
+    options = batch_options(batch, settings)
+    settings = settings.model_copy(update={"batch": options is not None})
+    control = control or RunControl()
     pending = ((index, case, repeat) for index, (case, repeat) in enumerate(samples))
     head = next(pending, None)
     if head is None:
-        raise EvaluatorError("no cases to evaluate")
+        raise EvaluatorError("no cases to evaluate", parameter="cases")
     async with AsyncExitStack() as stack:
-        if isinstance(model, str):
-            prepared = await stack.enter_async_context(open_model(model, mode=mode, task=task))
-            model = prepared.resolved.model
-            local = prepared.resolved.local if local is None else local
-            tool_choice = tool_choice or prepared.tool_choice
-            concurrency = concurrency or prepared.concurrency
-            if prepared.max_tokens is not None and "max_tokens" not in (model_settings or {}):
-                model_settings = ModelSettings(**(model_settings or {}), max_tokens=prepared.max_tokens)
+        prepared = await prepared_model(model, settings, task, stack)
+        settings = resolved_settings(settings, prepared, task, pacer=control.pacer)
+        asked = prepared.resolved.model
+        meter_model(asked)
         return await _evaluate(
-            task, head, pending, model, mode=mode, retries=default_retries(mode) if retries is None else retries,
-            system_prompt=system_prompt, model_settings=model_settings, concurrency=concurrency or 8,
-            local=bool(local), prices=prices, tool_choice=tool_choice, on_record=on_record,
-            control=control or RunControl(), keep_records=keep_records, batch=batch, batch_store=batch_store,
+            task,
+            head,
+            pending,
+            asked,
+            settings,
+            model_settings=with_default_retries(asked, model_settings_for(settings, model_settings)) or {},
+            control=control,
+            collected=Collector(task, keep=keep_records, on_record=on_record, control=control),
+            batching=_batching(task, asked, control, options, batch_store),
             reached=reached,
-        )  # fmt: skip
+        )
 
 
 async def _evaluate(
@@ -638,27 +730,23 @@ async def _evaluate(
     head: _Numbered,
     pending: Iterator[_Numbered],
     model: Model,
+    settings: RunSettings,
     *,
-    mode: AnswerMode,
-    retries: int,
-    system_prompt: str | None,
-    model_settings: ModelSettings | None,
-    concurrency: int,
-    local: bool,
-    prices: UserPrices | None,
-    tool_choice: ToolChoice | None,
-    on_record: Callable[[SampleRecord], None] | None,
+    model_settings: ModelSettings,
     control: RunControl,
-    keep_records: bool,
-    batch: BatchOptions | None,
-    batch_store: PendingRequests | None,
+    collected: Collector,
+    batching: Batching | None,
     reached: bool,
 ) -> EvaluationResult:
-    meter_model(model)
-    model_settings = with_default_retries(model, model_settings)
     redact = Redactor.for_run(model=model)
-    batching = _batching(task, model, control, batch, batch_store)
-    pacer = None if batching is not None else control.pacer or Pacer(concurrency=concurrency)  # a batch is queued
+    mode, tool_choice = settings.mode, settings.tool_choice
+    concurrency = settings.concurrency or DEFAULT_CONCURRENCY
+    pacer = None  # a batch is queued, not paced
+    if batching is None:
+        max_wait_s = settings.max_wait_s or DEFAULT_MAX_WAIT_S
+        pacer = control.pacer or Pacer(
+            rpm=settings.rpm, tpm=settings.tpm, max_wait_s=max_wait_s, concurrency=concurrency
+        )
     if tool_choice == "auto":
         model = without_forced_tool_choice(model)
     chosen: ToolChoice | None = None
@@ -668,15 +756,20 @@ async def _evaluate(
 
     def poser(for_model: Model) -> _Poser:
         return _Poser(
-            task, for_model, mode=mode, retries=retries, system_prompt=system_prompt, model_settings=model_settings,
-            local=local, prices=prices, traffic=control.traffic, redact=redact, pacer=pacer, batching=batching,
-        )  # fmt: skip
+            task,
+            for_model,
+            settings,
+            model_settings=model_settings,
+            traffic=control.traffic,
+            redact=redact,
+            pacer=pacer,
+            batching=batching,
+        )
 
     control.traffic.pacer = pacer
     started = time.perf_counter()
     current = poser(model)
     if batching is not None:  # every sample at once: a batch's turnaround is hours, so none goes first alone
-        collected = Collector(task, keep=keep_records, on_record=on_record, control=control)
         await _pose_rest(current, itertools.chain([head], pending), collected, batching.options.max_requests, control)
         return _result(collected, "finished", None, chosen, reason if mode == "tool" else None, control, started)
 
@@ -708,10 +801,10 @@ async def _evaluate(
             current, first, chosen = fallback, retried, "auto"
     if control.max_cost is not None and first.record.cost.usd is None and first.exception is None:
         raise EvaluatorError(
-            f"max_cost needs a known price, and {first.record.cost.source} is all that is known of this "
-            "model's cost: give prices (USD per million input and output tokens)"
+            f"needs a known price, and {first.record.cost.source} is all that is known of this model's cost: give "
+            "its prices (USD per million input and output tokens)",
+            parameter="max_cost",
         )
-    collected = Collector(task, keep=keep_records, on_record=on_record, control=control)
     collected.add(head[0], first.record)
     status: RunStatus = "finished"
     why: str | None = None
@@ -750,12 +843,14 @@ def _batching(
         return None
     if task.session is not None:
         raise EvaluatorError(
-            f"--batch: the {task.name} task asks each case in a loop of its own; batches take one question a case"
+            f"the {task.name} task asks each case in a loop of its own; batches take one question a case",
+            parameter="batch",
         )
     if control.max_cost is not None or control.max_requests is not None:
         raise EvaluatorError(
-            "--batch sends every sample at once and prices a batch when it ends, so a cost or request budget "
-            "cannot stop it in time: limit the cases instead (--limit)"
+            "sends every sample at once and prices a batch when it ends, so a cost or request budget cannot stop "
+            "it in time: limit the cases instead",
+            parameter="batch",
         )
     return Batching(model, batch, store or PendingRequests())
 

@@ -17,14 +17,24 @@ __all__ = [
 
 
 class EvaluatorError(Exception):
-    """Base of every error the CLI turns into one line and a non-zero exit. `parameter` names the setting or suite
-    parameter the error is about, so a command line can name its own spelling of it."""
+    """Base of every error the CLI turns into one line and a non-zero exit.
+
+    `parameter` names what the error is about when that is one parameter of the library (a `RunSettings` field
+    such as `concurrency` or `mode`, or an argument such as `prices`, `api_key`, `resume`); the message then
+    says what is wrong with it, and reads after its name: `str()` is `concurrency: must be at least 1, got 0`,
+    and the command line says `--concurrency: must be at least 1, got 0`.
+    """
 
     exit_code = 1
 
-    def __init__(self, message: str, *, parameter: str | None = None) -> None:
+    def __init__(self, message: str = "", *, parameter: str | None = None) -> None:
         super().__init__(message)
+        self.message = message
+        """What is wrong, without the parameter's name."""
         self.parameter = parameter
+
+    def __str__(self) -> str:
+        return f"{self.parameter}: {self.message}" if self.parameter else self.message
 
 
 class InputError(EvaluatorError):

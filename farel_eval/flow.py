@@ -40,7 +40,10 @@ from typing import Literal
 
 from farel_eval.errors import EvaluatorError
 
-__all__ = ["WAITED_TOO_LONG", "PaceReport", "Pacer", "WaitedTooLong"]
+__all__ = ["DEFAULT_MAX_WAIT_S", "WAITED_TOO_LONG", "PaceReport", "Pacer", "WaitedTooLong"]
+
+DEFAULT_MAX_WAIT_S = 600.0
+"""How long requests may wait, with nothing answered, before a run stops as partial (`--max-wait`)."""
 
 WAITED_TOO_LONG = "stopped: the provider gave no capacity"
 """The start of a run's reason when it stopped because requests waited past the max wait."""
@@ -214,15 +217,15 @@ class Pacer:
         *,
         rpm: float | None = None,
         tpm: float | None = None,
-        max_wait_s: float = 600.0,
+        max_wait_s: float = DEFAULT_MAX_WAIT_S,
         concurrency: int | None = None,
         shared: bool = False,
     ) -> None:
         for name, value in (("rpm", rpm), ("tpm", tpm), ("max_wait_s", max_wait_s)):
             if value is not None and not (math.isfinite(value) and value > 0):
-                raise EvaluatorError(f"{name} must be a finite number above 0, got {value}")
+                raise EvaluatorError(f"must be a finite number above 0, got {value}", parameter=name)
         if concurrency is not None and concurrency < 1:
-            raise EvaluatorError(f"concurrency must be at least 1, got {concurrency}")
+            raise EvaluatorError(f"must be at least 1, got {concurrency}", parameter="concurrency")
         self.rpm, self.tpm, self.max_wait_s, self.concurrency = rpm, tpm, max_wait_s, concurrency
         size = ctypes.sizeof(_State)
         self._memory: mmap.mmap | bytearray = mmap.mmap(-1, size) if shared else bytearray(size)

@@ -46,7 +46,9 @@ class LocalModel:
 
 def _require(module: str, package: str) -> None:
     if importlib.util.find_spec(module) is None:
-        raise ModelSetupError(f"{package} is not installed: {INSTALL_HINT}, or pass another model (e.g. model='test')")
+        raise ModelSetupError(
+            f"{package} is not installed: {INSTALL_HINT}, or use another model (e.g. test)", parameter="model"
+        )
 
 
 def _smollm2() -> Path:
@@ -97,12 +99,14 @@ def check_mode(model: LocalModel, mode: AnswerMode) -> None:
     if mode == "tool" and not model.tool_calls:
         raise ModelSetupError(
             f"{model.name} has no tool calls through llama-cpp-python's server (its function-calling handler "
-            f"needs a ChatML model; this one uses chat format {model.chat_format!r}): use mode='tag' or mode='prompted'"
+            f"needs a ChatML model; this one uses chat format {model.chat_format!r}): use the tag or prompted mode",
+            parameter="mode",
         )
     if mode == "native":
         raise ModelSetupError(
             "native mode is not available on llama-cpp-python's server (it refuses json_schema response formats): "
-            "use mode='prompted'"
+            "use the prompted mode",
+            parameter="mode",
         )
 
 

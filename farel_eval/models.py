@@ -1,5 +1,6 @@
 """Every model string the program knows, made ready to ask: pydantic-ai's, `local:` (a llama-cpp-python server
-started here and always stopped), `ollama:` (checked, pulled on request) and `replay:` (a farel-bench log).
+started here and always stopped), `ollama:` (checked, pulled on request), and those a plug-in answers (the
+entry-point group `farel_eval.models`: `replay:`, a farel-bench log, is the suites' own).
 
 The library and the command line share this, so every model the CLI can run, `evaluate()` can run.
 """
@@ -9,19 +10,21 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, closing
 from dataclasses import dataclass, replace
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Literal
 
 from rich.console import Console
 
-from farel_eval.farel_logs import resolve_replay
+from farel_eval.errors import ModelSetupError
 from farel_eval.local_server import DEFAULT_LOCAL_MODEL, LlamaServer, check_mode, locate_local_model
 from farel_eval.providers import ResolvedModel, resolve_model
-from farel_eval.schemas import AnswerMode
+from farel_eval.schemas import RunSettings
+from farel_eval.settings import settings_with
 from farel_eval.tasks import Task
 from farel_eval.transport import ResponseCache, http_client
 
-__all__ = ["DEFAULT_LOCAL_MODEL", "PreparedModel", "open_model"]
+__all__ = ["DEFAULT_LOCAL_MODEL", "MODEL_PLUGINS", "PreparedModel", "open_model"]
 
 
 @dataclass(frozen=True)
@@ -38,42 +41,66 @@ class PreparedModel:
     chat_format: str | None = None
 
 
+MODEL_PLUGINS = "farel_eval.models"
+"""The entry-point group of model strings answered by a plug-in: its name is the prefix (`replay` answers
+`replay:LOGFILE`), its value a function taking the text after `prefix:` and returning a `ResolvedModel`."""
+
+
+def _plugin(spec: str) -> Callable[[str], ResolvedModel] | None:
+    """The plug-in that answers `spec`'s prefix, if one is installed."""
+    prefix, sep, _ = spec.partition(":")
+    if not sep:
+        return None
+    for entry in entry_points(group=MODEL_PLUGINS):
+        if entry.name == prefix:
+            try:
+                found: Callable[[str], ResolvedModel] = entry.load()
+            except Exception as exc:
+                raise ModelSetupError(
+                    f"the plug-in for {prefix}: models ({entry.value}) cannot be loaded: {type(exc).__name__}: {exc}",
+                    parameter="model",
+                ) from None
+            return found
+    return None
+
+
 @asynccontextmanager
 async def open_model(
     spec: str,
+    settings: RunSettings | None = None,
     *,
-    mode: AnswerMode = "tool",
-    base_url: str | None = None,
     api_key: str | None = None,
     cache_path: Path | None = None,
-    request_timeout: float | None = None,
-    tool_choice: Literal["required", "auto"] | None = None,
-    chat_format: str | None = None,
     pull: bool = False,
     console: Console | None = None,
     on_status: Callable[[str], None] | None = None,
     task: Task[Any] | None = None,
-    batch: bool = False,
+    **changes: Any,
 ) -> AsyncIterator[PreparedModel]:
     """The model named by `spec`, with whatever it needs running for as long as the `with` block lasts.
 
-    `local:NAME` starts llama-cpp-python's server on a free loopback port and stops it on every way out;
-    `ollama:NAME` checks the server has the model (pulling it when `pull`, drawing progress on `console`);
-    `replay:LOGFILE` answers from a farel-bench log; `test` is pydantic-ai's TestModel answering with `task`'s
-    example output; `batch` picks an OpenAI-compatible server's Batch API. `on_status` hears what is being
-    done. Requests go through a metered HTTP client (transport retries counted per sample), answered from the
-    response cache at `cache_path` if given.
+    `settings` (a `RunSettings`, with `changes` to its fields checked as `evaluate()` checks them) give the
+    `mode`, `base_url`, `request_timeout`, `tool_choice`, `chat_format` and `batch`. `local:NAME` starts
+    llama-cpp-python's server on a free loopback port and stops it on every way out; `ollama:NAME` checks the
+    server has the model (pulling it when `pull`, drawing progress on `console`); a prefix that an installed plug-in
+    names (the entry-point group `farel_eval.models`: `replay:LOGFILE` answers from a farel-bench log) is answered
+    by it; `test` is pydantic-ai's TestModel answering with `task`'s example output; `batch` picks an
+    OpenAI-compatible server's Batch API. `on_status` hears what is being done. Requests go through a metered HTTP
+    client (transport retries counted per sample), answered from the response cache at `cache_path` if given.
     """
+    settings = settings_with(settings, **changes)
+    mode, base_url, tool_choice = settings.mode, settings.base_url, settings.tool_choice
     async with AsyncExitStack() as stack:
         cache = stack.enter_context(closing(ResponseCache(cache_path))) if cache_path is not None else None
-        http = http_client(cache=cache, timeout=request_timeout)
+        http = http_client(cache=cache, timeout=settings.request_timeout)
         stack.push_async_callback(http.aclose)
+        plugin = None if spec.startswith(("local:", "ollama:")) else _plugin(spec)
         if spec.strip() == "test" and task is not None:
             yield PreparedModel(ResolvedModel(task.test_model(mode), "test", None, local=True), tool_choice)
-        elif spec.startswith("replay:"):
-            yield PreparedModel(resolve_replay(spec.removeprefix("replay:")), tool_choice)
+        elif plugin is not None:
+            yield PreparedModel(plugin(spec.partition(":")[2]), tool_choice)
         elif spec.startswith("local:"):
-            local = locate_local_model(spec, chat_format=chat_format)
+            local = locate_local_model(spec, chat_format=settings.chat_format)
             check_mode(local, mode)
             if on_status is not None:
                 on_status(f"starting llama-cpp-python's server for {spec} ({local.path.name})")
@@ -93,5 +120,6 @@ async def open_model(
             resolved = resolve_model(spec, base_url=f"{host}/v1", api_key=api_key, http_client=http)
             yield PreparedModel(resolved, tool_choice)
         else:
+            batch = settings.batch
             resolved = resolve_model(spec, base_url=base_url, api_key=api_key, http_client=http, batch=batch)
             yield PreparedModel(resolved, tool_choice)

@@ -46,7 +46,8 @@ def _listed(client: ollama.Client, host: str) -> list[ollama.ListResponse.Model]
         return list(client.list().models)
     except (ConnectionError, httpx.HTTPError) as exc:
         raise ModelSetupError(
-            f"no Ollama server answers at {host}: start it (`ollama serve`) or pass base_url ({exc})"
+            f"no Ollama server answers at {host}: start it (`ollama serve`) or name another ({exc})",
+            parameter="base_url",
         ) from None
     except ollama.ResponseError as exc:
         raise ModelSetupError(f"the Ollama server at {host} answered HTTP {exc.status_code}: {exc.error}") from None
@@ -68,7 +69,9 @@ def ensure_ollama_model(host: str, model: str, *, mode: AnswerMode, pull: bool, 
     client = _client(host)
     found = _find([m.model for m in _listed(client, host) if m.model], model)
     if found is None and not pull:
-        raise ModelSetupError(f"Ollama at {host} has no model {model!r}: pass pull=True, or run `ollama pull {model}`")
+        raise ModelSetupError(
+            f"Ollama at {host} has no model {model!r}: pull it here, or run `ollama pull {model}`", parameter="pull"
+        )
     if found is None:
         _pull(client, model, console)
         found = _find([m.model for m in _listed(client, host) if m.model], model)
@@ -81,7 +84,8 @@ def ensure_ollama_model(host: str, model: str, *, mode: AnswerMode, pull: bool, 
     if mode == "tool" and capabilities is not None and "tools" not in capabilities:
         raise ModelSetupError(
             f"Ollama model {model!r} does not support tools (capabilities: {', '.join(capabilities) or 'none'}): "
-            "use mode='tag' or mode='prompted', or a model with tool support"
+            "use the tag or prompted mode, or a model with tool support",
+            parameter="mode",
         )
 
 

@@ -27,9 +27,9 @@ def updated_prices(url: str) -> Iterator[None]:
     try:
         parts.port  # noqa: B018 (raises on a port that is not a number)
     except ValueError:
-        raise InputError("update_prices: not a URL (its port is not a number)") from None
+        raise InputError("not a URL (its port is not a number)", parameter="update_prices") from None
     if not parts.scheme.startswith("http"):
-        raise InputError("update_prices: give an http(s) URL of genai-prices' data")
+        raise InputError("give an http(s) URL of genai-prices' data", parameter="update_prices")
     updater = UpdatePrices(url=url)
     updater.start()
     try:
@@ -37,9 +37,11 @@ def updated_prices(url: str) -> Iterator[None]:
             fetched = updater.wait(timeout=_WAIT_S)
         except Exception as exc:  # whatever the download or the data raised: the run does not start
             reason = Redactor.for_run(urls=[url])(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-            raise InputError(f"update_prices: cannot read price data from {safe_url(url)}: {reason}") from None
+            raise InputError(
+                f"cannot read price data from {safe_url(url)}: {reason}", parameter="update_prices"
+            ) from None
         if not fetched:
-            raise InputError(f"update_prices: no price data from {safe_url(url)} within {_WAIT_S:g} s")
+            raise InputError(f"no price data from {safe_url(url)} within {_WAIT_S:g} s", parameter="update_prices")
         yield
     finally:
         updater.stop()  # type: ignore[no-untyped-call]

@@ -93,19 +93,26 @@ def resolve_model(
     """
     spec = spec.strip()
     if not spec:
-        raise ModelSetupError("empty model name: pass provider:name, e.g. openai:gpt-4o-mini, or 'test'")
+        raise ModelSetupError(
+            "empty model name: pass provider:name, e.g. openai:gpt-4o-mini, or 'test'", parameter="model"
+        )
     provider, name = _split(spec)
     if base_url is not None and urlsplit(base_url).query:
         raise ModelSetupError(
-            f"base_url {safe_url(base_url)!r} has a query string, which the client would put in the middle of every "
-            "request path: give the URL without it"
+            f"{safe_url(base_url)!r} has a query string, which the client would put in the middle of every "
+            "request path: give the URL without it",
+            parameter="base_url",
         )
     if base_url is not None and provider in (None, "openai", "openai-chat"):
         if not urlsplit(base_url).scheme.startswith("http"):
-            raise ModelSetupError(f"bad base_url {safe_url(base_url)!r}: expected http(s)://host:port/v1")
+            raise ModelSetupError(
+                f"bad URL {safe_url(base_url)!r}: expected http(s)://host:port/v1", parameter="base_url"
+            )
         key = api_key or os.environ.get("OPENAI_API_KEY") or (_NO_KEY if is_loopback(base_url) else None)
         if key is None:
-            raise ModelSetupError(f"missing API key for {safe_url(base_url)}: pass api_key or set OPENAI_API_KEY")
+            raise ModelSetupError(
+                f"missing API key for {safe_url(base_url)}: pass one or set OPENAI_API_KEY", parameter="api_key"
+            )
         # OpenAI-compatible servers (llama.cpp, vLLM, LM Studio) take `max_tokens`; llama-cpp-python ignores
         # `max_completion_tokens`, which pydantic-ai sends by default, and generates until the context is full.
         profile = OpenAIModelProfile(openai_chat_supports_max_completion_tokens=False)
@@ -120,7 +127,8 @@ def resolve_model(
     if provider is None:
         raise ModelSetupError(
             f"unknown model {spec!r}: name it as provider:model (e.g. openai:{spec}), "
-            "or give base_url for an OpenAI-compatible server"
+            "or give the base URL of the OpenAI-compatible server that serves it",
+            parameter="model",
         )
     full = f"{provider}:{name}"
     try:
@@ -128,15 +136,19 @@ def resolve_model(
             full, provider_factory=lambda p: _provider(p, base_url=base_url, api_key=api_key, http_client=http_client)
         )
     except UserError as exc:
-        raise ModelSetupError(_setup_message(full, str(exc))) from None
+        message, parameter = _setup_message(full, str(exc))
+        raise ModelSetupError(message, parameter=parameter) from None
     except ValueError:
         raise ModelSetupError(
             f"unknown model provider {provider!r} in {spec!r}: use one of pydantic-ai's providers "
-            "(openai, openrouter, anthropic, google, ollama, groq, mistral, ...) or base_url"
+            "(openai, openrouter, anthropic, google, ollama, groq, mistral, ...) or an OpenAI-compatible server's "
+            "base URL",
+            parameter="model",
         ) from None
     except ImportError as exc:
         raise ModelSetupError(
-            f"model {full!r} needs an optional package ({exc.name}): pip install 'pydantic-ai-slim[{provider}]'"
+            f"model {full!r} needs an optional package ({exc.name}): pip install 'pydantic-ai-slim[{provider}]'",
+            parameter="model",
         ) from None
     url = base_url or _provider_url(model)
     return ResolvedModel(model, full, safe_url(url) if url else None, local=is_loopback(url))
@@ -154,7 +166,8 @@ def _provider(
     try:
         return cls(**options)
     except TypeError:
-        raise ModelSetupError(f"provider {name!r} does not take {' or '.join(options)}") from None
+        taken = next(iter(options))  # base_url when both were given
+        raise ModelSetupError(f"provider {name!r} does not take one", parameter=taken) from None
 
 
 def _provider_url(model: Model) -> str | None:
@@ -162,17 +175,18 @@ def _provider_url(model: Model) -> str | None:
     return getattr(provider, "base_url", None) if provider is not None else None
 
 
-def _setup_message(spec: str, text: str) -> str:
+def _setup_message(spec: str, text: str) -> tuple[str, str]:
+    """pydantic-ai's refusal of `spec` as one line, and the parameter it is about."""
     first = text.strip().splitlines()[0] if text.strip() else ""
     env = re.search(r"`([A-Z][A-Z0-9_]*)`", first)
     if env and "environment variable" in first:
         variable = env.group(1)
         if variable.endswith("_BASE_URL"):
-            return f"no server URL for {spec}: set {variable} or pass base_url"
-        return f"missing API key for {spec}: set {variable} or pass api_key"
+            return f"no server URL for {spec}: set {variable} or pass one", "base_url"
+        return f"missing API key for {spec}: set {variable} or pass one", "api_key"
     if first.startswith("Unknown model"):
-        return f"unknown model {spec!r}: check the provider prefix and name ({first})"
-    return f"cannot use model {spec!r}: {first}"
+        return f"unknown model {spec!r}: check the provider prefix and name ({first})", "model"
+    return f"cannot use model {spec!r}: {first}", "model"
 
 
 def with_default_retries(model: Model, settings: ModelSettings | None) -> ModelSettings | None:

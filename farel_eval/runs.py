@@ -12,33 +12,41 @@ import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from pydantic_ai.models import Model
-from pydantic_ai.settings import ModelSettings
 
-from farel_eval.attempts import UserPrices
 from farel_eval.batches import PENDING_FILE, BatchOptions, PendingRequests
 from farel_eval.datasets import Dataset, dataset_from_cases
-from farel_eval.engine import EvaluationResult, RunControl, Sample, ToolChoice, default_retries, evaluate_samples
+from farel_eval.engine import (
+    EvaluationResult,
+    RunControl,
+    Sample,
+    batch_options,
+    evaluate_samples,
+    model_name,
+    prepared_model,
+    resolved_settings,
+)
 from farel_eval.errors import EvaluatorError, InputError, ResultFileError
 from farel_eval.flow import Pacer, PaceReport
-from farel_eval.models import PreparedModel, open_model
+from farel_eval.models import PreparedModel
 from farel_eval.prices import updated_prices
-from farel_eval.providers import ResolvedModel
-from farel_eval.schemas import AnswerMode, Case, Pacing, RunSettings, RunStatus, RunSummary, SampleRecord
+from farel_eval.schemas import Case, Pacing, RunSettings, RunStatus, RunSummary, SampleRecord, Scores, SourceLog
 from farel_eval.scoring import ScoreBook
 from farel_eval.secrets import Redactor
+from farel_eval.settings import settings_with
 from farel_eval.storage import (
     RECORDS_FILE,
     SUMMARY_FILE,
     RunWriter,
     StoredRun,
     drop_torn_line,
+    imported_run_dir,
     latest_records,
     load_runs,
     model_slug,
@@ -47,9 +55,18 @@ from farel_eval.storage import (
     rewrite_records,
 )
 from farel_eval.tasks import Task
-from farel_eval.workers import WorkerProcesses, claimed_samples, pose_in_workers
+from farel_eval.workers import WorkerProcesses, WorkerShare, claimed_samples, pose_in_workers
 
-__all__ = ["INTERRUPTED", "RUNNING", "NothingToResume", "RunOutcome", "model_name", "program_version", "run"]
+__all__ = [
+    "INTERRUPTED",
+    "RUNNING",
+    "Imported",
+    "NothingToResume",
+    "RunOutcome",
+    "model_name",
+    "program_version",
+    "run",
+]
 
 RUNNING = "running: not finished (resume it to carry on)"
 INTERRUPTED = "interrupted by the user"
@@ -59,6 +76,10 @@ _SAME_RUN_SETTINGS = (
     "batch",
 )  # fmt: skip
 """Settings that must match for a resume to continue a run (the task, the dataset's MD5 and limit too)."""
+_THIS_SEGMENT = (
+    "concurrency", "workers", "rpm", "tpm", "max_wait_s", "request_timeout", "max_transport_retries",
+)  # fmt: skip
+"""Settings of how a segment of a run is posed, which each resume gives anew."""
 
 
 def program_version() -> str:
@@ -66,11 +87,6 @@ def program_version() -> str:
         return version("farel-eval")
     except PackageNotFoundError:
         return "0+unknown"
-
-
-def model_name(model: Model) -> str:
-    """How a run names a model it was handed as an object: `system:model_name` (e.g. `openai:gpt-4o`)."""
-    return f"{model.system}:{model.model_name}" if model.system else model.model_name
 
 
 @dataclass(frozen=True)
@@ -117,7 +133,7 @@ def _run_to_continue(
     if not isinstance(resume, bool):
         (found,) = load_runs(Path(resume) / SUMMARY_FILE)
         if changed := _differences(found.summary, settings, task, dataset):
-            raise InputError(f"cannot resume {resume} with other settings: {'; '.join(changed)}")
+            raise InputError(f"cannot continue {resume} with other settings: {'; '.join(changed)}", parameter="resume")
         return found
     folder = results_dir / model_slug(settings.model)
     runs = load_runs(folder) if folder.exists() else []
@@ -131,85 +147,99 @@ def _run_to_continue(
     return matching[-1]
 
 
+@dataclass(frozen=True)
+class Imported:
+    """Makes `run()` store an import of published results (a replay of what a model answered elsewhere): under a run
+    id made from the source's bytes, so importing it again finds the run stored and stores nothing; marked
+    `imported`, with no latency (replay time is not the model's), no pacing and no wall time."""
+
+    run_id: str
+    source_log: Callable[[Scores], SourceLog] | None = None
+    """The source, checked against the run's scores (a farel-bench log's own summary lines)."""
+    lacking: str | None = None
+    """Why the run is partial although every case it was given was answered: the source lacks some of the dataset's
+    cases (the cases given to `run()` are those it has)."""
+
+
 async def run(
     task: Task[Any],
     cases: Dataset | Iterable[Case],
     model: str | Model | PreparedModel,
+    settings: RunSettings | None = None,
     *,
     results_dir: Path | str = "result",
-    mode: AnswerMode = "tool",
-    retries: int | None = None,
-    system_prompt: str | None = None,
-    temperature: float | None = None,
-    seed: int | None = None,
-    max_tokens: int | None = None,
-    concurrency: int | None = None,
-    prices: UserPrices | None = None,
-    tool_choice: ToolChoice | None = None,
-    max_transport_retries: int | None = None,
-    request_timeout: float | None = None,
     resume: bool | str | Path = False,
     retry_errors: bool = False,
-    repeats: int = 1,
-    judge_model: str | None = None,
-    batch: BatchOptions | None = None,
-    update_prices: str | None = None,
-    workers: WorkerProcesses | None = None,
-    share: Path | None = None,
     control: RunControl | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
     on_start: Callable[[int, Path], None] | None = None,
     pacer: Pacer | None = None,
+    batch: BatchOptions | bool | None = None,
+    workers: WorkerProcesses | WorkerShare | None = None,
+    imported: Imported | None = None,
+    **changes: Any,
 ) -> RunOutcome:
     """Evaluate and store: a new run under `results_dir`, or the one `resume` names (True: the latest
-    unfinished run with the same model, task, settings and dataset; or a run folder). A resumed run keeps its
-    finished samples and poses the rest; `retry_errors` poses again only the samples whose call failed and
-    keeps one record per sample. Every finished sample is on disk before it counts, so an interrupted run
-    (Ctrl-C, kill -9, a reboot) loses nothing: resume it. `on_start(to_pose, run_dir)` is called before the
-    first request. Returns the final summary; `summary.status` says `finished`, `partial` or `dnf`. `repeats`
-    poses every case that many times; resume and the retry of errors work per (case, repeat). `judge_model` names
-    the model a task's LLM judge grades with (stored, and a resume must keep it). `batch` sends the run through
-    the provider's batch API; each request waiting on a batch is kept in the run folder (`batches.jsonl`) as soon
-    as it is submitted, so a resume collects it instead of sending it again. `update_prices` (a URL, e.g.
-    `farel_eval.prices.DEFAULT_UPDATE_URL`) refreshes genai-prices' data from it before the first request
-    (recorded in the run's settings). `workers` poses the samples in `workers.count` parts, this process and
-    its pool's worker processes sharing one stream of them (see `farel_eval.workers`), this process storing
-    every record; `share` is a worker's side: pose its part of that work file of a stored run, give each record
-    to `on_record` only, and store nothing. `pacer` paces every request (see `evaluate()`; runs handed one share its
-    pace); what it met (429s, waits, outages) is stored in the summary's totals.
+    unfinished run with the same model, task, settings and dataset; or a run folder). `settings` and `changes` are
+    `evaluate()`'s (`mode="tag", retries=0`...), with `judge_model` (the model a task's LLM judge grades with:
+    stored, and a resume must keep it) and `update_prices` (a URL, e.g. `farel_eval.prices.DEFAULT_UPDATE_URL`:
+    genai-prices' data is refreshed from it before the first request, and the run's settings say so); the run
+    stores them filled in. A resumed run keeps its finished samples and poses the rest; `retry_errors` poses again
+    only the samples whose call failed and keeps one record per sample. Every finished sample is on disk before it
+    counts, so an interrupted run (Ctrl-C, kill -9, a reboot) loses nothing: resume it. `on_start(to_pose,
+    run_dir)` is called before the first request. Returns the final summary; `summary.status` says `finished`,
+    `partial` or `dnf`. Resume and the retry of errors work per (case, repeat). `batch` sends the run through the
+    provider's batch API; each request waiting on a batch is kept in the run folder (`batches.jsonl`) as soon as it
+    is submitted, so a resume collects it instead of sending it again. `workers` (`WorkerProcesses`) poses the
+    samples in `workers.count` parts, this process and its pool's worker processes sharing one stream of them (see
+    `farel_eval.workers`), this process storing every record; a `WorkerShare` is a worker's side: pose its part of
+    that work file of a stored run, give each record to `on_record` only, and store nothing. `pacer` paces every
+    request (see `evaluate()`; runs handed one share its pace); what it met (429s, waits, outages) is stored in the
+    summary's totals. `imported` stores an import of published results (see `Imported`): if that run is stored
+    already, it is returned as it is (`posed` 0, `result` None).
     """
-    if repeats < 1:
-        raise InputError(f"repeats must be at least 1, got {repeats}")
+    settings = settings_with(settings, **changes)
     control = control or RunControl()
     if pacer is not None:
         control.pacer = pacer
+    if imported is not None and (resume is not False or retry_errors or workers is not None):
+        raise InputError("an import is stored whole, in one process: it is not resumed or shared", parameter="imported")
+    options = batch_options(batch, settings)
+    settings = settings.model_copy(
+        update={
+            "batch": options is not None,
+            "updated_prices": settings.update_prices is not None,
+            "workers": workers.count if isinstance(workers, WorkerProcesses) else 1,
+        }
+    )
     async with AsyncExitStack() as stack:
-        if update_prices is not None:
-            stack.enter_context(updated_prices(update_prices))
-        if isinstance(model, str):
-            model = await stack.enter_async_context(
-                open_model(
-                    model,
-                    mode=mode,
-                    task=task,
-                    request_timeout=request_timeout,
-                    tool_choice=tool_choice,
-                    batch=batch is not None,
-                )
-            )
-        elif not isinstance(model, PreparedModel):
-            model = PreparedModel(ResolvedModel(model, model_name(model), None, local=False), tool_choice)
+        if settings.update_prices is not None:
+            stack.enter_context(updated_prices(settings.update_prices))
+        prepared = await prepared_model(model, settings, task, stack)
         dataset = cases if isinstance(cases, Dataset) else dataset_from_cases(cases, suite=task.name)
+        settings = resolved_settings(settings, prepared, task, pacer=control.pacer)
+        if imported is not None:  # a replay is not paced
+            settings = settings.model_copy(update={"rpm": None, "tpm": None, "max_wait_s": None})
+        call = _Call(task, dataset, prepared, settings, control, on_record, options)
+        if isinstance(workers, WorkerShare):
+            return await _pose_share(call, workers.work)
         return await _run(
-            task, dataset, model, results_dir=Path(results_dir), mode=mode,
-            retries=default_retries(mode) if retries is None else retries, system_prompt=system_prompt,
-            temperature=temperature, seed=seed, max_tokens=max_tokens or model.max_tokens,
-            concurrency=concurrency or model.concurrency or 8, prices=prices,
-            tool_choice=tool_choice or model.tool_choice, max_transport_retries=max_transport_retries,
-            request_timeout=request_timeout, resume=resume, retry_errors=retry_errors, repeats=repeats,
-            judge_model=judge_model, batch=batch, prices_updated=update_prices is not None, workers=workers,
-            share=share, control=control, on_record=on_record, on_start=on_start,
-        )  # fmt: skip
+            call, Path(results_dir), resume, retry_errors, workers=workers, imported=imported, on_start=on_start
+        )
+
+
+@dataclass(frozen=True)
+class _Call:
+    """What a `run()` call poses, and how: its task, dataset, model, resolved settings, control, the callback
+    that hears each record, and its batching."""
+
+    task: Task[Any]
+    dataset: Dataset
+    prepared: PreparedModel
+    settings: RunSettings
+    control: RunControl
+    on_record: Callable[[SampleRecord], None] | None
+    batch: BatchOptions | None
 
 
 def _samples(dataset: Dataset, repeats: int, wanted: Callable[[str, int], bool]) -> Iterator[Sample]:
@@ -221,152 +251,107 @@ def _samples(dataset: Dataset, repeats: int, wanted: Callable[[str, int], bool])
 
 
 async def _run(
-    task: Task[Any],
-    dataset: Dataset,
-    prepared: PreparedModel,
-    *,
+    call: _Call,
     results_dir: Path,
-    mode: AnswerMode,
-    retries: int,
-    system_prompt: str | None,
-    temperature: float | None,
-    seed: int | None,
-    max_tokens: int | None,
-    concurrency: int,
-    prices: UserPrices | None,
-    tool_choice: ToolChoice | None,
-    max_transport_retries: int | None,
-    request_timeout: float | None,
     resume: bool | str | Path,
     retry_errors: bool,
-    repeats: int,
-    judge_model: str | None,
-    batch: BatchOptions | None,
-    prices_updated: bool,
+    *,
     workers: WorkerProcesses | None,
-    share: Path | None,
-    control: RunControl,
-    on_record: Callable[[SampleRecord], None] | None,
+    imported: Imported | None,
     on_start: Callable[[int, Path], None] | None,
 ) -> RunOutcome:
-    resolved = prepared.resolved
-    model_settings = ModelSettings()
-    if temperature is not None:
-        model_settings["temperature"] = temperature
-    if seed is not None:
-        model_settings["seed"] = seed
-    if max_transport_retries is not None:  # else the SDK's default, with no client copy per request
-        model_settings["max_retries"] = max_transport_retries
-    if request_timeout is not None and batch is None:  # a batch has no per-request timeout: the client's applies
-        model_settings["timeout"] = request_timeout
-    if max_tokens is not None:
-        model_settings["max_tokens"] = max_tokens
-    settings = RunSettings(
-        model=resolved.name, base_url=resolved.base_url, mode=mode, retries=retries, temperature=temperature,
-        seed=seed, max_tokens=max_tokens, system_prompt=system_prompt, repeats=repeats, judge_model=judge_model,
-        instructions=task.instructions_for(mode),
-        tool_choice=tool_choice if mode == "tool" else None,
-        tool_choice_reason=prepared.tool_choice_reason if mode == "tool" else None, concurrency=concurrency,
-        price_in=prices.input_per_million if prices else None, price_out=prices.output_per_million if prices else None,
-        local=resolved.local, model_file=prepared.model_file, chat_format=prepared.chat_format,
-        batch=batch is not None, updated_prices=prices_updated, workers=workers.count if workers is not None else 1,
-        rpm=control.pacer.rpm if control.pacer else None, tpm=control.pacer.tpm if control.pacer else None,
-        max_wait_s=None if batch is not None else control.pacer.max_wait_s if control.pacer else 600.0,
-    )  # fmt: skip
-    if share is not None:
-        return await _pose_share(task, dataset, resolved, settings, model_settings, share, prices, control, on_record)
-    continued = _run_to_continue(resume, retry_errors, results_dir, settings, task, dataset)
-    posed, to_pose = _samples(dataset, repeats, lambda _, __: True), dataset.size * repeats
-    earlier_s, earlier_pacing, earlier_end = 0.0, None, None
-    if continued is None:
-        started_at = datetime.now(UTC)
-        run_dir = results_dir / model_slug(resolved.name) / new_run_id(mode, started_at)
+    dataset, settings, name = call.dataset, call.settings, call.prepared.resolved.name
+    continued = _run_to_continue(resume, retry_errors, results_dir, settings, call.task, dataset)
+    posed, to_pose = _samples(dataset, settings.repeats, lambda _, __: True), dataset.size * settings.repeats
+    started_at = datetime.now(UTC)
+    if imported is not None:
+        run_dir, stored = imported_run_dir(results_dir, name, imported.run_id)
+        if stored:
+            (found,) = load_runs(run_dir / SUMMARY_FILE)
+            return RunOutcome(run_dir, found.summary, None, 0)
+    elif continued is None:
+        run_dir = results_dir / model_slug(name) / new_run_id(settings.mode, started_at)
     else:
-        run_dir, started_at, earlier_s = continued.path, continued.summary.started_at, continued.summary.wall_s
-        earlier_pacing = continued.summary.scores.totals.pacing
-        earlier_end = (continued.summary.status, continued.summary.reason)
-        if continued.summary.settings.tool_choice == "auto" and tool_choice is None:
-            settings = continued.summary.settings.model_copy(
-                update={key: getattr(settings, key) for key in ("concurrency", "workers", "rpm", "tpm", "max_wait_s")}
-            )
+        run_dir = continued.path
+        if continued.summary.settings.tool_choice == "auto" and settings.tool_choice is None:
+            kept = {key: getattr(settings, key) for key in _THIS_SEGMENT}
+            call = replace(call, settings=continued.summary.settings.model_copy(update=kept))
     with RunWriter(run_dir, resume=continued is not None) as writer:  # the lock: one process writes a run
         if continued is not None:
             drop_torn_line(run_dir)
-            kept = {(r.case_id, r.repeat): r.status for r in read_records(run_dir)}
+            kept_status = {(r.case_id, r.repeat): r.status for r in read_records(run_dir)}
             if retry_errors:
-                redo = {key for key, status in kept.items() if status == "error"}
-                posed, to_pose = _samples(dataset, repeats, lambda *key: key in redo), len(redo)
+                redo = {key for key, status in kept_status.items() if status == "error"}
+                posed, to_pose = _samples(dataset, settings.repeats, lambda *key: key in redo), len(redo)
             else:
-                posed = _samples(dataset, repeats, lambda *key: key not in kept)
-                to_pose = dataset.size * repeats - len(kept)
+                posed = _samples(dataset, settings.repeats, lambda *key: key not in kept_status)
+                to_pose = dataset.size * settings.repeats - len(kept_status)
         return await _pose_and_store(
-            task, dataset, posed, to_pose, resolved, writer, settings, model_settings, prices=prices,
-            started_at=started_at, earlier_s=earlier_s, earlier_pacing=earlier_pacing, earlier_end=earlier_end,
+            call,
+            writer,
+            posed,
+            to_pose,
+            started_at,
+            continued,
             retry_errors=retry_errors,
-            batch=batch, workers=workers, control=control, on_record=on_record, on_start=on_start,
-        )  # fmt: skip
+            workers=workers,
+            imported=imported,
+            on_start=on_start,
+        )
 
 
-async def _pose_share(
-    task: Task[Any], dataset: Dataset, resolved: ResolvedModel, settings: RunSettings, model_settings: ModelSettings,
-    share: Path, prices: UserPrices | None, control: RunControl, on_record: Callable[[SampleRecord], None] | None,
-) -> RunOutcome:  # fmt: skip
+async def _pose_share(call: _Call, share: Path) -> RunOutcome:
     """A worker's part of a stored run: the chunks of its work file it takes, with the run's settings (a resumed run's
     tool choice included), each record given to `on_record`; the run folder is left to its owner."""
     (stored,) = load_runs(share.parent / SUMMARY_FILE)
-    if changed := _differences(stored.summary, settings, task, dataset):
+    if changed := _differences(stored.summary, call.settings, call.task, call.dataset):
         raise InputError(f"a worker's settings differ from its run's: {'; '.join(changed)}")
-    if settings.mode == "tool" and stored.summary.settings.tool_choice == "auto":
-        settings = settings.model_copy(update={"tool_choice": "auto"})
-    result = await _pose_part(
-        task, dataset, resolved, settings, model_settings, share, prices, control, on_record, reached=True
-    )
+    if call.settings.mode == "tool" and stored.summary.settings.tool_choice == "auto":
+        call = replace(call, settings=call.settings.model_copy(update={"tool_choice": "auto"}))
+    result = await _pose_part(call, share, reached=True)
     return RunOutcome(share.parent, stored.summary, result, 0 if result is None else result.scores.samples)
 
 
-async def _pose_part(
-    task: Task[Any], dataset: Dataset, resolved: ResolvedModel, settings: RunSettings, model_settings: ModelSettings,
-    work: Path, prices: UserPrices | None, control: RunControl, on_record: Callable[[SampleRecord], None] | None,
-    *, reached: bool = False,
-) -> EvaluationResult | None:  # fmt: skip
+async def _pose_part(call: _Call, work: Path, *, reached: bool = False) -> EvaluationResult | None:
     """One part's samples of a shared work stream (see `farel_eval.workers`), posed; None if the other parts
     took them all. `reached`: a worker's part, begun once the owner's first sample was recorded, so its own first
     sample failing is that sample's error, not a model that cannot be reached (its chunk is posed all the same)."""
-    stream = claimed_samples(_samples(dataset, settings.repeats, lambda *_: True), work)
+    stream = claimed_samples(_samples(call.dataset, call.settings.repeats, lambda *_: True), work)
     first = next(stream, None)
     if first is None:
         return None
     return await evaluate_samples(
-        task, itertools.chain([first], stream), resolved.model, mode=settings.mode, retries=settings.retries,
-        system_prompt=settings.system_prompt, model_settings=model_settings, concurrency=settings.concurrency,
-        local=resolved.local, prices=prices, tool_choice=settings.tool_choice, on_record=on_record, control=control,
-        keep_records=False, reached=reached,
-    )  # fmt: skip
+        call.task,
+        itertools.chain([first], stream),
+        call.prepared,
+        call.settings,
+        on_record=call.on_record,
+        control=call.control,
+        keep_records=False,
+        reached=reached,
+    )
 
 
 async def _pose_and_store(
-    task: Task[Any],
-    dataset: Dataset,
+    call: _Call,
+    writer: RunWriter,
     posed: Iterator[Sample],
     to_pose: int,
-    resolved: ResolvedModel,
-    writer: RunWriter,
-    settings: RunSettings,
-    model_settings: ModelSettings,
-    *,
-    prices: UserPrices | None,
     started_at: datetime,
-    earlier_s: float,
-    earlier_pacing: Pacing | None,
-    earlier_end: tuple[RunStatus, str | None] | None,
+    continued: StoredRun | None,
+    *,
     retry_errors: bool,
-    batch: BatchOptions | None,
     workers: WorkerProcesses | None,
-    control: RunControl,
-    on_record: Callable[[SampleRecord], None] | None,
+    imported: Imported | None,
     on_start: Callable[[int, Path], None] | None,
 ) -> RunOutcome:
-    run_dir, mode = writer.run_dir, settings.mode
+    task, dataset, settings, control = call.task, call.dataset, call.settings, call.control
+    run_dir, resolved = writer.run_dir, call.prepared.resolved
+    earlier_s, earlier_pacing, earlier_end = 0.0, None, None
+    if continued is not None:
+        started_at, earlier_s = continued.summary.started_at, continued.summary.wall_s
+        earlier_pacing = continued.summary.scores.totals.pacing
+        earlier_end = (continued.summary.status, continued.summary.reason)
     segment_started = time.perf_counter()
     paced_before = control.pacer.report() if control.pacer is not None else None
 
@@ -380,11 +365,15 @@ async def _pose_and_store(
             if record.excluded:
                 excluded.append(record.case_id)
         scores = book.scores()
+        wall_s = round(earlier_s + time.perf_counter() - segment_started, 3)
         scores.totals.pacing = _pacing(earlier_pacing, control.traffic.pacer, paced_before)
+        if imported is not None:  # replay time and pace are not the model's
+            wall_s, scores.totals.pacing = 0.0, None
         return RunSummary(
             program_version=program_version(), run_id=run_dir.name, suite=dataset.info.suite, task=task.name,
-            model=resolved.name, mode=mode, status=status, reason=reason, started_at=started_at,
-            finished_at=datetime.now(UTC), wall_s=round(earlier_s + time.perf_counter() - segment_started, 3),
+            model=resolved.name, mode=settings.mode, status=status, reason=reason, imported=imported is not None,
+            source_log=imported.source_log(scores) if imported is not None and imported.source_log else None,
+            started_at=started_at, finished_at=datetime.now(UTC), wall_s=wall_s,
             settings=settings.model_copy(update=used), dataset=dataset.info, scores=scores,
             excluded_case_ids=sorted(set(excluded)),  # a case posed with repeats is listed once
         )  # fmt: skip
@@ -393,9 +382,11 @@ async def _pose_and_store(
     writer.write_summary(summary(None, "partial", RUNNING))
 
     def on_each(record: SampleRecord) -> None:
+        if imported is not None:
+            record = record.model_copy(update={"latency_s": None})
         writer.append(record)
-        if on_record is not None:
-            on_record(record)
+        if call.on_record is not None:
+            call.on_record(record)
 
     if on_start is not None:
         on_start(to_pose, run_dir)
@@ -405,19 +396,23 @@ async def _pose_and_store(
             async def pose_here(
                 work: Path, take: Callable[[SampleRecord], None], part: RunControl
             ) -> EvaluationResult | None:
-                return await _pose_part(task, dataset, resolved, settings, model_settings, work, prices, part, take)
+                return await _pose_part(replace(call, control=part, on_record=take), work)
 
             result = await pose_in_workers(
                 task, workers, run_dir, posed, pose_here=pose_here, on_record=on_each, control=control
             )
         elif to_pose > 0:
             result = await evaluate_samples(
-                task, posed, resolved.model, mode=mode, retries=settings.retries,
-                system_prompt=settings.system_prompt, model_settings=model_settings,
-                concurrency=settings.concurrency, local=resolved.local, prices=prices,
-                tool_choice=settings.tool_choice, on_record=on_each, control=control, keep_records=False,
-                batch=batch, batch_store=PendingRequests(run_dir / PENDING_FILE) if batch is not None else None,
-            )  # fmt: skip
+                task,
+                posed,
+                call.prepared,
+                settings,
+                on_record=on_each,
+                control=control,
+                keep_records=False,
+                batch=call.batch,
+                batch_store=PendingRequests(run_dir / PENDING_FILE) if call.batch is not None else None,
+            )
     except EvaluatorError as exc:
         if (
             earlier_end is None
@@ -440,6 +435,8 @@ async def _pose_and_store(
     final = summary(result, status, reason)
     if final.status == "finished" and final.scores.samples < dataset.size * settings.repeats:
         final = final.model_copy(update={"status": "partial", "reason": "some cases have no record yet"})
+    if final.status == "finished" and imported is not None and imported.lacking is not None:
+        final = final.model_copy(update={"status": "partial", "reason": imported.lacking})
     if earlier_end is not None and final.status == "finished":  # one line per sample, for pandas or jq
         latest = {(r.case_id, r.repeat): r for r in read_records(run_dir)}
         in_order = (latest[c.id, r] for c, r in _samples(dataset, settings.repeats, lambda *key: key in latest))

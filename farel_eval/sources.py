@@ -35,7 +35,7 @@ def read_csv_source(path: str, what: str) -> tuple[bytes, str, str]:
     their text and where they came from (for errors)."""
     if path == "-":
         if sys.stdin is None or sys.stdin.isatty():
-            raise InputError(f"quizzes='-' reads {what} from standard input, but nothing is piped in")
+            raise InputError(f"'-' reads {what} from standard input, but nothing is piped in", parameter="quizzes")
         raw, where = sys.stdin.buffer.read(), "standard input"
     else:
         try:

@@ -93,7 +93,7 @@ class Suite(Generic[ParamsT]):
         for key in values:
             if key not in fields:
                 known = ", ".join(fields) or "none"
-                raise InputError(f"suite {self.name} has no parameter {key!r} (its parameters: {known})", parameter=key)
+                raise InputError(f"suite {self.name} has no parameter {key!r} (its parameters: {known})")
         given = {key: _listed(fields[key].annotation, value) for key, value in values.items()}
         try:
             return self.params.model_validate(given)
@@ -101,7 +101,7 @@ class Suite(Generic[ParamsT]):
             error = exc.errors()[0]
             key = str(error["loc"][0]) if error["loc"] else ""
             value = values.get(key, error.get("input"))
-            raise InputError(f"suite {self.name}: {key}={value}: {error['msg']}", parameter=key) from None
+            raise InputError(f"suite {self.name}: {key}={value}: {error['msg']}") from None
 
     def defaults(self) -> dict[str, object]:
         """Each parameter's default (None for a required one)."""

@@ -39,8 +39,8 @@ from farel_eval.schemas import RunStatus, SampleRecord
 from farel_eval.tasks import Task
 
 __all__ = [
-    "WorkerPool", "WorkerProcesses", "budget_share", "claimed_samples", "pose_in_workers", "share_result_line",
-    "stop_when_told", "write_record_line",
+    "WorkerPool", "WorkerProcesses", "WorkerShare", "budget_share", "claimed_samples", "pose_in_workers",
+    "share_result_line", "stop_when_told", "write_record_line",
 ]  # fmt: skip
 
 _LINE_LIMIT = 1 << 31
@@ -237,6 +237,14 @@ class WorkerProcesses:
     @property
     def count(self) -> int:
         return self.pool.count
+
+
+@dataclass(frozen=True)
+class WorkerShare:
+    """A worker's side of `WorkerProcesses`: its part of the stored run whose work file `work` is (`run(workers=)`
+    poses it, gives each record to `on_record` only, and stores nothing)."""
+
+    work: Path
 
 
 def claimed_samples(samples: Iterable[Sample], work_file: Path) -> Iterator[Sample]:

@@ -605,8 +605,8 @@ def test_command_line_refusals_are_one_line(tmp_path: Path) -> None:
         "here (write it as a python assertion)"
     )
     assert one_line_error(cli("run", "--suite", "story-graph", "--model", "test", "--judge-model", "test")) == (
-        "main.py: error: --judge-model grades the llm-rubric assertions of a case file (--suite cases.yaml) and the "
-        "answers of the novelty suite"
+        "main.py: error: --judge-model: the story-graph task judges nothing: a judge grades the llm-rubric "
+        "assertions of a case file and the answers of the novelty suite"
     )
     assert one_line_error(cli("run", "--suite", str(tmp_path / "none.yaml"), "--model", "test")) == (
         f"main.py: error: no case file {tmp_path / 'none.yaml'}"

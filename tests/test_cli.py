@@ -277,11 +277,11 @@ def test_unreachable_server_is_a_one_line_error_and_a_stored_dnf(tmp_path: Path)
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--model", "nope:model"], "main.py: error: unknown model provider 'nope' in 'nope:model'"),
-        (["--model", "gpt-4o"], "main.py: error: unknown model 'gpt-4o': name it as provider:model"),
+        (["--model", "nope:model"], "main.py: error: --model: unknown model provider 'nope' in 'nope:model'"),
+        (["--model", "gpt-4o"], "main.py: error: --model: unknown model 'gpt-4o': name it as provider:model"),
         (
             ["--model", "openai:gpt-4o-mini"],
-            "main.py: error: missing API key for openai:gpt-4o-mini: set OPENAI_API_KEY",
+            "main.py: error: --api-key: missing API key for openai:gpt-4o-mini: set OPENAI_API_KEY or pass one",
         ),
         (["--model", "test", "--quizzes", "missing.csv"], "main.py: error: cannot read quizzes from missing.csv"),
         (["--model", "test", "--length", "0"], "main.py run: error: argument --length: must be at least 1, got 0"),
@@ -364,3 +364,30 @@ def test_corrupt_result_file_is_a_one_line_error(tmp_path: Path) -> None:
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith(f"format_result.py: error: corrupt result file {run_dir / 'summary.json'}:")
+
+
+@pytest.mark.parametrize(
+    ("parameter", "said"),
+    [
+        ("concurrency", "--concurrency: must be 7"),
+        ("max_wait_s", "--max-wait: must be 7"),  # the flag's name differs from the parameter's
+        ("seed", "--model-seed: must be 7"),  # --seed is the generator's
+        ("prices", "--price-in/--price-out: must be 7"),
+        ("task", "task: must be 7"),  # no flag sets it: named as the library names it
+        (None, "must be 7"),
+    ],
+)
+def test_a_library_error_names_the_flag_of_its_parameter(
+    parameter: str | None, said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The flag comes from the error's `parameter` and the parser's actions; the message is not rewritten."""
+    from farel_eval import cli as command_line
+    from farel_eval.errors import InputError
+
+    async def refused(*_: Any, **__: Any) -> Any:
+        raise InputError("must be 7", parameter=parameter)
+
+    monkeypatch.setattr(command_line, "run", refused)
+    monkeypatch.setattr("sys.argv", ["main.py"])
+    assert command_line.main(["run", "--model", "test", "--limit", "1", "--quiet"]) == 2
+    assert capsys.readouterr().err == f"main.py: error: {said}\n"

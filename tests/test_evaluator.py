@@ -68,8 +68,10 @@ def scripted(replies: dict[str, list[ModelResponse | Exception]], **model: Any) 
     return FunctionModel(respond, **model)
 
 
-def run(quizzes: Iterable[Quiz], model: FunctionModel, **options: Any) -> EvaluationResult:
-    return asyncio.run(evaluator.evaluate_quizzes(quizzes, model, **options))
+def run(
+    quizzes: Iterable[Quiz], model: FunctionModel, settings: evaluator.RunSettings | None = None, **options: Any
+) -> EvaluationResult:
+    return asyncio.run(evaluator.evaluate_quizzes(quizzes, model, settings, **options))
 
 
 def answer(record: SampleRecord) -> str | None:
@@ -337,8 +339,11 @@ def test_system_prompt_and_mode_instructions_reach_the_model() -> None:
 
 
 def test_cost_budget_needs_a_known_price() -> None:
-    with pytest.raises(EvaluatorError, match="max_cost needs a known price, and unknown is all that is known"):
+    with pytest.raises(
+        EvaluatorError, match="max_cost: needs a known price, and unknown is all that is known"
+    ) as caught:
         run([quiz(1), quiz(2)], scripted({"q1": [call({"answer": 2})]}), control=RunControl(max_cost=1.0))
+    assert caught.value.parameter == "max_cost"
 
 
 def test_request_budget_stops_new_samples() -> None:
@@ -355,5 +360,61 @@ def test_request_budget_stops_new_samples() -> None:
 def test_bad_arguments_are_caller_errors() -> None:
     with pytest.raises(EvaluatorError, match="no cases"):
         run([], scripted({}))
-    with pytest.raises(EvaluatorError, match="concurrency must be at least 1, got 0"):
+    with pytest.raises(EvaluatorError, match="concurrency: must be at least 1, got 0") as caught:
         run([quiz(1)], scripted({}), concurrency=0)
+    assert caught.value.parameter == "concurrency"
+
+
+# --- one settings object: RunSettings and its keyword overrides ------------------------------------------------
+
+
+def test_settings_and_keyword_overrides_are_one_thing() -> None:
+    """A `RunSettings` and the keywords that override its fields pose alike; the keyword wins."""
+    quizzes = [quiz(1), quiz(2)]
+    replies = {"q1": [say("<ANSWER>2</ANSWER>")], "q2": [say("no tag")]}
+    by_keyword = run(quizzes, scripted(replies), mode="tag", retries=0, concurrency=1)
+    settings = evaluator.RunSettings(mode="tag", retries=0, concurrency=1)
+    by_object = asyncio.run(evaluator.evaluate(evaluator.multiple_choice_task(), [q.to_case() for q in quizzes],
+                                               scripted(replies), settings))  # fmt: skip
+    overridden = asyncio.run(evaluator.evaluate(evaluator.multiple_choice_task(), [q.to_case() for q in quizzes],
+                                                scripted(replies), settings.model_copy(update={"retries": 5}),
+                                                retries=0))  # fmt: skip
+    for result in (by_keyword, by_object, overridden):
+        assert [(r.status, r.mode, len(r.attempts)) for r in result.records] == [
+            ("correct", "tag", 1), ("missing", "tag", 1)
+        ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("changes", "parameter", "message"),
+    [
+        ({"retires": 2}, "retires", "retires: unknown parameter: not one of this function's, nor a RunSettings field"),
+        ({"mode": "xml"}, "mode", "mode: Input should be 'tool', 'native', 'prompted', 'text' or 'tag', got 'xml'"),
+        ({"retries": "many"}, "retries", "retries: Input should be a valid integer, unable to parse string as an"),
+        ({"retries": -1}, "retries", "retries: must be at least 0, got -1"),
+        ({"repeats": 0}, "repeats", "repeats: must be at least 1, got 0"),
+        ({"max_wait_s": 0.0}, "max_wait_s", "max_wait_s: must be a finite number above 0, got 0.0"),
+        ({"temperature": float("nan")}, "temperature", "temperature: must be a finite number, got nan"),
+        ({"price_in": 1.0}, "prices", "prices: give both the input and the output price"),
+        ({"prices": (1.0, 2.0)}, "prices", "prices: must be a UserPrices (USD per million tokens), got (1.0, 2.0)"),
+        ({"prices": UserPrices(-1.0, 2.0)}, "prices", "prices: must be finite numbers of 0 or more, got -1.0 and 2.0"),
+    ],
+)
+def test_an_unknown_or_bad_setting_names_its_parameter(changes: dict[str, Any], parameter: str, message: str) -> None:
+    task, cases = evaluator.multiple_choice_task(), [quiz(1).to_case()]
+    calls = [
+        lambda: run([quiz(1)], scripted({}), **changes),
+        lambda: asyncio.run(evaluator.run(task, cases, scripted({}), results_dir="/nonexistent", **changes)),
+    ]
+    for call_it in calls:
+        with pytest.raises(evaluator.InputError) as refused:
+            call_it()
+        assert refused.value.parameter == parameter
+        assert str(refused.value).startswith(message)
+        assert str(refused.value) == f"{parameter}: {refused.value.message}"
+
+
+def test_a_bad_value_in_a_settings_object_is_refused_too() -> None:
+    with pytest.raises(evaluator.InputError) as refused:
+        run([quiz(1)], scripted({}), evaluator.RunSettings(concurrency=0))
+    assert (refused.value.parameter, refused.value.message) == ("concurrency", "must be at least 1, got 0")

@@ -13,9 +13,9 @@ import pytest
 import evaluator
 import farel_bench
 from farel_eval.errors import InputError
-from farel_eval.farel_logs import match_replies, parse_log
 from farel_eval.schemas import RunSummary
 from farel_eval.suites.farel import FAREL_TASK
+from farel_eval.suites.farel_logs import match_replies, parse_log
 from tests.conftest import PYTHON, REPO
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
@@ -205,8 +205,9 @@ def test_a_quiz_with_other_options_is_not_the_datasets(tmp_path: Path) -> None:
     path = write(tmp_path, "swapped", repr([{"role": "user", "content": "\n".join(lines)}]) + "\n<ANSWER>2</ANSWER>\n")
     with pytest.raises(InputError) as refused:
         match_replies(parse_log(path), QUIZZES)
-    assert str(refused.value) == (
-        f"{path}: the quiz at line 1 is not in the dataset; pass quizzes='FILE' naming the dataset this log was run on"
+    assert (refused.value.parameter, str(refused.value)) == (
+        "quizzes",
+        f"quizzes: {path}: the quiz at line 1 is not in the dataset; name the dataset this log was run on",
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -11,10 +12,11 @@ import pytest
 
 import evaluator
 import farel_bench
-from farel_eval.farel_logs import parse_log
-from farel_eval.schemas import RunSummary
+from farel_eval.schemas import RunSettings, RunSummary
 from farel_eval.storage import read_records
-from farel_eval.suites.farel import FAREL_TASK
+from farel_eval.suites.farel import FAREL_TASK, generated_dataset
+from farel_eval.suites.farel_import import import_log_file
+from farel_eval.suites.farel_logs import parse_log
 from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
 
 LOGS = FAREL_FIXTURES / "logs"
@@ -152,6 +154,41 @@ def test_messy_replies_are_scored_as_farel_bench_did(tmp_path: Path) -> None:
     assert [r["relaxed_output"] for r in records] == [None, None, "2", None, None]
 
 
+def test_an_import_is_a_run_stored_through_run_as_imports_always_were(tmp_path: Path) -> None:
+    """`import farel` is `run()` of a replay model: the summary holds every field an import held before, and a second
+    import finds the first and stores nothing."""
+    log = tmp_path / "messy.log"
+    log.write_text(api_log(MESSY_REPLIES, "child: 20.00 (C: 1, I: 2, M: 2 A: 5)"), encoding="utf-8")
+    dataset, results = generated_dataset(3, 50, 42, shuffle=True), tmp_path / "r"
+    done = asyncio.run(import_log_file(log, dataset, results))
+    run_id = f"imported-{hashlib.sha1(log.read_bytes()).hexdigest()[:12]}"
+    assert (done.run_dir, done.already) == (results / "messy" / run_id, False)
+    summary = done.summary
+    assert summary == RunSummary.model_validate_json((done.run_dir / "summary.json").read_text())
+    assert summary.model_dump(exclude={"program_version", "started_at", "finished_at", "scores"}) == {
+        "schema_version": 2, "run_id": run_id, "suite": "farel", "task": "farel", "model": "messy", "mode": "tag",
+        "status": "partial", "reason": "the log has 5 of the dataset's 450 quizzes", "imported": True,
+        "source_log": {"path": str(log), "format": "api", "replies": 5, "matches_log_summary": True, "mismatches": [],
+                       "notes": []},
+        "wall_s": 0.0,
+        "settings": RunSettings(model="messy", mode="tag", retries=0, concurrency=1, local=False).model_dump(),
+        "dataset": dataset.info.model_dump(), "excluded_case_ids": [],
+    }  # fmt: skip
+    scores, totals = summary.scores, summary.scores.totals
+    assert [(g.group, g.correct, g.incorrect, g.missing) for g in scores.groups] == [("child", 1, 2, 2)]
+    assert (scores.score, scores.aggregate, scores.metrics) == (20.0, "macro", {})
+    assert (totals.requests, totals.input_tokens, totals.cost_usd, totals.mean_latency_s, totals.pacing) == (
+        5, None, None, None, None
+    )  # fmt: skip
+    records = list(read_records(done.run_dir))
+    assert [r.case_id for r in records] == [quiz.id for quiz in QUIZZES[:5]]  # in the log's order
+    assert {r.latency_s for r in records} == {None}  # replay time is not the model's
+    stored = (done.run_dir / "samples.jsonl").read_bytes()
+    again = asyncio.run(import_log_file(log, dataset, results))
+    assert (again.run_dir, again.already, again.summary) == (done.run_dir, True, summary)
+    assert (done.run_dir / "samples.jsonl").read_bytes() == stored
+
+
 def test_a_log_cut_short_keeps_its_whole_records(tmp_path: Path) -> None:
     text = api_log(MESSY_REPLIES, None)
     log = tmp_path / "cut.log"
@@ -187,8 +224,8 @@ def test_logs_of_unknown_quizzes_are_refused_until_the_dataset_is_named(tmp_path
     refused = cli("main.py", "import-farel", str(log), "--results-dir", str(tmp_path / "r"))
     assert refused.returncode == 2  # bad input
     assert refused.stderr.strip() == (
-        f"main.py: error: {log}: the quiz at line 1 is not in the dataset; "
-        "pass --quizzes FILE naming the dataset this log was run on"
+        f"main.py: error: --quizzes: {log}: the quiz at line 1 is not in the dataset; "
+        "name the dataset this log was run on"
     )
     dataset = tmp_path / "other.csv"
     dataset.write_text("".join(farel_bench.csv_line(q) + "\n" for q in other))

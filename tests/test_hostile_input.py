@@ -339,7 +339,7 @@ def test_a_folder_of_logs_imports_each_it_can_and_names_the_one_it_cannot(tmp_pa
 MEMORY_OF_PARSE = """\
 import resource, sys
 from pathlib import Path
-from farel_eval.farel_logs import parse_log
+from farel_eval.suites.farel_logs import parse_log
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 log = parse_log(Path(sys.argv[1]))
 grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024

@@ -129,7 +129,7 @@ def test_a_base_url_with_a_query_string_is_refused_in_one_line(tmp_path: Path) -
     )  # fmt: skip
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
-        "main.py: error: --base-url 'http://127.0.0.1:9/v1' has a query string, which the client would put in the "
+        "main.py: error: --base-url: 'http://127.0.0.1:9/v1' has a query string, which the client would put in the "
         "middle of every request path: give the URL without it\n"
     )
     assert not list(tmp_path.iterdir())

@@ -23,7 +23,8 @@ from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, Too
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from farel_eval.engine import evaluate
-from farel_eval.schemas import Case, RunSummary, SampleRecord
+from farel_eval.schemas import Case, RunSettings, RunSummary, SampleRecord
+from farel_eval.storage import read_records
 from farel_eval.suites import lineage
 from farel_eval.suites.lineage import (
     DEFAULT_LENGTHS,
@@ -33,6 +34,7 @@ from farel_eval.suites.lineage import (
     relaxed_answer,
     strict_answer,
 )
+from farel_eval.suites.lineage_import import ResultImport, import_result_file
 from tests.conftest import FAREL_FIXTURES, PUBLISHED_MD5, PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, prompt_of, text
 
@@ -406,6 +408,44 @@ def test_result_csv_is_imported_as_compute_metrics_scores_it(tmp_path: Path) -> 
     again = cli("main.py", "import", "lineage", str(csv_path), "--results-dir", str(results))
     assert out(again)[0] == f"{csv_path}: acme/model-a, lineage-8: already imported in {run_dir}"
     assert len(list(results.rglob("summary.json"))) == 3
+
+
+def test_a_result_import_is_a_run_stored_through_run_as_imports_always_were(tmp_path: Path) -> None:
+    """Each run of a result file is `run()` of a replay model, stored with the fields an import always had; a second
+    import of the file finds each run and stores nothing."""
+    csv_path, results = tmp_path / "model-a.csv", tmp_path / "result"
+    eight, _ = write_results(csv_path)
+    sha = hashlib.sha1(csv_path.read_bytes()).hexdigest()[:12]
+
+    async def imported() -> list[ResultImport]:
+        return [done async for done in import_result_file(csv_path, results)]
+
+    first = asyncio.run(imported())
+    assert [(d.run.model, d.run_dir.relative_to(results), d.already) for d in first] == [
+        ("acme/model-a", Path("acme_model-a", f"imported-{sha}-8"), False),
+        ("acme/model-a (high)", Path("acme_model-a_high", f"imported-{sha}-8-high"), False),
+        ("acme/model-a", Path("acme_model-a", f"imported-{sha}-16"), False),
+    ]
+    summary = first[0].summary
+    assert summary.model_dump(exclude={"program_version", "started_at", "finished_at", "scores", "dataset"}) == {
+        "schema_version": 2, "run_id": f"imported-{sha}-8", "suite": "lineage", "task": "lineage",
+        "model": "acme/model-a", "mode": "tag", "status": "finished", "reason": None, "imported": True,
+        "source_log": None, "wall_s": 0.0,
+        "settings": RunSettings(model="acme/model-a", mode="tag", retries=0, concurrency=1, local=False).model_dump(),
+        "excluded_case_ids": [],
+    }  # fmt: skip
+    assert summary.dataset.model_dump(exclude={"md5"}) == {
+        "suite": "lineage", "source": "file", "path": str(csv_path), "cases": 8, "params": {"problem_sizes": [8]},
+        "limit": None,
+    }  # fmt: skip
+    totals = summary.scores.totals
+    assert (totals.requests, totals.input_tokens, totals.cost_usd, totals.mean_latency_s, totals.pacing) == (
+        8, None, None, None, None
+    )  # fmt: skip
+    records = list(read_records(first[0].run_dir))
+    assert [(r.case_id, r.latency_s) for r in records] == [(c.id, None) for c in eight]
+    again = asyncio.run(imported())
+    assert [(d.run_dir, d.already, d.summary) for d in again] == [(d.run_dir, True, d.summary) for d in first]
 
 
 def test_import_farel_is_the_import_command_for_farel_logs(tmp_path: Path) -> None:

@@ -96,7 +96,9 @@ def test_any_gguf_file_and_gemma_are_selectable(tmp_path: Path) -> None:
     assert (summary_default.model, len(records)) == (f"local:{smollm2}", 1)
     refused = run_main("--model", "local:gemma3-270m", "--mode", "tool", "--results-dir", str(tmp_path / "g"))
     assert refused.returncode == 2
-    assert refused.stderr.startswith("main.py: error: local:gemma3-270m has no tool calls through llama-cpp-python's")
+    assert refused.stderr.startswith(
+        "main.py: error: --mode: local:gemma3-270m has no tool calls through llama-cpp-python's"
+    )
     gemma = run_main(
         "--model",
         "local:gemma3-270m",

@@ -181,9 +181,10 @@ def test_questions_are_read_one_a_line_and_the_settings_go_with_each_case(tmp_pa
     (tmp_path / "none.txt").write_text("# nothing\n\n")
     with pytest.raises(InputError, match=r"has no questions \(one a line; # starts a comment\)$"):
         read_questions(tmp_path / "none.txt")
-    with pytest.raises(InputError, match="coherence_threshold must be 0 to 10"):
+    with pytest.raises(InputError, match="coherence_threshold: must be 0 to 10") as refused:
         NoveltySettings(coherence_threshold=11)
-    with pytest.raises(InputError, match="novelty_threshold must be 0 to 1, got nan"):
+    assert refused.value.parameter == "coherence_threshold"
+    with pytest.raises(InputError, match="novelty_threshold: must be 0 to 1, got nan"):
         NoveltySettings(novelty_threshold=math.nan)
 
 
@@ -322,7 +323,8 @@ def test_the_test_model_runs_offline_budgets_stop_and_resume_finishes(tmp_path: 
     assert (partial.status, partial.reason, partial.scores.samples) == ("partial", "max_requests 4 reached", 1)
     other = cli(*common[:7], "--max-answers", "5", *common[9:], "--resume", str(summary_file.parent))
     assert other.returncode == 2
-    assert other.stderr.endswith("with other settings: the dataset (its MD5 or --limit) differs\n")
+    assert other.stderr.startswith(f"main.py: error: --resume: cannot continue {summary_file.parent} with other ")
+    assert other.stderr.endswith("with other settings: the dataset (its MD5 or limit) differs\n")
     resumed = cli(*common, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.splitlines()[:3] == [
@@ -452,14 +454,15 @@ def test_command_line_refusals_are_one_line(tmp_path: Path) -> None:
         f"main.py: error: questions file {empty} has no questions (one a line; # starts a comment)"
     )
     assert one_line_error(cli("run", "--suite", "novelty", "--embedding-base-url", "http://127.0.0.1:9/v1")) == (
-        "main.py: error: --embedding-base-url needs --embedding-model: the name of the model it serves"
+        "main.py: error: --embedding-model: needed with an embeddings server's URL: the name of the model it serves"
     )
     assert one_line_error(cli("run", "--suite", "novelty", "--embedding-model", "text-embedding-3-small")) == (
-        "main.py: error: embedding model 'text-embedding-3-small': give --embedding-base-url (an OpenAI-compatible "
-        "server), or name one of OpenAI's as openai:NAME"
+        "main.py: error: --embedding-base-url: none given for embedding model 'text-embedding-3-small': give an "
+        "OpenAI-compatible server's, or name one of OpenAI's models as openai:NAME"
     )
     assert one_line_error(cli("run", "--suite", "novelty", "--embedding-model", "openai:text-embedding-3-small")) == (
-        "main.py: error: missing API key for the embeddings at OpenAI: pass --embedding-api-key or set OPENAI_API_KEY"
+        "main.py: error: --embedding-api-key: missing API key for the embeddings at OpenAI: pass one or set "
+        "OPENAI_API_KEY"
     )
     assert one_line_error(cli("run", "--suite", "novelty", "--coherence-threshold", "11")) == (
         "main.py run: error: argument --coherence-threshold: must be 0 to 10 (the judge scores 1 to 10), got 11 "

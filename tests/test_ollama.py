@@ -115,7 +115,8 @@ def test_missing_model_is_refused_unless_pulled(tmp_path: Path) -> None:
         )
     assert refused.returncode == 2
     assert refused.stderr.strip() == (
-        f"main.py: error: Ollama at {host_of(server)} has no model 'llama3': pass --pull, or run `ollama pull llama3`"
+        f"main.py: error: --pull: Ollama at {host_of(server)} has no model 'llama3': pull it here, or run "
+        "`ollama pull llama3`"
     )
     assert pulled.returncode == 0, pulled.stderr
     assert [p["model"] for p in ollama.pulled] == ["llama3"]
@@ -144,8 +145,8 @@ def test_model_without_tools_is_refused_in_tool_mode_only(tmp_path: Path) -> Non
         )
     assert tool.returncode == 2
     assert tool.stderr.strip() == (
-        "main.py: error: Ollama model 'gemma3:1b' does not support tools (capabilities: completion): "
-        "use --mode tag or --mode prompted, or a model with tool support"
+        "main.py: error: --mode: Ollama model 'gemma3:1b' does not support tools (capabilities: completion): "
+        "use the tag or prompted mode, or a model with tool support"
     )
     assert tag.returncode == 0, tag.stderr
 
@@ -157,7 +158,7 @@ def test_server_down_is_one_line(tmp_path: Path) -> None:
     done = cli("run", "--model", "ollama:qwen3:4b", "--base-url", host, "--results-dir", str(tmp_path))
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith(f"main.py: error: no Ollama server answers at {host}: start it (`ollama serve`)")
+    assert line.startswith(f"main.py: error: --base-url: no Ollama server answers at {host}: start it (`ollama serve`)")
     assert not list(tmp_path.rglob("*.json"))
 
 
@@ -184,7 +185,7 @@ def test_the_library_runs_ollama_model_strings(monkeypatch: pytest.MonkeyPatch) 
     with FakeOpenAI(answering, ollama.routes()) as server:
         monkeypatch.setenv("OLLAMA_BASE_URL", host_of(server))
         result = asyncio.run(evaluator.evaluate_quizzes(quizzes, "ollama:qwen3:4b", concurrency=2))
-        with pytest.raises(evaluator.ModelSetupError, match="has no model 'llama3': pass pull=True"):
+        with pytest.raises(evaluator.ModelSetupError, match=r"^pull: Ollama at .* has no model 'llama3': pull it here"):
             asyncio.run(evaluator.evaluate_quizzes(quizzes, "ollama:llama3"))
     assert [r.status for r in result.records] == ["correct"] * 4
     assert result.scores.totals.cost_sources == ["local"]

@@ -64,7 +64,7 @@ def test_model_strings_resolve_with_aliases_keys_and_base_urls(monkeypatch: pyte
     assert (google.name, google.local) == ("google:gemini-2.0-flash", False)
     local = resolve_model("qwen", base_url="http://user:pw@127.0.0.1:8080/v1#frag")
     assert (local.name, local.base_url, local.local) == ("qwen", "http://127.0.0.1:8080/v1", True)
-    with pytest.raises(ModelSetupError, match=r"base_url 'http://127\.0\.0\.1:8080/v1' has a query string"):
+    with pytest.raises(ModelSetupError, match=r"base_url: 'http://127\.0\.0\.1:8080/v1' has a query string"):
         resolve_model("qwen", base_url="http://user:pw@127.0.0.1:8080/v1?token=x")
     remote = resolve_model("openai:m", base_url="https://api.example.com/v1", api_key="sk-x")
     assert (remote.base_url, remote.local) == ("https://api.example.com/v1", False)
@@ -74,7 +74,7 @@ def test_model_strings_resolve_with_aliases_keys_and_base_urls(monkeypatch: pyte
 
 def test_remote_base_url_without_a_key_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(ModelSetupError, match=r"missing API key for https://api\.example\.com/v1: pass api_key"):
+    with pytest.raises(ModelSetupError, match=r"^api_key: missing API key for https://api\.example\.com/v1: pass one"):
         resolve_model("m", base_url="https://api.example.com/v1")
 
 

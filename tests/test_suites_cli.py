@@ -337,9 +337,10 @@ def test_example_script_prints_groups_headline_compliance_and_cost() -> None:
     [
         (
             ["--model", "nope:x"],
-            "invoice_bench: error: unknown model provider 'nope' in 'nope:x': use one of pydantic-ai's providers",
+            "invoice_bench: error: model: unknown model provider 'nope' in 'nope:x': use one of pydantic-ai's "
+            "providers",
         ),
-        (["--model", "openai:gpt-4o-mini"], "invoice_bench: error: missing API key for openai:gpt-4o-mini"),
+        (["--model", "openai:gpt-4o-mini"], "invoice_bench: error: api_key: missing API key for openai:gpt-4o-mini"),
     ],
 )
 def test_example_script_bad_model_is_one_line(args: list[str], message: str) -> None:

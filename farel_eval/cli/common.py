@@ -29,26 +29,28 @@ def prog() -> str:
     return name if name in ("main.py", PROG) else PROG
 
 
+FLAG_OF = {"seed": "--model-seed", "max_wait_s": "--max-wait", "prices": "--price-in/--price-out"}
+"""Library parameters set by a flag of another name (the parser's `--seed` is the generator's)."""
+
+
 def flags_of(parser: argparse.ArgumentParser) -> dict[str, str]:
-    """Each destination's flag (`concurrency` -> `--concurrency`), subcommands' included: how an error about a
-    parameter names it on the command line."""
+    """The flag that sets each library parameter (`concurrency` -> `--concurrency`), from the parser's actions,
+    subcommands' included: how an error about a parameter names it on the command line."""
     flags: dict[str, str] = {}
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                flags |= {k: v for k, v in flags_of(sub).items() if k not in flags}
-        elif action.option_strings:
-            flags.setdefault(action.dest, max(action.option_strings, key=len))
-    return flags
+    parsers = [parser]
+    while parsers:
+        for action in parsers.pop()._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+            elif action.option_strings:
+                flags.setdefault(action.dest, max(action.option_strings, key=len))
+    return flags | FLAG_OF
 
 
 def error_line(exc: EvaluatorError, flags: dict[str, str], redact: Redactor | None = None) -> str:
-    """`prog: error: message`, the message led by the flag it is about when the error names its parameter and the
-    message does not already say it; no key or URL credentials in it; control characters shown escaped."""
-    message = str(exc)
-    flag = flags.get(exc.parameter) if exc.parameter else None
-    if flag is not None and flag not in message:
-        message = f"{flag}: {message}"
+    """`prog: error: message`: the flag of the parameter the error is about (the parameter's own name when no flag
+    sets it), then what is wrong; no key or URL credentials in it; control characters shown escaped."""
+    message = f"{flags.get(exc.parameter, exc.parameter)}: {exc.message}" if exc.parameter else str(exc)
     if redact is not None:
         message = redact(message)
     return f"{prog()}: error: {printable(message)}"

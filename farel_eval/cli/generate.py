@@ -24,5 +24,5 @@ def command_generate(args: argparse.Namespace) -> int:
     generators = {f.suite.name: f.suite.generate for f in find_suites() if f.suite.generate is not None}
     generate = generators.get(args.suite)
     if generate is None:
-        raise InputError(f"no generator for suite {args.suite!r}: use {' or '.join(generators)}", parameter="suite")
+        raise InputError(f"no generator for suite {args.suite!r}: use {' or '.join(generators)}")
     return generate(args.arguments, f"{prog()} generate {args.suite}")

@@ -38,6 +38,7 @@ from farel_eval.models import open_model
 from farel_eval.prices import DEFAULT_UPDATE_URL
 from farel_eval.progress import Progress
 from farel_eval.runs import INTERRUPTED, NothingToResume, RunOutcome, run
+from farel_eval.schemas import RunSettings
 from farel_eval.suite import Suite, SuiteContext
 from farel_eval.suites.case_files import judge_name, judged
 from farel_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
@@ -46,6 +47,7 @@ from farel_eval.terminal import printable
 from farel_eval.workers import (
     WorkerPool,
     WorkerProcesses,
+    WorkerShare,
     budget_share,
     share_result_line,
     stop_when_told,
@@ -396,6 +398,13 @@ async def _run_model(
 ) -> RunOutcome:  # fmt: skip
     """One model's run through the library; `share`: a worker's part of it (no progress, records to its owner)."""
     prices = UserPrices(args.price_in, args.price_out) if args.price_in is not None else None
+    settings = RunSettings(
+        base_url=args.base_url, mode=args.mode, retries=args.retries, temperature=args.temperature,
+        seed=args.model_seed, max_tokens=args.max_tokens, system_prompt=args.system_prompt, repeats=args.repeats,
+        tool_choice=args.tool_choice, concurrency=args.concurrency, price_in=args.price_in, price_out=args.price_out,
+        chat_format=args.chat_format, batch=args.batch, update_prices=args.update_prices,
+        request_timeout=args.request_timeout, max_transport_retries=args.max_transport_retries,
+    )  # fmt: skip
 
     def status(text: str) -> None:
         if not args.quiet:
@@ -403,28 +412,22 @@ async def _run_model(
 
     cache_path = args.results_dir / CACHE_FILE if args.cache else None
     async with open_model(
-        name, mode=args.mode, base_url=args.base_url, api_key=args.api_key, cache_path=cache_path,
-        request_timeout=args.request_timeout, tool_choice=args.tool_choice, chat_format=args.chat_format,
-        pull=args.pull, console=Console(stderr=True), on_status=status, task=task, batch=args.batch,
+        name, settings, api_key=args.api_key, cache_path=cache_path, pull=args.pull, console=Console(stderr=True),
+        on_status=status, task=task,
     ) as prepared, judged(
         task, args.judge_model, prepared, cache_path=cache_path, request_timeout=args.request_timeout, prices=prices,
         temperature=args.temperature,
     ) as task:  # fmt: skip
+        workers = WorkerProcesses(pool, lambda work: json.dumps([name, str(work)])) if pool is not None else None
         return await run(
-            task, dataset, prepared, results_dir=args.results_dir, mode=args.mode, retries=args.retries,
-            system_prompt=args.system_prompt, temperature=args.temperature, seed=args.model_seed,
-            max_tokens=args.max_tokens, concurrency=args.concurrency, prices=prices,
-            max_transport_retries=args.max_transport_retries, request_timeout=args.request_timeout,
+            task, dataset, prepared, settings, results_dir=args.results_dir,
             resume=True if args.resume == LATEST else (args.resume or False), retry_errors=args.retry_errors,
-            repeats=args.repeats, judge_model=judge_name(task), control=control,
-            on_record=progress.advance if progress is not None else write_record_line,
-            share=share,
-            workers=WorkerProcesses(pool, lambda work: json.dumps([name, str(work)])) if pool is not None else None,
-            batch=BatchOptions(poll_interval_s=args.batch_poll) if args.batch else None,
-            update_prices=args.update_prices,
+            control=control, on_record=progress.advance if progress is not None else write_record_line,
             on_start=(lambda total, _: progress.start(total, prepared.resolved.name, control.traffic))
             if progress is not None
             else None,
+            batch=BatchOptions(poll_interval_s=args.batch_poll) if args.batch else None,
+            workers=WorkerShare(share) if share is not None else workers, judge_model=judge_name(task),
         )  # fmt: skip
 
 

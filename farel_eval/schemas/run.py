@@ -180,45 +180,67 @@ class SourceLog(_Model):
 
 
 class RunSettings(_Model):
-    """The settings a run was made with; never holds an API key."""
+    """A run's settings: the one object a caller fills (every field has a default), and, filled in when the run
+    starts, what its `summary.json` stores. A None marked "resolved" is replaced then (the stored settings hold the
+    value used); fields marked "filled by the run" are set by it, whatever the caller gave. Never holds an API key.
+    """
 
-    model: str
+    model: str = ""
+    """The model's name as the run records it (`openai:gpt-4o`, `local:smollm2-135m`); filled by the run."""
     base_url: str | None = None
-    mode: AnswerMode
-    retries: int
-    temperature: float | None
-    seed: int | None
-    max_tokens: int | None
-    system_prompt: str | None
+    """An OpenAI-compatible (or Ollama) server to send the requests to; stored as the run's, without credentials."""
+    mode: AnswerMode = "tool"
+    retries: int | None = None
+    """Corrective retries after an invalid output; None: `default_retries(mode)` (0 in tag mode, else 3), resolved."""
+    temperature: float | None = None
+    seed: int | None = None
+    """The model's sampling seed, where the provider takes one."""
+    max_tokens: int | None = None
+    """Output tokens per request at most; None: the provider's (a local server's 512), resolved."""
+    system_prompt: str | None = None
     repeats: int = 1
     """How many times each case is posed."""
     judge_model: str | None = None
     """The model an LLM judge grades with (case files' llm-rubric assertions); None when nothing is judged."""
-    instructions: str | None
-    """What the evaluator adds to tell the model how to answer in this mode."""
+    instructions: str | None = None
+    """What the evaluator adds to tell the model how to answer in this mode; filled by the run (from its task)."""
     tool_choice: Literal["required", "auto"] | None = None
-    """Tool mode: whether the output tool call was forced."""
+    """Tool mode: whether the output tool call is forced; None: forced, unless the server refuses it (resolved)."""
     tool_choice_reason: str | None = None
-    concurrency: int
+    """Why the tool choice is what it is; filled by the run."""
+    concurrency: int | None = None
+    """Requests in flight; None: what suits the model (a local server: 1), else 8, resolved."""
     workers: int = 1
-    """Processes that posed the samples (`--workers`), each with `concurrency` requests in flight."""
+    """Processes that posed the samples (`--workers`), each with `concurrency` requests in flight; filled by `run()`."""
     price_in: float | None = None
+    """USD per million input tokens, for a model with no known price (with `price_out`)."""
     price_out: float | None = None
-    local: bool = False
+    local: bool | None = None
+    """The model runs here and costs nothing; None: told by the model (a test model or a loopback server), resolved."""
     model_file: str | None = None
-    """A local model's GGUF file."""
+    """A local model's GGUF file; filled by the run."""
     chat_format: str | None = None
-    """A local model's llama-cpp-python chat handler."""
+    """A local model's llama-cpp-python chat handler (default: its own); resolved."""
     batch: bool = False
     """Sent through the provider's batch API (batch prices; see each record's `cost.batch_price`)."""
     updated_prices: bool = False
-    """genai-prices' price data was refreshed from the network for this run (`--update-prices`), not the installed."""
+    """genai-prices' price data was refreshed from the network for this run (`--update-prices`), not the installed;
+    filled by the run from `update_prices`."""
+    update_prices: str | None = Field(default=None, exclude=True)
+    """A URL of genai-prices' data (e.g. `farel_eval.prices.DEFAULT_UPDATE_URL`) to refresh prices from before the
+    first request; not stored (a URL may hold credentials): `updated_prices` says it was done."""
     rpm: float | None = None
-    """The caller's cap on requests per minute (`--rpm`); the provider's stated limits apply besides."""
+    """The caller's cap on requests per minute (`--rpm`); the provider's stated limits apply besides. Filled from the
+    run's pacer when it is handed one."""
     tpm: float | None = None
     """The caller's cap on tokens per minute (`--tpm`)."""
     max_wait_s: float | None = None
-    """How long requests may wait with nothing answered before the run stops as partial (`--max-wait`)."""
+    """How long requests may wait with nothing answered before the run stops as partial (`--max-wait`); None: 600 s,
+    resolved (None stored for a batch, which is not paced, and for an imported run)."""
+    request_timeout: float | None = None
+    """Seconds one request may take before it fails; None: the provider SDK's (600)."""
+    max_transport_retries: int | None = None
+    """Resends of a request after HTTP 429/5xx, a timeout or a dropped connection; None: the SDK's default (2)."""
 
 
 class RunSummary(_Model):

@@ -310,7 +310,7 @@ class CaseFileGrader:
                        "config": assertion.spec.get("config", {})}  # fmt: skip
             if assertion.type == "llm-rubric":
                 if self.judge is None:
-                    raise TaskError(f"case {case.id}: llm-rubric needs a judge model (--judge-model)")
+                    raise TaskError(f"case {case.id}: llm-rubric needs a judge model", parameter="judge_model")
                 graded = judge_result(await self.judge(str(assertion.spec["value"]), output.text), assertion.threshold)
             else:
                 graded = await run_check(assertion.spec, output, context)

@@ -43,8 +43,9 @@ def _csv_line(case: Case) -> bytes:
 def generated_dataset(length: int, number: int, seed: int | None, *, shuffle: bool, template: str | None = None,
                       unambiguous: bool = False) -> Dataset:  # fmt: skip
     """The quizzes `farel_bench.py -l length -n number -r seed [-s]` writes, and that CSV's MD5."""
-    if length < 1 or number < 1:
-        raise InputError(f"length and number must be at least 1, got {length} and {number}")
+    for name, value in (("length", length), ("number", number)):
+        if value < 1:
+            raise InputError(f"must be at least 1, got {value}", parameter=name)
     try:
         prompt = farel_bench.decode_template(template) if template is not None else farel_bench.DEFAULT_TEMPLATE
     except farel_bench.FarelFormatError as exc:

@@ -1,18 +1,24 @@
-"""Published farel-bench logs in, runs out: each reply is replayed through tag mode and checked against the log."""
+"""Published farel-bench logs in, runs out: each log is a run of its replies replayed through tag mode (`run()` with a
+replay model), stored as an import and checked against the log's own summary lines."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from farel_eval.engine import evaluate
-from farel_eval.farel_logs import ClassCounts, FarelLog, match_replies, replay_model
-from farel_eval.schemas import GroupScore, Quiz, SampleRecord, Scores, SourceLog
-from farel_eval.scoring import score_records
-from farel_eval.suites.farel import FAREL_TASK
+from farel_eval.datasets import Dataset, survey
+from farel_eval.models import PreparedModel
+from farel_eval.providers import ResolvedModel
+from farel_eval.replay import replay_model
+from farel_eval.runs import Imported, run
+from farel_eval.schemas import GroupScore, RunSettings, RunSummary, Scores, SourceLog
+from farel_eval.storage import SUMMARY_FILE, imported_run_dir, load_runs
+from farel_eval.suites.farel import FAREL_TASK, quiz_of
+from farel_eval.suites.farel_logs import ClassCounts, FarelLog, match_replies, parse_log, replies_by_question
 
-__all__ = ["ImportedLog", "count_mismatches", "import_log", "imported_run_id"]
+__all__ = ["LogImport", "count_mismatches", "import_log_file", "imported_run_id"]
 
 
 def imported_run_id(log: FarelLog) -> str:
@@ -21,11 +27,13 @@ def imported_run_id(log: FarelLog) -> str:
 
 
 @dataclass(frozen=True)
-class ImportedLog:
-    records: list[SampleRecord]
-    scores: Scores
-    source: SourceLog
-    system_prompt: str | None
+class LogImport:
+    """A log's import: where its run is stored and its summary (`source_log` says how the log was read and checked);
+    `already`: the run was stored before, and nothing was imported."""
+
+    run_dir: Path
+    summary: RunSummary
+    already: bool = False
 
 
 def count_mismatches(published: dict[str, ClassCounts], classes: Sequence[GroupScore]) -> list[str]:
@@ -44,25 +52,46 @@ def count_mismatches(published: dict[str, ClassCounts], classes: Sequence[GroupS
     return lines
 
 
-async def import_log(log: FarelLog, quizzes: Sequence[Quiz]) -> ImportedLog:
-    """Replay every reply of `log` through tag mode (no retries), as farel-bench scored it."""
+async def import_log_file(path: Path, dataset: Dataset, results_dir: Path) -> LogImport:
+    """Store the log at `path` as a run of the model it names (its file name) on `dataset`, the quizzes it was run on:
+    each reply matched to its quiz by content and replayed through tag mode, with no retries and one at a time, as
+    farel-bench scored it. A log stored already (the same bytes) is found and stored again nothing. A log that
+    answers only some of the dataset's quizzes makes a `partial` run of those."""
+    log = parse_log(path)
+    model, run_id = path.stem, imported_run_id(log)
+    stored_in, stored = imported_run_dir(results_dir, model, run_id)
+    if stored:
+        (found,) = load_runs(stored_in / SUMMARY_FILE)
+        return LogImport(stored_in, found.summary, already=True)
+    quizzes = [quiz_of(case) for case in dataset.cases()]
     matched = match_replies(log, quizzes)
-    replies = matched.replies
-    asked = [quiz for quiz, _ in replies]
-    result = await evaluate(
-        FAREL_TASK, [quiz.to_case() for quiz in asked], replay_model(replies, log.path.stem), mode="tag",
-        retries=0, concurrency=16, local=False,
-    )  # fmt: skip
-    records = [r.model_copy(update={"latency_s": None}) for r in result.records]  # replay time is not the model's
-    scores = score_records(records)
-    mismatches = count_mismatches(log.summary, scores.groups) if log.summary else []
-    source = SourceLog(
-        path=str(log.path),
-        format=log.kind,
-        replies=len(replies),
-        matches_log_summary=not mismatches if log.summary else None,
-        mismatches=mismatches,
-        notes=[*log.notes, *matched.notes],
-    )
+    asked = [quiz.to_case() for quiz, _ in matched.replies]
+    sizes, _, source = survey(lambda: iter(asked), None)
+    answered = Dataset(dataset.info, sizes, source)  # the dataset's, as far as the log answers it
+
+    def checked(scores: Scores) -> SourceLog:
+        mismatches = count_mismatches(log.summary, scores.groups) if log.summary else []
+        return SourceLog(
+            path=str(log.path),
+            format=log.kind,
+            replies=len(matched.replies),
+            matches_log_summary=not mismatches if log.summary else None,
+            mismatches=mismatches,
+            notes=[*log.notes, *matched.notes],
+        )
+
+    lacking = None
+    if len(asked) < len(quizzes):
+        lacking = f"the log has {len(asked)} of the dataset's {len(quizzes)} quizzes"
+    replayed = ResolvedModel(replay_model(replies_by_question(matched.replies), model), model, None, local=False)
     system = next((e.system_prompt for e in log.entries if e.system_prompt), None)
-    return ImportedLog(records, scores, source, system)
+    settings = RunSettings(mode="tag", retries=0, concurrency=1, system_prompt=system, local=False)
+    outcome = await run(
+        FAREL_TASK,
+        answered,
+        PreparedModel(replayed),
+        settings,
+        results_dir=results_dir,
+        imported=Imported(run_id, source_log=checked, lacking=lacking),
+    )
+    return LogImport(outcome.run_dir, outcome.summary, already=outcome.result is None)

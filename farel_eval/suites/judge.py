@@ -158,8 +158,9 @@ async def judged(
     if judging is None:
         if judge_spec is not None:
             raise InputError(
-                "--judge-model grades the llm-rubric assertions of a case file (--suite cases.yaml) and the answers "
-                "of the novelty suite"
+                f"the {task.name} task judges nothing: a judge grades the llm-rubric assertions of a case file and "
+                "the answers of the novelty suite",
+                parameter="judge_model",
             )
         yield task
         return
@@ -194,9 +195,14 @@ async def open_judge(
             answers = TestModel(custom_output_args=to_jsonable_python(test_verdict))
             prepared = PreparedModel(ResolvedModel(answers, "test", None, local=True))
         elif spec != run_model.resolved.name:
-            prepared = await stack.enter_async_context(
-                open_model(spec, cache_path=cache_path, request_timeout=request_timeout, task=task)
-            )
+            try:
+                prepared = await stack.enter_async_context(
+                    open_model(spec, cache_path=cache_path, request_timeout=request_timeout, task=task)
+                )
+            except EvaluatorError as exc:
+                if exc.parameter == "model":  # the judge's model, not the run's
+                    exc.parameter = "judge_model"
+                raise
         model = prepared.resolved.model
         if prepared.tool_choice == "auto":
             model = without_forced_tool_choice(model)

@@ -357,7 +357,7 @@ def generated_dataset(lengths: Sequence[int], number: int, seed: int | None, *, 
     if len(set(sizes)) < len(sizes):
         raise InputError(f"a lineage problem size is named twice: {','.join(map(str, sizes))}")
     if number < 1:
-        raise InputError(f"number must be at least 1, got {number}")
+        raise InputError(f"must be at least 1, got {number}", parameter="number")
 
     def source() -> Iterator[Case]:
         return (case for length in sizes for case in generate(length, number, seed, shuffle=shuffle))

@@ -13,26 +13,31 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.usage import RequestUsage
-
 from farel_eval.datasets import Dataset, survey
-from farel_eval.engine import evaluate
 from farel_eval.errors import InputError
-from farel_eval.runs import program_version
-from farel_eval.schemas import Case, DatasetInfo, RunSettings, RunSummary, SampleRecord
-from farel_eval.scoring import score_records
+from farel_eval.models import PreparedModel
+from farel_eval.providers import ResolvedModel
+from farel_eval.replay import replay_model
+from farel_eval.runs import Imported, run
+from farel_eval.schemas import Case, DatasetInfo, RunSettings, RunSummary
 from farel_eval.sources import files_named
-from farel_eval.storage import RunWriter, imported_run_dir, model_slug
+from farel_eval.storage import imported_run_dir, model_slug
 from farel_eval.suites.lineage import LINEAGE_TASK, SUITE, case_from_row, csv_line, csv_rows, numbered
 
-__all__ = ["NO_EFFORT", "RESULT_COLUMNS", "ResultRun", "read_results", "result_files", "store_run"]
+__all__ = [
+    "NO_EFFORT",
+    "RESULT_COLUMNS",
+    "ResultImport",
+    "ResultRun",
+    "import_result_file",
+    "import_result_run",
+    "read_results",
+    "result_files",
+]
 
 RESULT_COLUMNS = (
     "problem_size", "relation_name", "correct_answer", "quiz", "model_name", "provider_name", "reasoning_effort",
@@ -112,57 +117,62 @@ def read_results(path: Path) -> list[ResultRun]:
         runs[key].responses.append(response)
     if not runs:
         raise InputError(f"malformed result CSV: {path}: no rows")
-    for run in runs.values():
-        run.cases = list(numbered(run.cases))
+    for each in runs.values():
+        each.cases = list(numbered(each.cases))
     return list(runs.values())
 
 
-def _dataset(run: ResultRun) -> Dataset:
+def _dataset(found: ResultRun) -> Dataset:
     """The run's quizzes; their MD5 is that of the CSV `lineage_bench.py` would write for them, so a run imported
     from `-s -l 8 -n 50 -r 42` quizzes shares its dataset with a run made here on them."""
-    cases = run.cases
+    cases = found.cases
     groups, md5, source = survey(lambda: iter(cases), lambda case: csv_line(case).encode("utf-8"))
-    info = DatasetInfo(suite=SUITE, source="file", path=str(run.source), md5=md5, cases=len(cases),
-                       params={"problem_sizes": [run.problem_size]})  # fmt: skip
+    info = DatasetInfo(suite=SUITE, source="file", path=str(found.source), md5=md5, cases=len(cases),
+                       params={"problem_sizes": [found.problem_size]})  # fmt: skip
     return Dataset(info, groups, source)
 
 
-def _replay(run: ResultRun) -> FunctionModel:
+def _replay(run: ResultRun) -> ResolvedModel:
     """A model answering each quiz with the response recorded for it (a quiz asked twice: its responses in turn)."""
     replies: dict[str, deque[str]] = {}
     for case, response in zip(run.cases, run.responses, strict=True):
         replies.setdefault(case.prompt, deque()).append(response)
 
-    def respond(messages: list[ModelMessage], _: AgentInfo) -> ModelResponse:
-        request = messages[0]
-        assert isinstance(request, ModelRequest)
-        prompt = next(str(p.content) for p in request.parts if isinstance(p, UserPromptPart))
-        reply = replies[prompt].popleft()
-        return ModelResponse(parts=[TextPart(reply)], usage=RequestUsage(unmeasured_requests=1), model_name=run.model)
+    def reply_to(prompt: str) -> str | None:
+        left = replies.get(prompt)
+        return left.popleft() if left else None
 
-    return FunctionModel(respond, model_name=run.model)
+    return ResolvedModel(replay_model(reply_to, run.model), run.model, None, local=False)
 
 
-async def store_run(run: ResultRun, results_dir: Path) -> tuple[Path, RunSummary, list[SampleRecord]]:
+@dataclass(frozen=True)
+class ResultImport:
+    """One run of a result file, imported: where it is stored and its summary; `already`: it was stored before, and
+    nothing was imported."""
+
+    run: ResultRun
+    run_dir: Path
+    summary: RunSummary
+    already: bool = False
+
+
+async def import_result_file(path: Path, results_dir: Path) -> AsyncIterator[ResultImport]:
+    """Each (model, problem size, reasoning effort) of a result file as a stored run, one after another (the file is
+    read, and refused if malformed, before the first is stored); a run stored already is found, not stored again."""
+    for found in read_results(path):
+        yield await import_result_run(found, results_dir)
+
+
+async def import_result_run(found: ResultRun, results_dir: Path) -> ResultImport:
     """Replay the run's responses in tag mode (no retries, one at a time, so a quiz asked twice gets its responses
     in file order) and store it as an imported run: unknown tokens, cost and latency."""
-    run_dir, _ = run.run_dir(results_dir)
-    started_at = datetime.now(UTC)
-    dataset = _dataset(run)
-    result = await evaluate(
-        LINEAGE_TASK, dataset.cases(), _replay(run), mode="tag", retries=0, concurrency=1, local=False
+    settings = RunSettings(mode="tag", retries=0, concurrency=1, system_prompt=found.system_prompt, local=False)
+    outcome = await run(
+        LINEAGE_TASK,
+        _dataset(found),
+        PreparedModel(_replay(found)),
+        settings,
+        results_dir=results_dir,
+        imported=Imported(found.run_id),
     )
-    records = [r.model_copy(update={"latency_s": None}) for r in result.records]  # replay time is not the model's
-    summary = RunSummary(
-        program_version=program_version(), run_id=run_dir.name, suite=SUITE, task=LINEAGE_TASK.name,
-        model=run.model, mode="tag", status="finished", imported=True, started_at=started_at,
-        finished_at=datetime.now(UTC), wall_s=0.0,
-        settings=RunSettings(model=run.model, mode="tag", retries=0, temperature=None, seed=None, max_tokens=None,
-                             system_prompt=run.system_prompt, instructions=None, concurrency=1),
-        dataset=dataset.info, scores=score_records(records, dataset.group_sizes),
-    )  # fmt: skip
-    with RunWriter(run_dir) as writer:
-        for record in records:
-            writer.append(record)
-        writer.write_summary(summary)
-    return run_dir, summary, records
+    return ResultImport(found, outcome.run_dir, outcome.summary, already=outcome.result is None)

@@ -14,7 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from farel_bench import TAG_INSTRUCTION
 from farel_eval.engine import EvaluationResult, evaluate
-from farel_eval.schemas import AnswerMode, Case, Quiz, is_text_mode
+from farel_eval.schemas import AnswerMode, Case, Quiz, RunSettings, is_text_mode
 from farel_eval.tasks import Task, TextReader
 
 __all__ = [
@@ -144,8 +144,10 @@ def multiple_choice_task(name: str = "multiple-choice") -> Task[OptionAnswer | s
     )
 
 
-async def evaluate_quizzes(quizzes: Iterable[Quiz], model: Model | str, **options: Any) -> EvaluationResult:
+async def evaluate_quizzes(
+    quizzes: Iterable[Quiz], model: Model | str, settings: RunSettings | None = None, **options: Any
+) -> EvaluationResult:
     """Multiple-choice quizzes (as the FaRel generator makes them) posed as `multiple_choice_task()`'s cases:
-    the option number validated against each quiz's options, macro accuracy over classes. `options` are
-    `evaluate()`'s."""
-    return await evaluate(multiple_choice_task(), (quiz.to_case() for quiz in quizzes), model, **options)
+    the option number validated against each quiz's options, macro accuracy over classes. `settings` and
+    `options` are `evaluate()`'s."""
+    return await evaluate(multiple_choice_task(), (quiz.to_case() for quiz in quizzes), model, settings, **options)

@@ -118,13 +118,14 @@ class NoveltySettings:
 
     def __post_init__(self) -> None:
         if self.max_answers < 1:
-            raise InputError(f"max_answers must be at least 1, got {self.max_answers}")
+            raise InputError(f"must be at least 1, got {self.max_answers}", parameter="max_answers")
         if not 0 <= self.coherence_threshold <= 10:
             raise InputError(
-                f"coherence_threshold must be 0 to 10 (the judge scores 1 to 10), got {self.coherence_threshold}"
+                f"must be 0 to 10 (the judge scores 1 to 10), got {self.coherence_threshold}",
+                parameter="coherence_threshold",
             )
         if not (math.isfinite(self.novelty_threshold) and 0 <= self.novelty_threshold <= 1):
-            raise InputError(f"novelty_threshold must be 0 to 1, got {self.novelty_threshold}")
+            raise InputError(f"must be 0 to 1, got {self.novelty_threshold}", parameter="novelty_threshold")
 
     def stored(self, embedding_model: str) -> dict[str, Any]:
         """What each case carries (so a run's records and its dataset's MD5 say how its loops were run)."""

@@ -22,20 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from pydantic_ai import (
-    ModelAPIError,
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    RequestUsage,
-    TextPart,
-    UserPromptPart,
-)
-from pydantic_ai.models.function import AgentInfo, FunctionModel
-
 from farel_bench import TAG_INSTRUCTION, string_literal_end
 from farel_eval.errors import InputError
 from farel_eval.providers import ResolvedModel
+from farel_eval.replay import replay_model
 from farel_eval.schemas import Quiz
 from farel_eval.sources import files_named
 
@@ -48,7 +38,7 @@ __all__ = [
     "log_files",
     "match_replies",
     "parse_log",
-    "replay_model",
+    "replies_by_question",
     "resolve_replay",
 ]
 
@@ -69,6 +59,7 @@ _CHAT_TURN = re.compile(r"^<[^\s<>]+>")
 _OPTION_LINE = re.compile(r"^\d+\. ")
 _END_OF_TEXT = " [end of text]"
 """What llama.cpp's CLI prints after the generated text."""
+_NO_REPLY = "the log has no reply for this quiz"
 
 
 @dataclass(frozen=True)
@@ -439,7 +430,8 @@ def _found(log: FarelLog, bodies: Iterable[tuple[str, ...]]) -> list[_Found]:
         if hit is None:
             raise InputError(
                 f"{log.path}: the quiz at line {entry.line} is not in the dataset; "
-                "pass quizzes='FILE' naming the dataset this log was run on"
+                "name the dataset this log was run on",
+                parameter="quizzes",
             )
         found.append(_Found(entry, hit[0], record.reply(hit[1])))
     return found
@@ -485,23 +477,10 @@ def _question(prompt: str) -> str:
     return "\n".join(line for line in prompt.split("\n") if line.strip() != TAG_INSTRUCTION)
 
 
-def replay_model(replies: Sequence[tuple[Quiz, str]], name: str) -> FunctionModel:
-    """A model that answers each quiz with the reply recorded for it (in any mode: the text is sent as is)."""
+def replies_by_question(replies: Sequence[tuple[Quiz, str]]) -> Callable[[str], str | None]:
+    """The reply recorded for a quiz's prompt (in any mode: a prompt with or without the tag instruction)."""
     by_question = {_question(quiz.prompt): reply for quiz, reply in replies}
-    return _answering(lambda prompt: by_question.get(_question(prompt)), name)
-
-
-def _answering(reply_to: Callable[[str], str | None], name: str) -> FunctionModel:
-    def respond(messages: list[ModelMessage], _: AgentInfo) -> ModelResponse:
-        request = messages[0]
-        assert isinstance(request, ModelRequest)
-        prompt = next(str(p.content) for p in request.parts if isinstance(p, UserPromptPart))
-        reply = reply_to(prompt)
-        if reply is None:
-            raise ModelAPIError(name, "the log has no reply for this quiz")
-        return ModelResponse(parts=[TextPart(reply)], usage=RequestUsage(unmeasured_requests=1), model_name=name)
-
-    return FunctionModel(respond, model_name=name)
+    return lambda prompt: by_question.get(_question(prompt))
 
 
 def _log_replies(log: FarelLog) -> Callable[[str], str | None]:
@@ -520,4 +499,4 @@ def resolve_replay(log_path: str) -> ResolvedModel:
     """`replay:LOGFILE`: the log's replies as a model. Its cost is unknown, as that of the imported log."""
     log = parse_log(Path(log_path))
     name = f"replay:{log.path.stem}"
-    return ResolvedModel(_answering(_log_replies(log), name), name, base_url=None, local=False)
+    return ResolvedModel(replay_model(_log_replies(log), name, none=_NO_REPLY), name, base_url=None, local=False)
