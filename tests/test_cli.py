@@ -382,12 +382,13 @@ def test_a_library_error_names_the_flag_of_its_parameter(
 ) -> None:
     """The flag comes from the error's `parameter` and the parser's actions; the message is not rewritten."""
     from farel_eval import cli as command_line
+    from farel_eval.cli import run as run_command
     from farel_eval.errors import InputError
 
     async def refused(*_: Any, **__: Any) -> Any:
         raise InputError("must be 7", parameter=parameter)
 
-    monkeypatch.setattr(command_line, "run", refused)
+    monkeypatch.setattr(run_command, "run", refused)
     monkeypatch.setattr("sys.argv", ["main.py"])
     assert command_line.main(["run", "--model", "test", "--limit", "1", "--quiet"]) == 2
     assert capsys.readouterr().err == f"main.py: error: {said}\n"

@@ -324,7 +324,9 @@ def test_the_test_model_runs_offline_budgets_stop_and_resume_finishes(tmp_path: 
     other = cli(*common[:7], "--max-answers", "5", *common[9:], "--resume", str(summary_file.parent))
     assert other.returncode == 2
     assert other.stderr.startswith(f"main.py: error: --resume: cannot continue {summary_file.parent} with other ")
-    assert other.stderr.endswith("with other settings: the dataset (its MD5 or limit) differs\n")
+    assert other.stderr.endswith(
+        "with other settings: the dataset (its MD5 or limit) differs; suite parameter max_answers 4 != 5\n"
+    )
     resumed = cli(*common, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.splitlines()[:3] == [
@@ -346,7 +348,7 @@ def test_the_test_model_runs_offline_budgets_stop_and_resume_finishes(tmp_path: 
     assert row.metrics == {"novelty": 2.0, "answers": 2.0, "stop_similar": 2.0}
     table = render_markdown([row]).splitlines()
     cells = [[cell.strip() for cell in line.split("|")[1:6]] for line in (table[0], table[2])]
-    assert cells == [["Nr", "Model", "Score", "Novelty", "Answers"], ["1", "test (tool)", "25.00", "2.00", "2"]]
+    assert cells == [["Nr", "Model", "Score", "novelty", "answers"], ["1", "test (tool)", "25.00", "2.00", "2.00"]]
     assert render_csv([row]).splitlines()[1].endswith(",2.0,2.0")
     page = render_html([row], {})
     assert '<button type="button">Score</button></th><th scope="col" title="novelty of every accepted answer' in page

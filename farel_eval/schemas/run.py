@@ -160,10 +160,10 @@ class DatasetInfo(_Model):
     params: dict[str, JsonValue] = Field(default_factory=dict)
     """The generator's arguments (FaRel: length, number, seed, shuffle)."""
     limit: int | None = None
-    suite_params: dict[str, JsonValue] | None = None
+    suite_params: dict[str, JsonValue] | None = Field(default=None, exclude_if=lambda params: params is None)
     """The suite's parameters as the run was made with them (`-S key=value`); None for cases handed to the library."""
-    suite_version: str | None = None
-    """The version of the package that registered the suite."""
+    suite_version: str | None = Field(default=None, exclude_if=lambda version: version is None)
+    """The version of the package that registered the suite (left out, as the parameters, when not known)."""
 
 
 class SourceLog(_Model):
