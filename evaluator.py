@@ -11,7 +11,9 @@ The importable core: no argument parsing, no printing.
 
 `evaluate()` poses and scores; `run()` does the same and stores the run (resumable) under a results folder.
 `Suite(name, params, build)` makes a benchmark a plug-in (entry-point group `farel_eval.suites`), run with
-`main.py run --suite NAME -S key=value`. `analyse(records)` gives a run's interval and baselines, `compare(a, b)` pairs two runs case by case:
+`main.py run --suite NAME -S key=value`.
+`analyse(records)` gives a run's interval and baselines, `compare(a, b)` pairs two runs case by
+case:
 
     a, b = evaluator.analyse(result_a.records), evaluator.analyse(result_b.records)
     a.score_ci95(), evaluator.compare(a, b).p_value
@@ -40,8 +42,8 @@ from farel_eval.schemas import (
     Scores,
 )
 from farel_eval.scoring import score_records
-from farel_eval.suite import Suite, SuiteContext
 from farel_eval.storage import load_runs, read_records
+from farel_eval.suite import Suite, SuiteContext
 from farel_eval.suites.multiple_choice import (
     DEFAULT_SYSTEM_PROMPT,
     OptionAnswer,

@@ -189,7 +189,7 @@ _COLUMNS = [
 
 def _table(rows: Sequence[LeaderboardRow]) -> str:
     metrics = metric_columns(rows)
-    shown = [(name, "a figure of the suite's task (its columns)") for name in metrics]
+    shown = [(name, f"{name}: a figure the suite's task reports") for name in metrics]
     columns = _COLUMNS[:3] + shown + _COLUMNS[3:]
     head = "".join(
         f'<th scope="col" title="{_e(tip)}"><button type="button">{_e(name)}</button></th>' for name, tip in columns

@@ -504,7 +504,8 @@ def test_a_bad_result_csv_is_one_line(rows: list[list[str]], message: str, tmp_p
                                                            "8,8"),
         (["run", "--suite", "lineage", "--unambiguous"], "main.py: error: --unambiguous belongs to the farel suite, "
                                                          "not lineage"),
-        (["run", "--length", "3,4"], "main.py: error: suite farel: length=3,4: Input should be a valid integer, unable to parse string as an "
+        (["run", "--length", "3,4"],
+         "main.py: error: suite farel: length=3,4: Input should be a valid integer, unable to parse string as an "
          "integer"),
         (["import", "lineage", "missing.csv"], "main.py: error: no result file or folder missing.csv"),
     ],

@@ -351,8 +351,11 @@ def test_the_test_model_runs_offline_budgets_stop_and_resume_finishes(tmp_path: 
     assert cells == [["Nr", "Model", "Score", "novelty", "answers"], ["1", "test (tool)", "25.00", "2.00", "2.00"]]
     assert render_csv([row]).splitlines()[1].endswith(",2.0,2.0")
     page = render_html([row], {})
-    assert '<button type="button">Score</button></th><th scope="col" title="novelty of every accepted answer' in page
-    assert '<td class="num" data-v="2.0">2.00</td><td class="num" data-v="2.0">2</td>' in page
+    assert (
+        '<button type="button">Score</button></th><th scope="col" title="novelty: a figure the suite&#x27;s task'
+        in page
+    )
+    assert '<td class="num" data-v="2.0">2.00</td><td class="num" data-v="2.0">2.00</td>' in page
 
 
 def test_a_model_judge_and_embeddings_served_over_http(tmp_path: Path) -> None:

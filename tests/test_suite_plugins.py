@@ -133,8 +133,8 @@ def test_a_suite_package_runs_with_s_is_stored_resumed_and_ranked_with_its_colum
     other = run(site, "run", "--suite", "acme", "-S", "n=6", "-S", "seed=3", "-S", "label=fancy", "--model", "test",
                 "--resume", str(stored.path), "--results-dir", str(results))  # fmt: skip
     assert (other.returncode, other.stderr) == (
-        2, f"main.py: error: --resume: cannot continue {stored.path} with other settings: suite parameter label 'plain' != "
-        "'fancy'\n",
+        2, f"main.py: error: --resume: cannot continue {stored.path} with other settings: suite parameter label "
+        "'plain' != 'fancy'\n",
     )  # fmt: skip
 
     board = json.loads(run(site, "format_result.py", str(results), "--format", "json").stdout)
