@@ -18,8 +18,8 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from farel_eval.errors import InputError
-from farel_eval.schemas import LeaderboardRow, SampleRecord
-from farel_eval.tables import class_header, metric_columns, suite_title
+from farel_eval.schemas import LeaderboardRow, ModeComparison, SampleRecord
+from farel_eval.tables import MODE_HEADERS, PAIR_HEADERS, class_header, metric_columns, mode_table_lines, suite_title
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -78,7 +78,11 @@ def invalid_examples(records: Iterable[SampleRecord], limit: int = 3) -> list[In
 
 
 def render_html(
-    rows: Sequence[LeaderboardRow], examples: Mapping[str, Sequence[InvalidExample]], *, title: str = "Leaderboard"
+    rows: Sequence[LeaderboardRow],
+    examples: Mapping[str, Sequence[InvalidExample]],
+    *,
+    title: str = "Leaderboard",
+    modes: Sequence[ModeComparison] = (),
 ) -> str:
     """One self-contained page; `examples` is keyed by LeaderboardRow.path. Sections per suite, as the
     terminal leaderboard: runs of different suites are never compared."""
@@ -107,10 +111,33 @@ def render_html(
 <body>
 <header><h1>{_e(title)}</h1><p class="muted">{summary}. Scores 0-100 with 95% intervals; click a column
 header to sort.{f" Suites: {nav}" if nav else ""}</p></header>
-{"".join(sections)}
+{_modes_section(modes)}{"".join(sections)}
 <script>{script}</script>
 </body>
 </html>
+"""
+
+
+def _modes_section(modes: Sequence[ModeComparison]) -> str:
+    """The model x mode table: each model's modes side by side, then every pair of them on paired cases."""
+    if not modes:
+        return ""
+    mode_lines: list[list[str]] = []
+    pair_lines: list[list[str]] = []
+    for comparison in modes:
+        mine, pairs = mode_table_lines([comparison])
+        mode_lines += [[comparison.suite, *line] for line in mine]
+        pair_lines += [[comparison.suite, *line] for line in pairs]
+    tables = []
+    for headers, lines in ((("Suite", *MODE_HEADERS), mode_lines), (("Suite", *PAIR_HEADERS), pair_lines)):
+        head = "".join(f'<th scope="col"><button type="button">{_e(h)}</button></th>' for h in headers)
+        body = "".join("<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in line) + "</tr>" for line in lines)
+        tables.append(_scroll_table("sortable", head, body))
+    return f"""<section id="modes">
+<h2>Answer modes <span class="muted">each model's modes on the same cases; pairs compared case by case (McNemar
+exact, or the sign test), Holm-corrected over each model's pairs</span></h2>
+{"".join(tables)}
+</section>
 """
 
 

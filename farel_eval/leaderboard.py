@@ -139,6 +139,8 @@ class Board:
 
     rows: list[LeaderboardRow]
     examples: dict[str, list[InvalidExample]]
+    analyses: dict[str, RunAnalysis | None]
+    """By path: each run's records reduced for statistics (None: stored without them)."""
 
 
 def build_board(
@@ -170,7 +172,8 @@ def build_board(
         mine = _with_frontier([r for r in rows if r.suite == suite])
         mine = _with_rank_groups(mine, {path: read.analysis for path, read in reads.items()})
         ordered += _ranked(mine, rank_by)
-    return Board(ordered, {path: read.examples for path, read in reads.items()})
+    examples = {path: read.examples for path, read in reads.items()}
+    return Board(ordered, examples, {path: read.analysis for path, read in reads.items()})
 
 
 def build_rows(

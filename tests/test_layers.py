@@ -9,7 +9,7 @@ from pathlib import Path
 from tests.conftest import REPO
 
 LAYERS = ("schemas", "core", "suites", "reports", "cli")
-REPORTS = {"farel_eval.leaderboard", "farel_eval.tables", "farel_eval.html_report"}
+REPORTS = {"farel_eval.leaderboard", "farel_eval.tables", "farel_eval.html_report", "farel_eval.mode_matrix"}
 
 
 def layer(module: str) -> int | None:

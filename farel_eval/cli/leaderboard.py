@@ -13,10 +13,22 @@ from rich.console import Console
 
 from farel_eval.errors import EvaluatorError, InputError, OneLineArgumentParser, ResultFileError
 from farel_eval.html_report import render_html
-from farel_eval.leaderboard import RANK_BY, Board, build_board, compare_runs, load_run, newest_runs
-from farel_eval.schemas import LeaderboardRow
+from farel_eval.leaderboard import RANK_BY, build_board, compare_runs, load_run, newest_runs
+from farel_eval.mode_matrix import mode_comparisons
+from farel_eval.schemas import LeaderboardRow, ModeComparison
 from farel_eval.storage import load_runs
-from farel_eval.tables import comparison_json, render_comparison, render_csv, render_json, render_markdown, render_rich
+from farel_eval.tables import (
+    comparison_json,
+    render_comparison,
+    render_csv,
+    render_json,
+    render_markdown,
+    render_modes_csv,
+    render_modes_json,
+    render_modes_markdown,
+    render_modes_rich,
+    render_rich,
+)
 from farel_eval.terminal import printable
 
 __all__ = ["main"]
@@ -42,6 +54,11 @@ def _parser() -> OneLineArgumentParser:
     parser.add_argument("--rank-by", choices=RANK_BY, default="score", help="rank runs by (default score)")
     parser.add_argument("--latest", action="store_true", help="only the newest run per model, mode, suite, settings")
     parser.add_argument("--wide", action="store_true", help="rich: one table with every column")
+    parser.add_argument(
+        "--modes",
+        action="store_true",
+        help="the model x mode table: each model's answer modes on the same cases, every pair of them compared",
+    )
     parser.add_argument(
         "--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="paired comparison of two run folders"
     )
@@ -70,17 +87,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             skipped.append(exc)
 
         runs = load_runs(args.dir, skip)
-        board = build_board(newest_runs(runs) if args.latest else runs, rank_by=args.rank_by, on_error=skip)
+        shown = newest_runs(runs) if args.latest else runs
+        board = build_board(shown, rank_by=args.rank_by, on_error=skip)
         rows = board.rows
         if not rows and skipped:
             return ResultFileError.exit_code
         if not rows:
             raise ResultFileError(f"no stored runs under {args.dir}: run `python main.py run` first")
         fmt = args.format or ("rich" if sys.stdout.isatty() and args.output is None else "markdown")
+        kept = {row.path for row in rows}
+        modes = mode_comparisons([run for run in shown if str(run.path) in kept], board=board)
+        if args.modes and not modes:
+            raise ResultFileError(
+                f"no model under {args.dir} has runs in two answer modes on the same cases: run one with "
+                "`main.py run --mode tool --mode tag`"
+            )
         if fmt == "html":
             if args.output is None:
                 raise InputError("--format html writes a file: name it with -o FILE")
-            _write(_html(board), args.output)
+            _write(render_html(board.rows, board.examples, modes=modes), args.output)
+        elif args.modes:
+            _write_modes(modes, fmt, args.output)
         elif fmt == "rich" and args.output is None:
             render_rich(rows, Console(width=100_000) if args.wide else Console(), wide=args.wide)
         else:
@@ -117,8 +144,17 @@ def _text(rows: Sequence[LeaderboardRow], fmt: str, farel_only: bool, wide: bool
     }[fmt]()
 
 
-def _html(board: Board) -> str:
-    return render_html(board.rows, board.examples)
+def _write_modes(modes: Sequence[ModeComparison], fmt: str, output: Path | None) -> None:
+    if fmt == "rich" and output is None:
+        render_modes_rich(modes, Console())
+        return
+    if fmt == "rich":
+        console = Console(file=io.StringIO(), width=100, color_system=None)
+        render_modes_rich(modes, console)
+        _write(console.file.getvalue(), output)  # type: ignore[attr-defined]
+        return
+    render = {"markdown": render_modes_markdown, "csv": render_modes_csv, "json": render_modes_json}[fmt]
+    _write(render(modes), output)
 
 
 def _write(text: str, output: Path | None) -> None:

@@ -28,7 +28,7 @@ from farel_eval.cli.common import (
     prog,
 )
 from farel_eval.cli.run_report import print_comparison, print_report
-from farel_eval.cli.suites import suite_from_args
+from farel_eval.cli.suites import answer_modes, suite_from_args
 from farel_eval.datasets import Dataset
 from farel_eval.engine import CREDENTIALS_REFUSED, RunControl
 from farel_eval.errors import InputError
@@ -38,7 +38,7 @@ from farel_eval.models import open_model
 from farel_eval.prices import DEFAULT_UPDATE_URL
 from farel_eval.progress import Progress
 from farel_eval.runs import INTERRUPTED, NothingToResume, RunOutcome, run
-from farel_eval.schemas import RunSettings
+from farel_eval.schemas import AnswerMode, RunSettings
 from farel_eval.suite import Suite, SuiteContext
 from farel_eval.suites.case_files import judge_name, judged
 from farel_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
@@ -93,10 +93,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     model.add_argument(
         "--mode",
-        choices=["tool", "native", "prompted", "text", "tag"],
-        default="tool",
+        action="append",
+        choices=["tool", "native", "prompted", "text", "tag", "all"],
         help="answer through a tool call (default), JSON schema output, a schema stated in the prompt, or text "
-        "read by the suite's reader (tag: the <ANSWER> tag, read as farel-bench or lineage-bench reads it)",
+        "read by the suite's reader (tag: the <ANSWER> tag, read as farel-bench or lineage-bench reads it); repeat "
+        "--mode (or --mode all: every mode the suite poses) to compare modes on the identical cases, one stored run "
+        "each; with no --model and no --mode, the embedded model in tool and tag mode",
     )
     model.add_argument(
         "--retries",
@@ -285,6 +287,7 @@ def command_run(args: argparse.Namespace) -> int:
         base_url=args.base_url, api_key=args.api_key, keys=keys,
     )  # fmt: skip
     found, task, dataset = suite_from_args(args, context)
+    modes = answer_modes(args.mode, found.suite, default_run=args.model is None)
     if (args.price_in is None) != (args.price_out is None):
         raise InputError("give both --price-in and --price-out (USD per million tokens), or neither")
     if args.batch and args.cache:
@@ -299,17 +302,19 @@ def command_run(args: argparse.Namespace) -> int:
             "--max-requests cannot stop it in time: use --limit"
         )
     models: list[str] = list(dict.fromkeys(args.model or [DEFAULT_LOCAL_MODEL]))
-    if args.resume not in (None, LATEST) and len(models) > 1:
-        raise InputError("--resume RUN_DIR continues one run: give one --model, or --resume alone for each model's")
+    if args.resume not in (None, LATEST) and len(models) * len(modes) > 1:
+        raise InputError(
+            "--resume RUN_DIR continues one run: give one --model and one --mode, or --resume alone for each run's"
+        )
     short = any(name.startswith("local:") for name in models)  # the embedded model is slow: a short default
     limit = args.limit if args.limit is not None or args.full or not short else SHORT_RUN_CASES
     if limit is not None:
         dataset = dataset.limited(limit)
     pacer = Pacer(rpm=args.rpm, tpm=args.tpm, max_wait_s=args.max_wait, shared=args.workers > 1)
     if args.workers == 1:
-        return asyncio.run(_run(args, models, found.suite, task, dataset, pacer))
+        return asyncio.run(_run(args, models, modes, found.suite, task, dataset, pacer))
     with WorkerPool(args.workers, _serving(args, task, dataset, pacer)) as pool:
-        return asyncio.run(_run(args, models, found.suite, task, dataset, pacer, pool=pool))
+        return asyncio.run(_run(args, models, modes, found.suite, task, dataset, pacer, pool=pool))
 
 
 def _serving(args: argparse.Namespace, task: Task[Any], dataset: Dataset, pacer: Pacer) -> Callable[[str], int]:
@@ -317,13 +322,13 @@ def _serving(args: argparse.Namespace, task: Task[Any], dataset: Dataset, pacer:
     the command's models, with its share of the budgets, quietly (its records go to its owner)."""
 
     def serve(order: str) -> int:
-        name, work = json.loads(order)
+        name, mode, work = json.loads(order)
 
         async def pose() -> int:
             control = budget_share(RunControl(max_cost=args.max_cost, max_requests=args.max_requests, pacer=pacer),
                                    args.workers)  # fmt: skip
             with stop_when_told(lambda: control.stop(TERMINATED)), _stopped_by_signals(control.stop):
-                outcome = await _run_model(args, name, task, dataset, control, None, share=Path(work))
+                outcome = await _run_model(args, name, mode, task, dataset, control, None, share=Path(work))
             share_result_line(outcome.result)
             return 0
 
@@ -353,12 +358,12 @@ def _stopped_by_signals(stop: Callable[[str], None]) -> Iterator[None]:
 
 
 async def _run(
-    args: argparse.Namespace, models: Sequence[str], suite: Suite[Any], task: Task[Any], dataset: Dataset,
-    pacer: Pacer, *, pool: WorkerPool | None = None,
+    args: argparse.Namespace, models: Sequence[str], modes: Sequence[AnswerMode], suite: Suite[Any], task: Task[Any],
+    dataset: Dataset, pacer: Pacer, *, pool: WorkerPool | None = None,
 ) -> int:  # fmt: skip
-    """Each of `models` in turn on the identical cases, under one progress display; then the comparison. With `pool`,
-    each run is posed by it and this process. Every run keeps `pacer`'s pace, started afresh for each model (shared
-    with the workers, which never reset it)."""
+    """Each of `models` in each of `modes` in turn on the identical cases, a stored run each, under one progress
+    display; then the comparison. With `pool`, each run is posed by it and this process. Every run keeps `pacer`'s
+    pace, started afresh for each run (shared with the workers, which never reset it)."""
     current = RunControl()
     stopped: list[str] = []
 
@@ -369,37 +374,38 @@ async def _run(
     outcomes: list[RunOutcome] = []
     code = 0
     with _stopped_by_signals(stop), Progress(quiet=args.quiet) as progress:
-        for name in models:
+        for name, mode in ((name, mode) for name in models for mode in modes):
             if stopped:
                 break
             current = RunControl(max_cost=args.max_cost, max_requests=args.max_requests, pacer=pacer)  # per run
             pacer.reset()
             try:
-                outcome = await _run_model(args, name, task, dataset, current, progress, pool=pool)
+                outcome = await _run_model(args, name, mode, task, dataset, current, progress, pool=pool)
             except NothingToResume as exc:
-                if len(models) == 1:
+                if len(models) * len(modes) == 1:
                     raise
-                print(f"{prog()}: {name}: nothing to resume ({exc})", file=sys.stderr)
+                print(f"{prog()}: {name} in {mode} mode: nothing to resume ({exc})", file=sys.stderr)
                 continue
             outcomes.append(outcome)
             progress.finish()  # its last figures before its report, not after
-            reported = _outcome_code(outcome, suite)  # every model's report, whichever failed before
+            reported = _outcome_code(outcome, suite)  # every run's report, whichever failed before
             code = code or reported
     if not outcomes and not stopped:
         raise NothingToResume("none of the models has an unfinished run with these settings")
     if len(outcomes) > 1:
-        print_comparison([o.run_dir for o in outcomes])
+        print_comparison([o.run_dir for o in outcomes], modes)
     return code
 
 
 async def _run_model(
-    args: argparse.Namespace, name: str, task: Task[Any], dataset: Dataset, control: RunControl,
+    args: argparse.Namespace, name: str, mode: AnswerMode, task: Task[Any], dataset: Dataset, control: RunControl,
     progress: Progress | None, *, pool: WorkerPool | None = None, share: Path | None = None,
 ) -> RunOutcome:  # fmt: skip
-    """One model's run through the library; `share`: a worker's part of it (no progress, records to its owner)."""
+    """One model's run in one mode through the library; `share`: a worker's part of it (no progress, records to its
+    owner)."""
     prices = UserPrices(args.price_in, args.price_out) if args.price_in is not None else None
     settings = RunSettings(
-        base_url=args.base_url, mode=args.mode, retries=args.retries, temperature=args.temperature,
+        base_url=args.base_url, mode=mode, retries=args.retries, temperature=args.temperature,
         seed=args.model_seed, max_tokens=args.max_tokens, system_prompt=args.system_prompt, repeats=args.repeats,
         tool_choice=args.tool_choice, concurrency=args.concurrency, price_in=args.price_in, price_out=args.price_out,
         chat_format=args.chat_format, batch=args.batch, update_prices=args.update_prices,
@@ -418,7 +424,7 @@ async def _run_model(
         task, args.judge_model, prepared, cache_path=cache_path, request_timeout=args.request_timeout, prices=prices,
         temperature=args.temperature,
     ) as task:  # fmt: skip
-        workers = WorkerProcesses(pool, lambda work: json.dumps([name, str(work)])) if pool is not None else None
+        workers = WorkerProcesses(pool, lambda work: json.dumps([name, mode, str(work)])) if pool is not None else None
         return await run(
             task, dataset, prepared, settings, results_dir=args.results_dir,
             resume=True if args.resume == LATEST else (args.resume or False), retry_errors=args.retry_errors,

@@ -10,11 +10,12 @@ from typing import Any
 from rich.console import Console
 
 from farel_eval.errors import EvaluatorError
-from farel_eval.leaderboard import build_rows, compare_runs, load_run, relaxed_score
+from farel_eval.leaderboard import build_board, compare_runs, load_run, relaxed_score
+from farel_eval.mode_matrix import mode_comparisons
 from farel_eval.schemas import RunSummary, is_text_mode
 from farel_eval.storage import latest_records
 from farel_eval.suite import Suite
-from farel_eval.tables import render_comparison, render_rich
+from farel_eval.tables import render_comparison, render_modes_rich, render_rich
 from farel_eval.terminal import printable
 
 
@@ -80,11 +81,16 @@ def print_report(summary: RunSummary, run_dir: Path, suite: Suite[Any] | None = 
     print(f"stored in {run_dir}")
 
 
-def print_comparison(run_dirs: Sequence[Path]) -> None:
-    """The runs of one command side by side, and with two models their paired comparison."""
+def print_comparison(run_dirs: Sequence[Path], modes: Sequence[str]) -> None:
+    """The runs of one command side by side; with several modes, each model's modes compared (the model x mode
+    table), else with two models their paired comparison."""
     runs = [load_run(run_dir) for run_dir in run_dirs]
     print()
-    render_rich(build_rows(runs), Console())
+    board = build_board(runs)
+    render_rich(board.rows, Console())
+    if len(modes) > 1:
+        render_modes_rich(mode_comparisons(runs, modes, board), Console())
+        return
     if len(runs) == 2:
         try:
             comparison, a, b = compare_runs(*runs)

@@ -11,7 +11,8 @@ from typing import Any
 from farel_eval.cli.common import prog
 from farel_eval.datasets import Dataset
 from farel_eval.errors import InputError, TaskError
-from farel_eval.suite import FoundSuite, SuiteContext, find_suites, open_suite, suite_named
+from farel_eval.schemas import AnswerMode
+from farel_eval.suite import FoundSuite, Suite, SuiteContext, find_suites, open_suite, suite_named
 from farel_eval.tasks import Task
 from farel_eval.terminal import printable
 
@@ -89,20 +90,30 @@ def _one_or_text(value: object, annotation: Any) -> object:
 
 
 def suite_from_args(args: argparse.Namespace, context: SuiteContext) -> tuple[FoundSuite, Task[Any], Dataset]:
-    """The suite `--suite` names with its parameters (`-S`, the older flags, a file named as the suite), checked
-    against `--mode`; then its task and dataset."""
+    """The suite `--suite` names with its parameters (`-S`, the older flags, a file named as the suite); then its
+    task and dataset."""
     found, from_name = suite_named(args.suite)
     values: dict[str, object] = {**from_name, **_spelled(args, found), **parameter_values(args.suite_param or [])}
     try:
         params = found.suite.parse(values)
     except InputError as exc:  # it names the parameter as -S spells it, not as a flag of `run`
         raise InputError(str(exc)) from None
-    if args.mode not in found.suite.modes:
-        modes = found.suite.modes
-        raise InputError(
-            f"the {found.suite.name} suite has no {args.mode} mode: use --mode {', '.join(modes[:-1])} or {modes[-1]}"
-            if len(modes) > 1
-            else f"the {found.suite.name} suite has no {args.mode} mode: use --mode {modes[0]}"
-        )
     task, dataset = open_suite(found, params, context)
     return found, task, dataset
+
+
+def answer_modes(given: Sequence[str] | None, suite: Suite[Any], *, default_run: bool) -> list[AnswerMode]:
+    """The modes `--mode` names, in order (`all`: every mode the suite poses); none given: tool, and with no
+    `--model` either (the default run) tool and tag when the suite has a tag mode. A mode the suite does not pose is
+    one line."""
+    if not given:
+        return ["tool", "tag"] if default_run and "tag" in suite.modes else ["tool"]
+    modes: list[AnswerMode] = []
+    for name in given:
+        for mode in suite.modes if name == "all" else [name]:
+            if mode not in suite.modes:
+                known = suite.modes
+                use = f"{', '.join(known[:-1])} or {known[-1]}" if len(known) > 1 else known[0]
+                raise InputError(f"the {suite.name} suite has no {mode} mode: use --mode {use}")
+            modes.append(mode)
+    return list(dict.fromkeys(modes))

@@ -2,6 +2,7 @@
 
 from farel_eval.schemas.case import Case, Quiz
 from farel_eval.schemas.leaderboard import LeaderboardRow
+from farel_eval.schemas.modes import ModeCell, ModeComparison, ModePair
 from farel_eval.schemas.record import (
     AnswerMode,
     Attempt,
@@ -41,6 +42,9 @@ __all__ = [
     "GroupScore",
     "InvalidKind",
     "LeaderboardRow",
+    "ModeCell",
+    "ModeComparison",
+    "ModePair",
     "Pacing",
     "Quiz",
     "RunSettings",

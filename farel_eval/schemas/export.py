@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from farel_eval.schemas import LeaderboardRow, RunSummary, SampleRecord
+from farel_eval.schemas import LeaderboardRow, ModeComparison, RunSummary, SampleRecord
 
 __all__ = ["DOCUMENTS", "render", "write"]
 
@@ -19,8 +19,10 @@ DOCUMENTS: dict[str, type[BaseModel]] = {
     "summary.schema.json": RunSummary,
     "record.schema.json": SampleRecord,
     "leaderboard-row.schema.json": LeaderboardRow,
+    "mode-comparison.schema.json": ModeComparison,
 }
-"""File name -> the model it describes: `summary.json`, a `samples.jsonl` line, a `--format json` row."""
+"""File name -> the model it describes: `summary.json`, a `samples.jsonl` line, a `--format json` row, an entry of
+`--modes --format json`."""
 
 
 def render(model: type[BaseModel]) -> str:

@@ -49,10 +49,13 @@ class _Child:
         self._claim = threading.Lock()
         self._reading = False
         self._abandoned = False
+        self._starter = threading.current_thread()
 
     @property
     def alive(self) -> bool:
-        return self.process.poll() is None
+        """Running, and sure to go on: the thread that started it lives (when it ends, the kernel sends the child
+        SIGTERM a moment later, which a check taken in that moment would meet as its end)."""
+        return self.process.poll() is None and self._starter.is_alive()
 
     def stop(self) -> None:
         """Kill the process only: the thread waiting on its answer then reads the end of it and closes the pipes
