@@ -72,6 +72,21 @@ def test_embedded_model_answers_through_the_real_server(mode: str, tmp_path: Pat
     assert not llama_servers() - before
 
 
+def test_the_default_run_compares_tool_and_tag_mode_and_says_what_the_scores_mean(tmp_path: Path) -> None:
+    done = run_main("--limit", "3", "--results-dir", str(tmp_path), "--quiet")
+    assert done.returncode == 0, done.stderr
+    runs = sorted((s.settings.mode, s.model) for s in (RunSummary.model_validate_json(p.read_text())
+                                                      for p in tmp_path.rglob("summary.json")))  # fmt: skip
+    assert runs == [("tag", "local:smollm2-135m"), ("tool", "local:smollm2-135m")]
+    closing = done.stdout.splitlines()[-3:]
+    assert [line.split(": ")[0] for line in closing[:2]] == [
+        "local:smollm2-135m in tag mode", "local:smollm2-135m in tool mode",
+    ]  # fmt: skip
+    chance = {line.split(" against chance ")[1].split()[0].rstrip(",:") for line in closing[:2]}
+    assert len(chance) == 1  # the same cases: the same chance
+    assert closing[2].startswith("(a score not above both shows no sign of reading the question")
+
+
 def test_any_gguf_file_and_gemma_are_selectable(tmp_path: Path) -> None:
     smollm2 = (
         subprocess.run(

@@ -9,11 +9,12 @@ from typing import Any
 
 from rich.console import Console
 
+from farel_eval.analysis import RunAnalysis
 from farel_eval.errors import EvaluatorError
-from farel_eval.leaderboard import build_board, compare_runs, load_run, relaxed_score
+from farel_eval.leaderboard import build_board, compare_runs, load_run, read_run
 from farel_eval.mode_matrix import mode_comparisons
-from farel_eval.schemas import RunSummary, is_text_mode
-from farel_eval.storage import latest_records
+from farel_eval.schemas import LeaderboardRow, RunSummary, is_text_mode
+from farel_eval.storage import StoredRun
 from farel_eval.suite import Suite
 from farel_eval.tables import render_comparison, render_modes_rich, render_rich
 from farel_eval.terminal import printable
@@ -21,6 +22,39 @@ from farel_eval.terminal import printable
 
 def _score(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
+
+
+def _meaning(rows: Sequence[LeaderboardRow]) -> list[str]:
+    """The closing lines: each score against chance and against always choosing the run's favourite position, the
+    two scores a model reaches without reading the question."""
+    lines: list[str] = []
+    for row in rows:
+        if row.score is None or row.chance is None:
+            continue
+        favourite = ""
+        if row.favourite_position is not None and row.favourite_position_score is not None:
+            where = "the last option" if row.favourite_position == "last" else f"option {row.favourite_position}"
+            favourite = f", always {where} (its favourite position) {row.favourite_position_score:.2f}"
+        verdict = "above both" if row.score > max(row.chance, row.favourite_position_score or 0) else "not above both"
+        lines.append(f"{row.model} in {row.mode} mode: {row.score:.2f} against chance {row.chance:.2f}{favourite}: "
+                     f"{verdict}")  # fmt: skip
+    if lines:
+        lines.append("(a score not above both shows no sign of reading the question: random answers, or one position "
+                     "chosen whatever is asked, score as much)")  # fmt: skip
+    return lines
+
+
+def baselines(analysis: RunAnalysis) -> str:
+    """What the score means: against answering at random, and against always choosing the option position this
+    model chose most (a model that ignores the question but has a favourite position scores that)."""
+    if analysis.chance is None:
+        return "baselines: none (the cases have no options to guess among)"
+    line = f"baselines: chance {analysis.chance:.2f} (a random option each time)"
+    position, score = analysis.favourite_position, analysis.favourite_position_score
+    if position is not None and score is not None:
+        where = "the last option" if position == "last" else f"option {position}"
+        line += f"; always {where}, the position this model chose most: {score:.2f}"
+    return line
 
 
 def _count(value: int | None) -> str:
@@ -50,8 +84,9 @@ def print_report(summary: RunSummary, run_dir: Path, suite: Suite[Any] | None = 
         f"format: valid first try {first}, after retries {after}, corrective retries {comp.corrective_retries}, "
         f"invalid outputs {comp.invalid_outputs} ({kinds}), missing {scores.missing}, errors {scores.errors}"
     )
+    read = read_run(StoredRun(run_dir, summary))  # the records, once: the relaxed reading and the baselines
     if is_text_mode(summary.mode) and comp.relaxed_recoverable:
-        relaxed = relaxed_score(latest_records(run_dir), scores.aggregate)
+        relaxed = read.relaxed
         print(
             f"relaxed reading: {comp.relaxed_recoverable} missing replies state an answer without the tag "
             f"({comp.relaxed_recoverable_correct} of them correct); not counted"
@@ -59,6 +94,8 @@ def print_report(summary: RunSummary, run_dir: Path, suite: Suite[Any] | None = 
         )
     if scores.excluded:
         print(f"excluded: {scores.excluded} cases recorded but not scored")
+    if read.analysis is not None and scores.score is not None:
+        print(baselines(read.analysis))
     cost = (
         "unknown"
         if totals.cost_usd is None
@@ -90,6 +127,8 @@ def print_comparison(run_dirs: Sequence[Path], modes: Sequence[str]) -> None:
     render_rich(board.rows, Console())
     if len(modes) > 1:
         render_modes_rich(mode_comparisons(runs, modes, board), Console())
+        for line in _meaning(board.rows):
+            print(printable(line))
         return
     if len(runs) == 2:
         try:
