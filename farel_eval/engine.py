@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -260,6 +260,18 @@ class _Poser:
             validation_context=(lambda ctx: context(ctx.deps)) if context is not None else None,
         )
 
+    def _priced(self, attempts: list[Attempt], messages: Sequence[ModelMessage]) -> list[Attempt]:
+        """Each attempt with its own request's tokens and cost: a corrective retry resends the conversation so far,
+        so it costs more than the first request, and what the retries cost is read from these."""
+        responses = [m for m in messages if isinstance(m, ModelResponse)]
+        priced: list[Attempt] = []
+        for attempt, response in zip(attempts, responses, strict=True):
+            usage = sample_usage([response])
+            cost = sample_cost([response], usage, local=self.local, prices=self.prices)
+            update = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "cost_usd": cost.usd}
+            priced.append(attempt.model_copy(update=update))
+        return priced
+
     def _verdicts(self, case: Case, accepted: bool, error: BaseException | None) -> Verdicts:
         task, reader = self.task, self.task.text_reader
 
@@ -351,6 +363,7 @@ class _Poser:
         value = output.output if isinstance(output, TextReply) else output
         attempts = [a.model_copy(update={"raw": ""}) if a.raw == EMPTY_REPLY else a
                     for a in read_attempts(messages, self._verdicts(case, value is not None, exception))]  # fmt: skip
+        attempts = self._priced(attempts, messages)
         usage = sample_usage(messages)
         turns.add(attempts, usage, sample_cost(messages, usage, local=self.local, prices=self.prices))
         if isinstance(exception, UnexpectedModelBehavior) and len(attempts) > self.retries:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from farel_eval.analysis import Comparison, RunAnalysis, analyse, compare, tied_with_best
 from farel_eval.errors import InputError, ResultFileError
 from farel_eval.html_report import InvalidExample, InvalidExamples
+from farel_eval.retries import RetryBook, RetryEconomics
 from farel_eval.schemas import Aggregate, LeaderboardRow, SampleRecord, is_text_mode
 from farel_eval.scoring import ScoreBook, score_records
 from farel_eval.stats import pareto_front
@@ -49,6 +50,7 @@ class RunRead:
     analysis: RunAnalysis | None = None
     relaxed: float | None = None
     examples: list[InvalidExample] = field(default_factory=list)
+    retries: RetryEconomics | None = None
 
 
 def read_run(run: StoredRun) -> RunRead:
@@ -60,17 +62,19 @@ def read_run(run: StoredRun) -> RunRead:
         return RunRead(relaxed=s.scores.score if text and not recoverable else None)
     relaxed = ScoreBook(aggregate=s.scores.aggregate) if recoverable else None
     examples = InvalidExamples()
+    retries = RetryBook(s.scores.aggregate, s.settings.retries or 0)
 
     def each() -> Iterator[SampleRecord]:
         for record in latest_records(run.path):
             if relaxed is not None:
                 relaxed.add(_with_relaxed_reading(record))
             examples.add(record)
+            retries.add(record)
             yield record
 
     analysis = analyse(each(), s.scores.aggregate)
     score = relaxed.scores().score if relaxed is not None else s.scores.score if text else None
-    return RunRead(analysis, score, examples.found)
+    return RunRead(analysis, score, examples.found, retries.economics())
 
 
 def analyse_run(run: StoredRun) -> RunAnalysis | None:
@@ -267,6 +271,7 @@ def _row(run: StoredRun, read: RunRead, suite: Suite[Any] | None) -> Leaderboard
         valid_after_retries=scores.compliance.valid_after_retries,
         invalid_by_kind=dict(scores.compliance.invalid_by_kind),
         score_relaxed=read.relaxed if scored else None,
+        **(asdict(read.retries) if read.retries is not None and scored else {}),
     )
 
 

@@ -5,9 +5,16 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from farel_eval.schemas import Attempt
+
 REPO = Path(__file__).resolve().parent.parent
 FAREL_FIXTURES = REPO / "tests" / "fixtures" / "farel-bench"
 """farel-bench's published dataset and five of its published logs (MIT: its LICENSE beside them)."""
 PUBLISHED_CSV = FAREL_FIXTURES / "farel-bench.csv"
 PUBLISHED_MD5 = "0b08876d7a221c9b9812ea85d746449a"
 PYTHON = sys.executable
+
+
+def without_usage(attempts: list[Attempt]) -> list[Attempt]:
+    """Attempts as their verdicts: what each attempt's request used and cost left out (asserted on its own)."""
+    return [a.model_copy(update={"input_tokens": None, "output_tokens": None, "cost_usd": None}) for a in attempts]

@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
 
 import evaluator
 from farel_eval.mode_matrix import mode_comparisons
@@ -115,3 +116,40 @@ def test_modes_a_suite_does_not_pose_and_a_board_without_two_modes_are_one_line(
         2, f"format_result.py: error: no model under {tmp_path} has runs in two answer modes on the same cases: run "
         "one with `main.py run --mode tool --mode tag`\n",
     )  # fmt: skip
+
+
+NEEDS = {0: 0, 1: 1, 2: 2, 3: 9}
+"""Corrective retries each case needs before a valid output (case 3: more than the run allows)."""
+
+
+def retrying() -> FunctionModel:
+    """Invalid (`value` not a number) until the case's retries are used, then right; the k-th request of a case reads
+    100 x k tokens (the conversation grows) and writes 10."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        request = messages[0]
+        assert isinstance(request, ModelRequest)
+        k = int(next(str(p.content) for p in request.parts if isinstance(p, UserPromptPart)).split()[1])
+        sent = sum(isinstance(m, ModelResponse) for m in messages)
+        value: object = k if sent >= NEEDS[k] else "not a number"
+        usage = RequestUsage(input_tokens=100 * (sent + 1), output_tokens=10)
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"value": value})], usage=usage)
+
+    return FunctionModel(respond, model_name="retrying")
+
+
+def test_what_retries_bought_and_cost_is_read_from_the_stored_attempts(tmp_path: Path) -> None:
+    cases = [evaluator.Case(id=f"c{k}", prompt=f"case {k}", expected=k) for k in NEEDS]
+    prices = evaluator.UserPrices(input_per_million=1.0, output_per_million=2.0)
+    asyncio.run(evaluator.run(task(), cases, retrying(), results_dir=tmp_path, retries=2, prices=prices))
+    (row,) = json.loads(cli("format_result.py", str(tmp_path), "--format", "json").stdout)
+    assert (row["score"], row["score_by_retries"], row["valid_by_retries"]) == (75.0, [25.0, 50.0, 75.0],
+                                                                                [25.0, 50.0, 75.0])  # fmt: skip
+    assert (row["retry_requests"], row["retry_input_tokens"], row["retry_output_tokens"]) == (5, 1200, 50)
+    assert round(row["retry_cost_usd"], 10) == 0.0013  # 1,200 x $1 + 50 x $2 per million
+    assert round(row["cost_usd"], 10) == 0.00178  # and the four first requests: 400 x $1 + 40 x $2 per million
+    assert row["after_invalid"] == {
+        "1": {"wrong_type": {"fixed": 1, "same": 2, "other": 0, "none": 0}},
+        "2": {"wrong_type": {"fixed": 1, "same": 1, "other": 0, "none": 0}},
+        "3": {"wrong_type": {"fixed": 0, "same": 0, "other": 0, "none": 1}},
+    }

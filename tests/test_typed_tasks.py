@@ -22,6 +22,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 import evaluator
 from evaluator import Attempt, Case, EvaluationResult, Score, Task, TextReader
+from tests.conftest import without_usage
 from tests.fake_openai import FakeOpenAI, Fault, completion, tool_call
 
 # --- output types -------------------------------------------------------------------------------------------
@@ -166,14 +167,14 @@ def test_nested_output_valid_on_the_first_try() -> None:
     record = result.records[0]
     assert record.output == GOOD
     assert (record.score, record.status, record.corrective_retries) == (0.5, "partial", 0)
-    assert record.attempts == [Attempt(valid=True, raw=json.dumps(GOOD))]
+    assert without_usage(record.attempts) == [Attempt(valid=True, raw=json.dumps(GOOD))]
     assert result.scores.compliance.valid_first_try == 100.0
 
 
 def test_bad_enum_deep_in_a_list_is_corrected() -> None:
     result = evaluate(household_task(), [case()], one([call(BAD_ENUM), call(GOOD)]))
     record = result.records[0]
-    assert record.attempts == [
+    assert without_usage(record.attempts) == [
         Attempt(valid=False, invalid_kind="invalid_value", raw=json.dumps(BAD_ENUM), feedback=ENUM_FEEDBACK),
         Attempt(valid=True, raw=json.dumps(GOOD)),
     ]
@@ -229,7 +230,7 @@ def test_a_lax_user_model_coerces_and_a_strict_one_does_not() -> None:
     assert (coerced.status, coerced.output, kinds(coerced.attempts)) == ("correct", {"n": 2}, [None])
     refused = evaluate(strict, [case()], one([call({"n": "2"})]), retries=0).records[0]
     assert (refused.status, refused.output) == ("missing", None)
-    assert refused.attempts == [
+    assert without_usage(refused.attempts) == [
         Attempt(valid=False, invalid_kind="wrong_type", raw='{"n": "2"}', feedback="n: Input should be a valid integer")
     ]
 
@@ -337,7 +338,7 @@ def test_text_reader_feedback_is_sent_back_then_read() -> None:
     seen: list[list[ModelMessage]] = []
     record = evaluate(task, [case(expected=3)], one([say("about three"), say("N=3")], seen), mode="text").records[0]
     feedback = "Your reply could not be read: answer in the format the question asks for."
-    assert record.attempts == [
+    assert without_usage(record.attempts) == [
         Attempt(valid=False, invalid_kind="unreadable", raw="about three", feedback=feedback),
         Attempt(valid=True, raw="N=3"),
     ]
@@ -353,7 +354,9 @@ def test_text_reader_kind_feedback_and_relaxed_reading() -> None:
     task = Task(name="count", output_type=Count, score=count_is_expected, reader=reader)
     result = evaluate(task, [case(expected=3)], one([say("I think 3")]), mode="text", retries=0)
     record = result.records[0]
-    assert record.attempts == [Attempt(valid=False, invalid_kind="no_tag", raw="I think 3", feedback="Say N=<number>.")]
+    assert without_usage(record.attempts) == [
+        Attempt(valid=False, invalid_kind="no_tag", raw="I think 3", feedback="Say N=<number>.")
+    ]
     assert (record.status, record.output, record.score) == ("missing", None, None)
     assert (record.relaxed_output, record.relaxed_score) == ({"n": 3}, 1.0)
     assert (result.scores.score, result.scores.missing, result.scores.correct) == (0.0, 1, 0)
@@ -376,7 +379,7 @@ def test_structured_text_modes_validate_a_nested_output(mode: Literal["native", 
     record = evaluate(
         household_task(), [case()], one([say(json.dumps(BAD_ENUM)), say(json.dumps(GOOD))]), mode=mode
     ).records[0]
-    assert record.attempts == [
+    assert without_usage(record.attempts) == [
         Attempt(valid=False, invalid_kind="invalid_value", raw=json.dumps(BAD_ENUM), feedback=ENUM_FEEDBACK),
         Attempt(valid=True, raw=json.dumps(GOOD)),
     ]

@@ -45,10 +45,9 @@ def _meaning(rows: Sequence[LeaderboardRow]) -> list[str]:
 
 
 def baselines(analysis: RunAnalysis) -> str:
-    """What the score means: against answering at random, and against always choosing the option position this
-    model chose most (a model that ignores the question but has a favourite position scores that)."""
-    if analysis.chance is None:
-        return "baselines: none (the cases have no options to guess among)"
+    """What the score of cases with options means: against answering at random, and against always choosing the
+    option position this model chose most (a model that ignores the question but has a favourite position scores
+    that)."""
     line = f"baselines: chance {analysis.chance:.2f} (a random option each time)"
     position, score = analysis.favourite_position, analysis.favourite_position_score
     if position is not None and score is not None:
@@ -94,7 +93,7 @@ def print_report(summary: RunSummary, run_dir: Path, suite: Suite[Any] | None = 
         )
     if scores.excluded:
         print(f"excluded: {scores.excluded} cases recorded but not scored")
-    if read.analysis is not None and scores.score is not None:
+    if read.analysis is not None and read.analysis.chance is not None and scores.score is not None:
         print(baselines(read.analysis))
     cost = (
         "unknown"

@@ -107,6 +107,22 @@ class LeaderboardRow(BaseModel):
     """Seconds requests waited for capacity or for an outage to end, added up: reported apart from latency."""
     valid_after_retries: float | None = None
     invalid_by_kind: dict[str, int] = {}
+    score_by_retries: list[float | None] = []
+    """Index r: the score had at most r corrective retries been allowed (a sample whose first valid output came
+    later counts as missing), r = 0 .. the most any sample used; empty without records."""
+    valid_by_retries: list[float | None] = []
+    """Index r: percent of answered samples with a valid output after at most r corrective retries."""
+    retry_requests: int | None = None
+    """The corrective retries (requests after each sample's first); None without records."""
+    retry_input_tokens: int | None = None
+    """Tokens of those requests (each resends the conversation so far); None when unknown (runs stored before
+    attempts kept their own usage, imports)."""
+    retry_output_tokens: int | None = None
+    retry_cost_usd: float | None = None
+    """What those requests cost; None when unknown."""
+    after_invalid: dict[str, dict[str, dict[str, int]]] = {}
+    """Attempt number (1 = the first) -> invalid kind -> what followed it: `fixed`, `same` (the same kind again),
+    `other` (another kind), `none` (no retry left)."""
     score_relaxed: float | None = None
     """Text modes: the score with the suite's relaxed reading counted (a missing reply that states its answer
     another way scores what it states), as lineage-bench's `compute_metrics.py --relaxed`; None in other modes."""

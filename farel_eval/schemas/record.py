@@ -68,6 +68,11 @@ class Attempt(_Record):
     """The reply text, or the tool call's arguments as sent by the model."""
     feedback: str | None = None
     """Why the output was rejected, as told to the model (or as it would have been on the last try)."""
+    input_tokens: int | None = Field(default=None, exclude_if=lambda tokens: tokens is None)
+    """This attempt's request alone (the conversation so far, resent); left out when unknown (imports, older runs)."""
+    output_tokens: int | None = Field(default=None, exclude_if=lambda tokens: tokens is None)
+    cost_usd: float | None = Field(default=None, exclude_if=lambda usd: usd is None)
+    """What this attempt's request cost; left out when unknown."""
 
 
 class TokenUsage(_Record):
