@@ -160,6 +160,7 @@ def _suite_section(
 <figure class="card"><figcaption>Format compliance</figcaption>{_compliance(rows)}</figure>
 </div>
 <figure class="card"><figcaption>Score per class</figcaption>{_heatmap(rows)}</figure>
+{_retries_figure(rows, index)}
 <h3>Runs</h3>
 {"".join(_details(r, examples.get(r.path, ())) for r in rows)}
 </section>
@@ -446,6 +447,38 @@ def _heatmap(rows: Sequence[LeaderboardRow]) -> str:
         label = f'<th scope="row">{_e(_label(r))}{_badges(r)}</th>'
         body.append(f"<tr>{label}{''.join(cells)}</tr>")
     return _scroll_table("heatmap", f"<th></th>{head}", "".join(body))
+
+
+def _retries_figure(rows: Sequence[LeaderboardRow], index: int) -> str:
+    """Score and valid outputs against the corrective retries allowed, a line each per run: what retries bought."""
+    shown = [r for r in rows if len(r.score_by_retries) > 1]
+    if not shown:
+        return ""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8.4, 3.4))
+    score_axes, valid_axes = fig.subplots(1, 2)
+    for row in shown:
+        steps = range(len(row.score_by_retries))
+        score_axes.plot(steps, [v if v is not None else float("nan") for v in row.score_by_retries], marker="o",
+                        label=_label(row))  # fmt: skip
+        valid_axes.plot(steps, [v if v is not None else float("nan") for v in row.valid_by_retries], marker="o")
+    for axes, name in ((score_axes, "score"), (valid_axes, "valid outputs, %")):
+        axes.set_xlabel("corrective retries allowed")
+        axes.set_ylabel(name)
+        axes.set_ylim(0, 100)
+        axes.xaxis.get_major_locator().set_params(integer=True)
+    score_axes.legend(fontsize=7)
+    fig.tight_layout()
+    shares = "".join(
+        f"<li>{_e(_label(r))}: {r.retry_requests} retries cost {_usd(r.retry_cost_usd) or 'an unknown amount'}"
+        + (f" ({100 * r.retry_cost_usd / r.cost_usd:.1f}% of the run)" if r.retry_cost_usd and r.cost_usd else "")
+        + "</li>"
+        for r in shown
+        if r.retry_requests is not None
+    )
+    return (f'<figure class="card"><figcaption>What corrective retries bought</figcaption>'
+            f'<div class="plot">{_svg(fig, 1000 + index)}</div><ul class="note">{shares}</ul></figure>')  # fmt: skip
 
 
 def _compliance(rows: Sequence[LeaderboardRow]) -> str:

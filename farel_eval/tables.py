@@ -136,6 +136,18 @@ USAGE = Column(
     text=True,
 )
 RUN = Column("Run", lambda r: r.run_id, text=True)
+NO_RETRY = Column("Score 0 retries", _dnf(lambda r: _num(r.score_by_retries[0]) if r.score_by_retries else ""))
+"""The score had no corrective retry been allowed: next to the final score, what the retries bought."""
+
+
+def _retry_share(row: LeaderboardRow) -> str:
+    if row.retry_cost_usd is None or not row.cost_usd:
+        return ""
+    return f"{100 * row.retry_cost_usd / row.cost_usd:.1f}%"
+
+
+RETRY_COST = Column("Retry cost", _retry_share)
+"""The share of the run's cost spent on corrective retries."""
 MODEL_AND_RUN = Column("Model / run", lambda r: f"{_label(r)}\n{r.run_id}", text=True)
 
 
@@ -200,7 +212,7 @@ def _markdown_columns(rows: Sequence[LeaderboardRow]) -> list[Column]:
     return [
         NR, MODEL, _score_column(rows), *_class_columns(rows), *_relaxed(rows), CI, GROUP, CASES, CHANCE, FAVOURITE,
         VALID, VALID_FINAL, RETRIES, INVALID, MISSING, ERRORS, COST, PER_CORRECT, PARETO, LATENCY, *_repeated(rows),
-        USAGE, RUN,
+        USAGE, RUN, NO_RETRY, RETRY_COST,
     ]  # fmt: skip
 
 
@@ -262,7 +274,8 @@ def render_rich(rows: Sequence[LeaderboardRow], console: Console, *, wide: bool 
         _rich_table(console, name, mine, headline + _repeated(mine), wrap=True, notes=NOTES)
         if (classes or _relaxed(mine)) and options:
             _rich_table(console, f"{name} by group", mine, [NR, MODEL, score, *_relaxed(mine), *classes], wrap=True)
-        compliance = [NR, MODEL, VALID, VALID_FINAL, RETRIES, INVALID, MISSING, ERRORS, COST, USAGE]
+        compliance = [NR, MODEL, VALID, VALID_FINAL, score, NO_RETRY, RETRIES, RETRY_COST, INVALID, MISSING, ERRORS,
+                      COST, USAGE]  # fmt: skip
         _rich_table(console, f"{name}: format compliance and cost", mine, compliance, wrap=True)
 
 
