@@ -136,7 +136,7 @@ USAGE = Column(
     text=True,
 )
 RUN = Column("Run", lambda r: r.run_id, text=True)
-NO_RETRY = Column("Score 0 retries", _dnf(lambda r: _num(r.score_by_retries[0]) if r.score_by_retries else ""))
+NO_RETRY = Column("Score, no retry", _dnf(lambda r: _num(r.score_by_retries[0]) if r.score_by_retries else ""))
 """The score had no corrective retry been allowed: next to the final score, what the retries bought."""
 
 
@@ -212,7 +212,7 @@ def _markdown_columns(rows: Sequence[LeaderboardRow]) -> list[Column]:
     return [
         NR, MODEL, _score_column(rows), *_class_columns(rows), *_relaxed(rows), CI, GROUP, CASES, CHANCE, FAVOURITE,
         VALID, VALID_FINAL, RETRIES, INVALID, MISSING, ERRORS, COST, PER_CORRECT, PARETO, LATENCY, *_repeated(rows),
-        USAGE, RUN, NO_RETRY, RETRY_COST,
+        NO_RETRY, RETRY_COST, USAGE, RUN,
     ]  # fmt: skip
 
 
@@ -274,8 +274,8 @@ def render_rich(rows: Sequence[LeaderboardRow], console: Console, *, wide: bool 
         _rich_table(console, name, mine, headline + _repeated(mine), wrap=True, notes=NOTES)
         if (classes or _relaxed(mine)) and options:
             _rich_table(console, f"{name} by group", mine, [NR, MODEL, score, *_relaxed(mine), *classes], wrap=True)
-        compliance = [NR, MODEL, VALID, VALID_FINAL, score, NO_RETRY, RETRIES, RETRY_COST, INVALID, MISSING, ERRORS,
-                      COST, USAGE]  # fmt: skip
+        compliance = [NR, MODEL, VALID, VALID_FINAL, NO_RETRY, RETRIES, RETRY_COST, INVALID, MISSING, ERRORS, COST,
+                      USAGE]  # fmt: skip
         _rich_table(console, f"{name}: format compliance and cost", mine, compliance, wrap=True)
 
 

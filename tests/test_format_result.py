@@ -305,17 +305,17 @@ def test_markdown_is_the_farel_bench_table_with_our_columns_after_it(results: Pa
     assert cells[0] == [
         "Nr", "Model", "FaRel", "child", "grand-parent", "95% CI", "Grp", "Cases", "Chance", "Fav. pos.", "Valid 1st",
         "Valid final", "Retries", "Invalid", "Missing", "Errors", "Cost", "$/correct", "Pareto", "p50 / p95 s",
-        "Req / In Tok / Out Tok", "Run",
+        "Score, no retry", "Retry cost", "Req / In Tok / Out Tok", "Run",
     ]  # fmt: skip
     assert cells[2:] == [
         ["1", "best (tool)", "75.00", "100.00", "50.00", "50.0-100.0", "1", "4", "50.0", "100.0 #1", "", "", "0",
-         "0", "0", "0", "unknown", "unknown", "", "1.0 / 1.0", "4 / 400 / 40", "run-best-1"],
+         "0", "0", "0", "unknown", "unknown", "", "1.0 / 1.0", "75.00", "", "4 / 400 / 40", "run-best-1"],
         ["2", "half-a (tool)", "50.00", "50.00", "50.00", "0.0-100.0", "1", "4", "50.0", "100.0 #1", "", "", "0",
-         "0", "0", "0", "$0.004000", "$0.002000", "yes", "1.0 / 1.0", "4 / 400 / 40", "run-half-a-0"],
+         "0", "0", "0", "$0.004000", "$0.002000", "yes", "1.0 / 1.0", "50.00", "0.0%", "4 / 400 / 40", "run-half-a-0"],
         ["2", "half-b (tool)", "50.00", "100.00", "0.00", "50.0-50.0", "1", "4", "50.0", "100.0 #1", "", "", "0",
-         "0", "0", "0", "$0.004000", "$0.002000", "yes", "2.5 / 9.0", "4 / 400 / 40", "run-half-b-2"],
+         "0", "0", "0", "$0.004000", "$0.002000", "yes", "2.5 / 9.0", "50.00", "0.0%", "4 / 400 / 40", "run-half-b-2"],
         ["", "gone (tool)", "DNF", "", "", "", "", "0/4", "", "", "DNF", "DNF", "0", "0", "0", "1",
-         "DNF", "DNF", "", "1.0 / 1.0", "1 / 100 / 10", "run-gone-3"],
+         "DNF", "DNF", "", "1.0 / 1.0", "DNF", "", "1 / 100 / 10", "run-gone-3"],
     ]  # fmt: skip
     farel_only = format_result.render_markdown(format_result.build_rows(load_runs(results)), only="farel")
     assert farel_only.splitlines()[0] == "|   Nr | Model         |   FaRel |   child |   grand-parent |"

@@ -476,7 +476,7 @@ def test_farel_and_invoice_runs_get_a_table_and_a_ranking_each(tmp_path: Path) -
     assert invoice_header[:8] == ["Nr", "Model", "Score", "bank_transfer", "card", "95% CI", "Grp", "Cases"]
     assert invoice_header[10:] == [
         "Valid 1st", "Valid final", "Retries", "Invalid", "Missing", "Errors", "Cost", "$/correct", "Pareto",
-        "p50 / p95 s", "Req / In Tok / Out Tok", "Run",
+        "p50 / p95 s", "Score, no retry", "Retry cost", "Req / In Tok / Out Tok", "Run",
     ]  # fmt: skip
     assert farel_row[:3] == ["", "test (tool, incomplete)", "22.22"]  # 9 of 450 quizzes: listed, not ranked
     assert invoice_row[:3] + invoice_row[6:8] + invoice_row[10:18] == [

@@ -303,9 +303,8 @@ def command_run(args: argparse.Namespace) -> int:
         )
     models: list[str] = list(dict.fromkeys(args.model or [DEFAULT_LOCAL_MODEL]))
     if args.resume not in (None, LATEST) and len(models) * len(modes) > 1:
-        raise InputError(
-            "--resume RUN_DIR continues one run: give one --model and one --mode, or --resume alone for each run's"
-        )
+        one = "one --model" if len(modes) == 1 else "one --model and one --mode"
+        raise InputError(f"--resume RUN_DIR continues one run: give {one}, or --resume alone for each model's")
     short = any(name.startswith("local:") for name in models)  # the embedded model is slow: a short default
     limit = args.limit if args.limit is not None or args.full or not short else SHORT_RUN_CASES
     if limit is not None:
@@ -384,7 +383,8 @@ async def _run(
             except NothingToResume as exc:
                 if len(models) * len(modes) == 1:
                     raise
-                print(f"{prog()}: {name} in {mode} mode: nothing to resume ({exc})", file=sys.stderr)
+                which = name if len(modes) == 1 else f"{name} in {mode} mode"
+                print(f"{prog()}: {which}: nothing to resume ({exc})", file=sys.stderr)
                 continue
             outcomes.append(outcome)
             progress.finish()  # its last figures before its report, not after
