@@ -28,7 +28,6 @@ __all__ = [
     "Board",
     "RankBy",
     "RunRead",
-    "analyse_run",
     "build_board",
     "build_rows",
     "compare_runs",
@@ -75,11 +74,6 @@ def read_run(run: StoredRun) -> RunRead:
     analysis = analyse(each(), s.scores.aggregate)
     score = relaxed.scores().score if relaxed is not None else s.scores.score if text else None
     return RunRead(analysis, score, examples.found, retries.economics())
-
-
-def analyse_run(run: StoredRun) -> RunAnalysis | None:
-    """The run's records reduced for statistics; None when the run was stored without them."""
-    return read_run(run).analysis
 
 
 def _with_relaxed_reading(record: SampleRecord) -> SampleRecord:
@@ -130,7 +124,16 @@ def newest_runs(runs: Iterable[StoredRun]) -> list[StoredRun]:
     newest: dict[tuple[str, ...], StoredRun] = {}
     for run in runs:  # oldest first, as load_runs gives them
         s = run.summary
-        settings = s.settings.model_dump_json(exclude={"concurrency", "tool_choice", "tool_choice_reason", "base_url"})
+        settings = s.settings.model_dump_json(
+            exclude={
+                "concurrency",
+                "tool_choice",
+                "tool_choice_reason",
+                "base_url",
+                "request_timeout",
+                "max_transport_retries",
+            }
+        )
         key = (s.model, s.mode, s.suite, s.task, s.dataset.md5, str(s.dataset.limit), settings)
         newest.pop(key, None)
         newest[key] = run

@@ -29,17 +29,22 @@ def run_key(row: LeaderboardRow) -> str:
 def mode_comparisons(
     runs: Sequence[StoredRun], order: Sequence[str] = (), board: Board | None = None
 ) -> list[ModeComparison]:
-    """Per suite, model and cases (dataset MD5), the newest run of each mode; models with one mode are left out.
+    """Per suite, model and cases (dataset MD5, limit, repeats), the newest run of each mode that reached the model;
+    models with one mode are left out.
     `order`: the modes in the order they were given (the first is the one the others are read against); `board`:
     the runs' leaderboard when it is made already (their records are not read again)."""
     board = board or build_board(runs)
     started = {str(run.path): run.summary.started_at for run in runs}
     ranked = [*order, *(m for m in MODE_ORDER if m not in order)]
-    groups: dict[tuple[str, str, str], dict[str, LeaderboardRow]] = {}
+    limits = {str(run.path): run.summary.dataset.limit for run in runs}
+    groups: dict[tuple[str, str, str, int | None, int], dict[str, LeaderboardRow]] = {}
     for row in sorted(board.rows, key=lambda r: started[r.path]):
-        groups.setdefault((row.suite, row.model, row.dataset_md5), {})[row.mode] = row  # the newest wins
+        if row.status == "dnf":
+            continue
+        key = (row.suite, row.model, row.dataset_md5, limits[row.path], row.repeats)
+        groups.setdefault(key, {})[row.mode] = row  # the newest wins
     found: list[ModeComparison] = []
-    for (suite, model, _), by_mode in groups.items():
+    for (suite, model, *_), by_mode in groups.items():
         if len(by_mode) < 2:
             continue
         modes = sorted(by_mode, key=ranked.index)

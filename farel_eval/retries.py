@@ -44,9 +44,14 @@ class RetryBook:
         self._tokens: list[int | None] = [0, 0]
         self._cost: float | None = 0.0
         self._after: dict[str, dict[str, dict[str, int]]] = {}
+        self._sessions = False
 
     def add(self, record: SampleRecord) -> None:
         attempts = record.attempts
+        if len(attempts) > record.corrective_retries + 1:  # several requests of their own (a session): no one
+            self._sessions = True  # conversation whose retries could be told apart
+        if self._sessions:
+            return
         first_valid = next((k for k, attempt in enumerate(attempts) if attempt.valid), None)
         late = None if first_valid is None or first_valid == 0 else record.model_copy(
             update={"status": "missing", "score": None, "output": None, "score_details": None}
@@ -74,7 +79,10 @@ class RetryBook:
             counts = kinds.setdefault(attempt.invalid_kind, {"fixed": 0, "same": 0, "other": 0, "none": 0})
             counts[what] += 1
 
-    def economics(self) -> RetryEconomics:
+    def economics(self) -> RetryEconomics | None:
+        """None for a task whose samples ask several times (a session): its attempts are not one conversation."""
+        if self._sessions:
+            return None
         shown = range(min(self._most_used, len(self._books) - 1) + 1)
         return RetryEconomics(
             score_by_retries=[self._books[r].scores().score for r in shown],

@@ -59,21 +59,30 @@ def imported_run_dir(results_dir: Path, model: str, run_id: str) -> tuple[Path, 
         run_dir = results_dir / folder / run_id
         if not run_dir.exists():
             return run_dir, False
-        if _stored_model(run_dir / SUMMARY_FILE) == model:
+        stored, reason = _stored_model(run_dir / SUMMARY_FILE)
+        if stored == model and reason is not None and reason.startswith(_UNFINISHED):
+            shutil.rmtree(run_dir)  # an import stopped midway (Ctrl-C, a full disk): made again from its source
+            return run_dir, False
+        if stored == model:
             return run_dir, True
     raise ResultFileError(
         f"{results_dir / hashed / run_id} holds a run of another model: move it, or import into another folder"
     )
 
 
-def _stored_model(summary: Path) -> str | None:
-    """The model a stored summary names; None when there is none to read."""
+_UNFINISHED = ("running:", "interrupted", "terminated", "stopped by an error")
+"""How the summary of a run stopped midway begins its reason (`runs.RUNNING`, `runs.INTERRUPTED`...)."""
+
+
+def _stored_model(summary: Path) -> tuple[str | None, str | None]:
+    """The model a stored summary names, and why it is unfinished; None for what there is none to read."""
     try:
         data = json.loads(summary.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
+        return None, None
     model = data.get("model") if isinstance(data, dict) else None
-    return model if isinstance(model, str) else None
+    reason = data.get("reason") if isinstance(data, dict) else None
+    return (model if isinstance(model, str) else None), (reason if isinstance(reason, str) else None)
 
 
 def new_run_id(mode: str, now: datetime) -> str:

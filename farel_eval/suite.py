@@ -19,8 +19,9 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from farel_eval.datasets import Dataset, dataset_from_cases
-from farel_eval.errors import InputError, TaskError
+from farel_eval.errors import EvaluatorError, InputError, TaskError
 from farel_eval.schemas import AnswerMode, Case, RunSummary, Scores
+from farel_eval.secrets import Redactor
 from farel_eval.tasks import Task
 
 __all__ = [
@@ -100,7 +101,7 @@ class Suite(Generic[ParamsT]):
         except ValidationError as exc:
             error = exc.errors()[0]
             key = str(error["loc"][0]) if error["loc"] else ""
-            value = values.get(key, error.get("input"))
+            value = values.get(key, "(missing)")
             raise InputError(f"suite {self.name}: {key}={value}: {error['msg']}") from None
 
     def defaults(self) -> dict[str, object]:
@@ -169,9 +170,19 @@ def suite_named(name: str) -> tuple[FoundSuite, dict[str, object]]:
     for found in loaded:
         if found.suite.paths and name.endswith(found.suite.paths):
             return found, {"path": name}
+    if not points:
+        raise InputError("no suites are registered: the package's metadata is older than its code (pip install -e .)")
     names = ", ".join(p.name for p in points)
     files = sorted({suffix for found in loaded for suffix in found.suite.paths})
     raise InputError(f"unknown suite {name!r}: use {names}" + (f", or a file ({' '.join(files)})" if files else ""))
+
+
+def _redacted(params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters as stored: a URL's credentials or query, or a value of an environment variable named like a
+    key, replaced with `[REDACTED]` (a secret belongs in `SecretStr` or `Field(exclude=True)`, never in a run)."""
+    texts = [v for v in params.values() if isinstance(v, str)]
+    redact = Redactor.for_run(urls=texts)
+    return {key: redact(value) if isinstance(value, str) else value for key, value in params.items()}
 
 
 def open_suite(found: FoundSuite, params: BaseModel, context: SuiteContext | None = None) -> tuple[Task[Any], Dataset]:
@@ -179,12 +190,18 @@ def open_suite(found: FoundSuite, params: BaseModel, context: SuiteContext | Non
     parameters (a resume compares them)."""
     suite = found.suite
     build = suite.build
-    takes_context = len(inspect.signature(build).parameters) > 1
-    made = build(params, context or SuiteContext()) if takes_context else build(params)
+    positional = [p for p in inspect.signature(build).parameters.values() if p.kind in (p.POSITIONAL_ONLY,
+                  p.POSITIONAL_OR_KEYWORD)]  # fmt: skip
+    try:
+        made = build(params, context or SuiteContext()) if len(positional) > 1 else build(params)
+    except EvaluatorError:
+        raise
+    except Exception as exc:  # a plug-in's own failure: one line naming the suite
+        raise TaskError(f"suite {suite.name!r} failed to build its cases: {type(exc).__name__}: {exc}") from None
     if not (isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], Task)):
         raise TaskError(f"suite {suite.name!r}: build() must return (evaluator.Task, cases), got {type(made).__name__}")
     task, cases = made
-    stored = params.model_dump(mode="json")
+    stored = _redacted(params.model_dump(mode="json"))
     if isinstance(cases, Dataset):
         dataset = cases
     else:

@@ -250,3 +250,21 @@ def test_the_library_replays_a_log_and_its_cost_is_the_imported_runs(
     assert tagged.scores.totals.cost_usd is None
     structured = asyncio.run(evaluator.evaluate(FAREL_TASK, cases[:2], f"replay:{LOGS / log}.log", retries=0))
     assert [r.attempts[0].invalid_kind for r in structured.records] == ["no_tool_call", "no_tool_call"]
+
+
+def test_an_import_stopped_midway_is_made_again_not_called_done(tmp_path: Path) -> None:
+    log = LOGS / "deepseek-r1.log"
+    first = cli("main.py", "import", "farel", str(log), "--results-dir", str(tmp_path))
+    assert first.returncode == 0, first.stderr
+    (summary_file,) = tmp_path.rglob("summary.json")
+    summary = RunSummary.model_validate_json(summary_file.read_text())
+    cut = summary.model_copy(update={"status": "partial", "reason": "interrupted by the user"})
+    summary_file.write_text(cut.model_dump_json())
+    records = summary_file.parent / "samples.jsonl"
+    records.write_text("".join(records.read_text().splitlines(keepends=True)[:100]))
+    again = cli("main.py", "import", "farel", str(log), "--results-dir", str(tmp_path))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith(f"{log}: 450 replies, FaRel 99.78; re-scored counts match")
+    (made,) = tmp_path.rglob("summary.json")
+    assert (made, RunSummary.model_validate_json(made.read_text()).status) == (summary_file, "finished")
+    assert len(records.read_text().splitlines()) == 450

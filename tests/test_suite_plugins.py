@@ -198,3 +198,17 @@ def test_every_built_in_suite_goes_through_the_registry(
     assert done.returncode == 0, done.stderr
     (stored,) = load_runs(results)
     assert (stored.summary.dataset.suite_params, stored.summary.dataset.suite_version) == (expected, program_version())
+
+
+def test_a_built_in_suite_refuses_a_bad_parameter_in_one_line(tmp_path: Path) -> None:
+    done = run(
+        None, "run", "--suite", "story-graph", "-S", "count=0", "--model", "test", "--results-dir", str(tmp_path)
+    )
+    assert (done.returncode, done.stderr) == (
+        2, "main.py: error: suite story-graph: count=0: Input should be greater than or equal to 1\n",
+    )  # fmt: skip
+    missing = run(None, "run", "--suite", "case-file", "--model", "test", "--results-dir", str(tmp_path))
+    assert (missing.returncode, missing.stderr) == (
+        2,
+        "main.py: error: suite case-file: path=(missing): Field required\n",
+    )

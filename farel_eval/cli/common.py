@@ -59,6 +59,7 @@ def error_line(exc: EvaluatorError, flags: dict[str, str], redact: Redactor | No
 def reported(args: argparse.Namespace, command: Callable[[], int]) -> int:
     """A command's exit code, its expected failures said in one line (no key or URL credentials in it)."""
     urls = [getattr(args, name, None) for name in ("base_url", "embedding_base_url", "update_prices")]
+    urls += [pair.partition("=")[2] for pair in getattr(args, "suite_param", None) or []]
     keys = [getattr(args, "api_key", None), getattr(args, "embedding_api_key", None)]
     try:
         return command()

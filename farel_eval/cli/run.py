@@ -31,7 +31,7 @@ from farel_eval.cli.run_report import print_comparison, print_report
 from farel_eval.cli.suites import answer_modes, suite_from_args
 from farel_eval.datasets import Dataset
 from farel_eval.engine import CREDENTIALS_REFUSED, RunControl
-from farel_eval.errors import InputError
+from farel_eval.errors import EvaluatorError, InputError
 from farel_eval.flow import WAITED_TOO_LONG, Pacer
 from farel_eval.local_server import DEFAULT_LOCAL_MODEL
 from farel_eval.models import open_model
@@ -386,6 +386,11 @@ async def _run(
                 which = name if len(modes) == 1 else f"{name} in {mode} mode"
                 print(f"{prog()}: {which}: nothing to resume ({exc})", file=sys.stderr)
                 continue
+            except EvaluatorError as exc:
+                if exc.parameter != "mode" or len(modes) == 1:
+                    raise
+                print(f"{prog()}: {name} skipped in {mode} mode: {printable(exc.message)}", file=sys.stderr)
+                continue  # `--mode all`: a mode this model cannot answer in is left out, the others are run
             outcomes.append(outcome)
             progress.finish()  # its last figures before its report, not after
             reported = _outcome_code(outcome, suite)  # every run's report, whichever failed before
@@ -457,6 +462,3 @@ def _outcome_code(outcome: RunOutcome, suite: Suite[Any]) -> int:
         print(f"{prog()}: {final.reason}; {kept}", file=sys.stderr)
         return EXIT_INTERRUPTED if final.reason == INTERRUPTED else EXIT_TERMINATED
     return 0
-
-
-LATEST = "latest"

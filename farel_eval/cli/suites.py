@@ -107,7 +107,8 @@ def answer_modes(given: Sequence[str] | None, suite: Suite[Any], *, default_run:
     `--model` either (the default run) tool and tag when the suite has a tag mode. A mode the suite does not pose is
     one line."""
     if not given:
-        return ["tool", "tag"] if default_run and "tag" in suite.modes else ["tool"]
+        first: AnswerMode = "tool" if "tool" in suite.modes else suite.modes[0]
+        return [first, "tag"] if default_run and first != "tag" and "tag" in suite.modes else [first]
     modes: list[AnswerMode] = []
     for name in given:
         for mode in suite.modes if name == "all" else [name]:

@@ -934,8 +934,10 @@ class StoryGraphParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    people: int = Field(8, description=f"named people per story, {MIN_PEOPLE} to {MAX_PEOPLE}")
-    count: int = Field(20, description="number of stories")
+    people: int = Field(
+        8, ge=MIN_PEOPLE, le=MAX_PEOPLE, description=f"named people per story, {MIN_PEOPLE} to {MAX_PEOPLE}"
+    )
+    count: int = Field(20, ge=1, description="number of stories")
     seed: int = Field(42, description="generator seed")
 
 
