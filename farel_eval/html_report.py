@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING
 
 from farel_eval.errors import InputError
 from farel_eval.schemas import LeaderboardRow, ModeComparison, SampleRecord
-from farel_eval.tables import MODE_HEADERS, PAIR_HEADERS, class_header, metric_columns, mode_table_lines, suite_title
+from farel_eval.tables import (
+    MODE_HEADERS,
+    PAIR_HEADERS,
+    class_header,
+    metric_columns,
+    mode_table_lines,
+    retry_cost_share,
+    suite_title,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -472,7 +480,7 @@ def _retries_figure(rows: Sequence[LeaderboardRow], index: int) -> str:
     fig.tight_layout()
     shares = "".join(
         f"<li>{_e(_label(r))}: {r.retry_requests} retries cost {_usd(r.retry_cost_usd) or 'an unknown amount'}"
-        + (f" ({100 * r.retry_cost_usd / r.cost_usd:.1f}% of the run)" if r.retry_cost_usd and r.cost_usd else "")
+        + (f" ({share:.1f}% of the run)" if (share := retry_cost_share(r)) else "")
         + "</li>"
         for r in shown
         if r.retry_requests is not None

@@ -140,13 +140,14 @@ NO_RETRY = Column("Score, no retry", _dnf(lambda r: _num(r.score_by_retries[0]) 
 """The score had no corrective retry been allowed: next to the final score, what the retries bought."""
 
 
-def _retry_share(row: LeaderboardRow) -> str:
+def retry_cost_share(row: LeaderboardRow) -> float | None:
+    """Percent of the run's cost spent on corrective retries; None when either cost is unknown (or the run free)."""
     if row.retry_cost_usd is None or not row.cost_usd:
-        return ""
-    return f"{100 * row.retry_cost_usd / row.cost_usd:.1f}%"
+        return None
+    return 100 * row.retry_cost_usd / row.cost_usd
 
 
-RETRY_COST = Column("Retry cost", _retry_share)
+RETRY_COST = Column("Retry cost", lambda r: _percent(retry_cost_share(r)))
 """The share of the run's cost spent on corrective retries."""
 MODEL_AND_RUN = Column("Model / run", lambda r: f"{_label(r)}\n{r.run_id}", text=True)
 

@@ -24,6 +24,10 @@ def _score(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
+def _position(position: str) -> str:
+    return "the last option" if position == "last" else f"option {position}"
+
+
 def _meaning(rows: Sequence[LeaderboardRow]) -> list[str]:
     """The closing lines: each score against chance and against always choosing the run's favourite position, the
     two scores a model reaches without reading the question."""
@@ -33,7 +37,7 @@ def _meaning(rows: Sequence[LeaderboardRow]) -> list[str]:
             continue
         favourite = ""
         if row.favourite_position is not None and row.favourite_position_score is not None:
-            where = "the last option" if row.favourite_position == "last" else f"option {row.favourite_position}"
+            where = _position(row.favourite_position)
             favourite = f", always {where} (its favourite position) {row.favourite_position_score:.2f}"
         verdict = "above both" if row.score > max(row.chance, row.favourite_position_score or 0) else "not above both"
         lines.append(f"{row.model} in {row.mode} mode: {row.score:.2f} against chance {row.chance:.2f}{favourite}: "
@@ -51,7 +55,7 @@ def baselines(analysis: RunAnalysis) -> str:
     line = f"baselines: chance {analysis.chance:.2f} (a random option each time)"
     position, score = analysis.favourite_position, analysis.favourite_position_score
     if position is not None and score is not None:
-        where = "the last option" if position == "last" else f"option {position}"
+        where = _position(position)
         line += f"; always {where}, the position this model chose most: {score:.2f}"
     return line
 
