@@ -16,7 +16,7 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.errors import EvaluatorError, InputError, TaskError
@@ -26,9 +26,11 @@ from farel_eval.tasks import Task
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "FileParams",
     "FoundSuite",
     "Suite",
     "SuiteContext",
+    "file_suite",
     "find_suites",
     "open_suite",
     "suite_named",
@@ -119,6 +121,22 @@ def _listed(annotation: Any, value: object) -> object:
         if kinds & {list, tuple, Sequence}:
             return [part.strip() for part in value.split(",")]
     return value
+
+
+class FileParams(BaseModel):
+    """A suite made of one file: its path (`--suite FILE` sets it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: Path = Field(description="the file (--suite FILE)")
+
+
+def file_suite(
+    name: str, load: Callable[[Path], tuple[Task[Any], Dataset]], description: str, paths: tuple[str, ...]
+) -> Suite[FileParams]:
+    """A suite whose cases are a file that `load` reads, opened by `--suite FILE` for the suffixes in `paths`."""
+    return Suite(name=name, params=FileParams, build=lambda params: load(params.path), description=description,
+                 paths=paths)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
 
 from farel_eval.attempts import added_cost, added_usage
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.errors import InputError, TaskError
 from farel_eval.schemas import AnswerMode, Case, Cost, TokenUsage
-from farel_eval.suite import Suite
+from farel_eval.suite import file_suite
 from farel_eval.suites.assertions import (
     Assertion,
     Output,
@@ -668,22 +668,8 @@ def with_judge(task: Task[Any], judge: Rubric) -> Task[Any]:
     return replace(task, score=grader.judged_by(judge))
 
 
-class CaseFileParams(BaseModel):
-    """The case file to pose."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    path: Path = Field(description="a case file in promptfoo's format (.yaml, .yml or .json)")
-
-
-def _build(params: CaseFileParams) -> tuple[Task[Any], Dataset]:
-    return load_case_file(params.path)
-
-
-CASE_FILE = Suite(
-    name="case-file",
-    params=CaseFileParams,
-    build=_build,
-    description="a case file in promptfoo's format, scored by difficulty-weighted assertions (--suite FILE.yaml)",
-    paths=CASE_FILE_SUFFIXES,
-)
+CASE_FILE = file_suite(
+    "case-file", load_case_file,
+    "a case file in promptfoo's format, scored by difficulty-weighted assertions (--suite FILE.yaml)",
+    CASE_FILE_SUFFIXES,
+)  # fmt: skip

@@ -12,12 +12,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.errors import TaskError
 from farel_eval.schemas import Case
-from farel_eval.suite import Suite
+from farel_eval.suite import file_suite
 from farel_eval.tasks import Task
 
 __all__ = ["SUITE_FILE", "load_suite_file"]
@@ -92,22 +90,6 @@ def _pulled(path: Path, make: Callable[[], object]) -> Callable[[], Iterator[Cas
     return pull
 
 
-class SuiteFileParams(BaseModel):
-    """The suite file to run."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    path: Path = Field(description="a Python file defining TASK and CASES or cases() (--suite FILE.py)")
-
-
-def _build(params: SuiteFileParams) -> tuple[Task[object], Dataset]:
-    return load_suite_file(params.path)
-
-
-SUITE_FILE = Suite(
-    name="suite-file",
-    params=SuiteFileParams,
-    build=_build,
-    description="a Python file defining TASK and CASES or cases() (--suite FILE.py)",
-    paths=(".py",),
+SUITE_FILE = file_suite(
+    "suite-file", load_suite_file, "a Python file defining TASK and CASES or cases() (--suite FILE.py)", (".py",)
 )
