@@ -419,6 +419,7 @@ class _Poser:
             case_id=case.id,
             repeat=repeat,
             group=case.group,
+            prompt=case.prompt,
             expected=to_jsonable_python(case.expected),
             metadata=to_jsonable_python(case.metadata),
             excluded=case.excluded,

@@ -9,27 +9,30 @@ package's version and its parameters, and a resume must keep them. Nothing here 
 from __future__ import annotations
 
 import inspect
+import json
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.errors import EvaluatorError, InputError, TaskError
-from farel_eval.schemas import AnswerMode, Case, RunSummary, Scores
+from farel_eval.schemas import AnswerMode, Case, RunSummary, SampleRecord, Scores
 from farel_eval.secrets import Redactor
 from farel_eval.tasks import Task
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "AnswerLine",
     "FileParams",
     "FoundSuite",
     "Suite",
     "SuiteContext",
+    "answer_lines",
     "file_suite",
     "find_suites",
     "open_suite",
@@ -55,6 +58,19 @@ class SuiteContext:
     """Other secrets by name (`embedding_api_key`)."""
 
 
+AnswerMark = Literal["right", "wrong", "valid", "invalid", "missing", "pass", "fail"]
+
+
+@dataclass(frozen=True)
+class AnswerLine:
+    """One line of an answer as the case viewer and the HTML report show it: plain text (always shown as text,
+    never as markup), and what it was judged (an edge `valid`, `invalid` or `missing`; an assertion `pass` or
+    `fail`; an option `right` or `wrong`), which colours it."""
+
+    text: str
+    mark: AnswerMark | None = None
+
+
 @dataclass(frozen=True)
 class Suite(Generic[ParamsT]):
     """A benchmark: its parameters (a pydantic model whose defaults are the suite's), and `build(params)` (or
@@ -66,7 +82,8 @@ class Suite(Generic[ParamsT]):
     out of the tables, `relaxed_column` shows the score with the relaxed text reading, `row_metrics(scores)` adds
     figures made from a stored run's scores, `report_lines(summary)` adds lines under the run report's headline,
     `headline(summary)` names the headline score, `paths` are file suffixes `--suite FILE` opens with this suite
-    (the file going to the `path` parameter), and `generate(argv, prog)` is the suite's generator command line.
+    (the file going to the `path` parameter), `generate(argv, prog)` is the suite's generator command line, and
+    `show_answer(record)` is a record's answer as the case viewer shows it (default: the output's JSON).
     """
 
     name: str
@@ -83,6 +100,7 @@ class Suite(Generic[ParamsT]):
     headline: Callable[[RunSummary], str] | None = None
     paths: tuple[str, ...] = ()
     generate: Callable[[Sequence[str], str], int] | None = None
+    show_answer: Callable[[SampleRecord], Sequence[AnswerLine]] | None = None
 
     def __post_init__(self) -> None:
         if not self.name.strip():
@@ -112,6 +130,23 @@ class Suite(Generic[ParamsT]):
             name: None if info.is_required() else info.get_default(call_default_factory=True)
             for name, info in self.params.model_fields.items()
         }
+
+
+def answer_lines(suite: Suite[Any] | None, record: SampleRecord) -> list[AnswerLine]:
+    """A record's answer as lines of text: the suite's own view of it, or the output as JSON (the last attempt's
+    raw reply when there is no valid output). A plug-in's view that fails on a record is not a reason to hide it:
+    the JSON is shown instead."""
+    if suite is not None and suite.show_answer is not None and record.output is not None:
+        try:
+            return [line for line in suite.show_answer(record) if isinstance(line, AnswerLine)]
+        except Exception:  # someone else's code, shown a stored record it may not expect
+            pass
+    if record.output is not None:
+        text = record.output if isinstance(record.output, str) else json.dumps(record.output, ensure_ascii=False)
+        return [AnswerLine(text)]
+    if record.attempts:
+        return [AnswerLine(record.attempts[-1].raw, "invalid" if not record.attempts[-1].valid else None)]
+    return [AnswerLine(record.error or "", None)] if record.error else []
 
 
 def _listed(annotation: Any, value: object) -> object:

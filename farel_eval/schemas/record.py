@@ -104,6 +104,9 @@ class SampleRecord(_Record):
     """Which posing of the case this is (0, 1, ... with `repeats`); a record is keyed by (case_id, repeat)."""
     group: str | None = None
     """The case's group (FaRel: the relation class); scores are also reported per group."""
+    prompt: str | None = Field(default=None, exclude_if=lambda prompt: prompt is None)
+    """The text posed (the case's prompt), so a record can be read on its own; left out when not known (runs made
+    before prompts were recorded, published logs that do not hold them)."""
     expected: JsonValue = None
     """What the scorer compared the output with, as JSON (FaRel: the correct option number)."""
     metadata: dict[str, JsonValue] = {}
