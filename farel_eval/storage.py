@@ -35,6 +35,7 @@ __all__ = [
     "load_runs",
     "model_slug",
     "new_run_id",
+    "parse_record",
     "read_records",
     "rewrite_records",
 ]
@@ -241,7 +242,9 @@ _V1_RECORD = '{"quiz_id":'
 """How every schema-version-1 record line starts (a resumed v1 run may hold v2 lines after them)."""
 
 
-def _record(line: str) -> SampleRecord:
+def parse_record(line: str) -> SampleRecord:
+    """One line of a records file as a record of the current schema (raises pydantic's `ValidationError` or
+    `ValueError` when it is not one)."""
     if line.startswith(_V1_RECORD):
         return SampleRecord.model_validate(migrate_record(json.loads(line), 1))
     return SampleRecord.model_validate_json(line)
@@ -258,7 +261,7 @@ def read_records(run_dir: Path) -> Iterator[SampleRecord]:
                 if not line.strip():
                     continue
                 try:
-                    record = _record(line)
+                    record = parse_record(line)
                 except (ValidationError, ValueError, KeyError, TypeError) as exc:
                     if not line.endswith("\n"):
                         return  # the last line, cut short: not a record yet

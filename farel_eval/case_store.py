@@ -1,0 +1,414 @@
+"""The cases of stored runs side by side, queried with DuckDB over each run's `samples.jsonl` in place.
+
+Each run's records file is read by DuckDB into an in-memory table the first time a run is asked for, and read
+again when the file changes (its size or time), so a run in progress shows its records so far; nothing is copied
+to disk. A grid page is one query: the newest record per case and repeat, reduced to one cell per case (the mean
+of its scored repeats: what a paired test pairs), the runs joined on the case id, filtered, sorted and paged. Only
+the records of the page's cells are then read as `SampleRecord`s (old formats migrated).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import duckdb
+from pydantic import JsonValue, ValidationError
+
+from farel_eval.errors import InputError, ResultFileError
+from farel_eval.runs import RUNNING
+from farel_eval.schemas import RunSummary, SampleRecord
+from farel_eval.storage import RECORDS_FILE, SUMMARY_FILE, StoredRun, load_runs, parse_record
+
+__all__ = [
+    "FILTERS",
+    "SORTS",
+    "CaseCell",
+    "CaseDetail",
+    "CasePage",
+    "CaseRow",
+    "CaseStore",
+    "NotFoundError",
+    "RunEntry",
+]
+
+Filter = Literal["all", "disagree", "wrong", "invalid", "error"]
+FILTERS: tuple[Filter, ...] = ("all", "disagree", "wrong", "invalid", "error")
+"""`disagree`: scored in every run shown, with scores not all equal (the cases behind a paired test); `wrong`: scored
+below 1 in some run; `invalid`: an invalid output in some run; `error`: a failed call in some run."""
+
+SORTS = ("case", "group", "score", "cost", "latency", "retries")
+"""`case` and `group` sort rows; the others sort by one run's cells (`score:1` for the second run shown)."""
+
+_PER_RUN_SORTS = {"score": "score", "cost": "cost", "latency": "latency", "retries": "retries"}
+_RUN_ORDER = 1 << 40
+"""Rows are in the first run's record order, then cases only later runs have, in theirs."""
+
+
+class NotFoundError(InputError):
+    """A run key or case id that is not stored (the viewer answers 404)."""
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """A stored run under its key: its folder relative to the results folder (`<model-folder>/<run-folder>`)."""
+
+    key: str
+    run: StoredRun
+
+    @property
+    def summary(self) -> RunSummary:
+        return self.run.summary
+
+    @property
+    def status(self) -> str:
+        """The summary's status, or `running` for a run whose summary says it has not finished."""
+        reason = self.summary.reason or ""
+        return "running" if reason == RUNNING else self.summary.status
+
+
+@dataclass(frozen=True)
+class CaseCell:
+    """One run's answer to one case: its records (one per repeat) reduced to what the grid shows."""
+
+    records: list[SampleRecord]
+
+    @property
+    def status(self) -> str:
+        """The records' status, or `mixed` when the repeats differ."""
+        statuses = {record.status for record in self.records}
+        return statuses.pop() if len(statuses) == 1 else "mixed"
+
+    @property
+    def score(self) -> float | None:
+        """The mean score of the scored repeats, in [0, 1] (a missing output scores 0)."""
+        scores = [_scored(record) for record in self.records]
+        known = [score for score in scores if score is not None]
+        return sum(known) / len(known) if known else None
+
+    @property
+    def output(self) -> JsonValue:
+        """The output; with repeats, each repeat's in order."""
+        if len(self.records) == 1:
+            return self.records[0].output
+        return [record.output for record in self.records]
+
+    @property
+    def invalid_kinds(self) -> list[str]:
+        kinds = (a.invalid_kind for r in self.records for a in r.attempts if not a.valid and a.invalid_kind)
+        return list(dict.fromkeys(kinds))
+
+    @property
+    def cost_usd(self) -> float | None:
+        known = [record.cost.usd for record in self.records if record.cost.usd is not None]
+        return sum(known) if known else None
+
+    @property
+    def latency_s(self) -> float | None:
+        known = [record.latency_s for record in self.records if record.latency_s is not None]
+        return sum(known) / len(known) if known else None
+
+    def as_json(self) -> dict[str, Any]:
+        records = self.records
+        tokens = [r.usage.input_tokens for r in records], [r.usage.output_tokens for r in records]
+        return {
+            "status": self.status,
+            "score": self.score,
+            "output": self.output,
+            "corrective_retries": sum(record.corrective_retries for record in records),
+            "invalid_kinds": self.invalid_kinds,
+            "cost_usd": self.cost_usd,
+            "latency_s": self.latency_s,
+            "repeats": len(records),
+            "statuses": [record.status for record in records],
+            "input_tokens": None if None in tokens[0] else sum(t or 0 for t in tokens[0]),
+            "output_tokens": None if None in tokens[1] else sum(t or 0 for t in tokens[1]),
+        }
+
+
+def _scored(record: SampleRecord) -> float | None:
+    """A record's score as the statistics count it (`analysis.analyse`): None when left out of the score."""
+    if record.status == "error" or record.excluded or (record.score is None and record.status != "missing"):
+        return None
+    return record.score or 0.0
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    case_id: str
+    group: str | None
+    cells: dict[str, CaseCell]
+    """By run key; a run that has no record of the case has no cell."""
+
+
+@dataclass(frozen=True)
+class CasePage:
+    total: int
+    """Rows the filter keeps, over all pages."""
+    page: int
+    per_page: int
+    rows: list[CaseRow]
+    groups: list[str] = field(default_factory=list)
+    """Every group of the shown runs' cases (for the group filter)."""
+
+
+@dataclass(frozen=True)
+class CaseDetail:
+    case_id: str
+    prompt: str | None
+    expected: JsonValue
+    group: str | None
+    runs: dict[str, list[SampleRecord]]
+    """By run key: the run's records of the case, one per repeat (none when the run did not pose it)."""
+
+
+@dataclass
+class _Table:
+    name: str
+    stamp: tuple[int, int]
+
+
+_FIELDS = (
+    '{"case_id": "VARCHAR", "quiz_id": "VARCHAR", "repeat": "BIGINT", "group": "VARCHAR", "class_name": "VARCHAR", '
+    '"status": "VARCHAR", "score": "DOUBLE", "excluded": "BOOLEAN", "ambiguous": "BOOLEAN", "corrective_retries": '
+    '"BIGINT", "cost": {"usd": "DOUBLE"}, "latency_s": "DOUBLE", "prompt": "VARCHAR", "output": "JSON", "answer": '
+    '"VARCHAR", "attempts": [{"valid": "BOOLEAN", "raw": "VARCHAR"}]}'
+)
+"""What the grid filters and sorts on, read from each line in one parse (a value of another type reads as NULL).
+`quiz_id`, `class_name`, `ambiguous` and `answer` are schema version 1's names."""
+
+_LOAD = """
+CREATE OR REPLACE TABLE {records} AS
+SELECT line, coalesce(r.case_id, r.quiz_id) AS case_id, coalesce(r.repeat, 0) AS rep,
+    coalesce(r."group", r.class_name) AS grp, r.status AS status,
+    CASE
+        WHEN r.status = 'error' OR coalesce(r.excluded, false) OR coalesce(r.ambiguous, false) THEN NULL
+        WHEN r.quiz_id IS NOT NULL THEN CASE r.status WHEN 'correct' THEN 1.0 WHEN 'incorrect' THEN 0.0
+            WHEN 'missing' THEN 0.0 END
+        WHEN r.status = 'missing' THEN coalesce(r.score, 0.0)
+        ELSE r.score
+    END AS score,
+    list_contains(list_transform(r.attempts, lambda a: a.valid), false) AS invalid,
+    coalesce(r.corrective_retries, 0) AS retries, r.cost.usd AS cost, r.latency_s AS latency,
+    lower(concat_ws(chr(10), r.prompt, r.output::VARCHAR, r.answer,
+        array_to_string(list_transform(r.attempts, lambda a: a.raw), chr(10)))) AS text
+FROM (SELECT json::VARCHAR AS line, from_json(json, '{fields}') AS r FROM {source})
+WHERE coalesce(r.case_id, r.quiz_id) IS NOT NULL;
+CREATE OR REPLACE TABLE {cells} AS
+SELECT case_id, min(rid) AS first, any_value(grp) AS grp, avg(score) AS score, count(score) AS scored,
+    bool_or(score < 1) AS wrong, bool_or(invalid) AS invalid, bool_or(status = 'error') AS error,
+    sum(retries) AS retries, sum(cost) AS cost, avg(latency) AS latency, string_agg(text, chr(10)) AS text,
+    list(rid ORDER BY rep) AS rids
+FROM (
+    SELECT rowid AS rid, case_id, rep, grp, status, score, invalid, retries, cost, latency, text FROM {records}
+    WHERE rowid IN (SELECT max(rowid) FROM {records} GROUP BY case_id, rep)
+)
+GROUP BY case_id;
+"""
+_RECORDS = "read_json_objects(?, format = 'newline_delimited', ignore_errors = true)"
+"""A line cut short (a run writing it, or killed while it did) is not a record yet, and is left out."""
+_NO_RECORDS = "(SELECT NULL::JSON AS json LIMIT 0)"
+"""A run stored without records (a hand-made summary) has no cells."""
+
+
+class CaseStore:
+    """The stored runs under one results folder, their cases queried side by side. Safe to share between threads
+    (each query has its own cursor; a run's table is made once per change of its file)."""
+
+    def __init__(self, results_dir: Path) -> None:
+        self.results_dir = results_dir
+        self._db = duckdb.connect(":memory:")
+        self._tables: dict[str, _Table] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def runs(self) -> list[RunEntry]:
+        """Every readable run, oldest first (a corrupt summary is left out, as the leaderboard leaves it)."""
+        if not self.results_dir.is_dir():
+            raise ResultFileError(f"no results folder {self.results_dir}: run `python main.py run` first")
+        root = self.results_dir
+        if (root / SUMMARY_FILE).is_file():  # a run folder itself: keyed as under its results folder
+            root = root.parent.parent
+        return [
+            RunEntry(run.path.relative_to(root).as_posix(), run)
+            for run in load_runs(self.results_dir, on_error=lambda _: None)
+        ]
+
+    def entries(self, keys: Sequence[str]) -> list[RunEntry]:
+        """The runs named by their keys, in that order; an unknown key raises `NotFoundError`."""
+        if not keys:
+            raise InputError("runs: name one run or more (`runs=<model-folder>/<run-folder>,...`)")
+        known = {entry.key: entry for entry in self.runs()}
+        missing = [key for key in keys if key not in known]
+        if missing:
+            raise NotFoundError(f"no stored run {missing[0]!r} under {self.results_dir}")
+        if len(set(keys)) != len(keys):
+            raise InputError("runs: a run is named twice")
+        return [known[key] for key in keys]
+
+    def cases(
+        self,
+        keys: Sequence[str],
+        *,
+        filter: str = "all",
+        group: str | None = None,
+        query: str | None = None,
+        sort: str = "case",
+        descending: bool = False,
+        page: int = 1,
+        per_page: int = 50,
+    ) -> CasePage:
+        """One page of the grid: a row per case of the runs named, a cell per run."""
+        entries = self.entries(keys)
+        if filter not in FILTERS:
+            raise InputError(f"filter: {filter!r} is not one of {', '.join(FILTERS)}")
+        if filter == "disagree" and len(entries) < 2:
+            raise InputError("filter: disagree compares runs: name two runs or more")
+        if page < 1 or not 1 <= per_page <= 1000:
+            raise InputError("page: pages start at 1, and per_page is 1 to 1000")
+        tables = [self._table(entry) for entry in entries]
+        order = self._order(sort, descending, len(entries))
+        ids = " UNION ALL ".join(
+            f"SELECT case_id, grp, first + {index * _RUN_ORDER} AS ord FROM {table}_cells"
+            for index, table in enumerate(tables)
+        )
+        joins = "".join(
+            f" LEFT JOIN {table}_cells c{index} ON c{index}.case_id = ids.case_id" for index, table in enumerate(tables)
+        )
+        where, params = self._where(filter, group, query, len(entries))
+        rids = ", ".join(f"c{index}.rids" for index in range(len(entries)))
+        sql = (
+            f"WITH ids AS (SELECT case_id, any_value(grp) AS grp, min(ord) AS ord FROM ({ids}) GROUP BY case_id) "
+            f"SELECT ids.case_id, ids.grp, count(*) OVER () AS total, {rids} FROM ids{joins} "
+            f"WHERE {where} ORDER BY {order}, ids.ord LIMIT ? OFFSET ?"
+        )
+        cursor = self._db.cursor()
+        try:
+            found = cursor.execute(sql, [*params, per_page, (page - 1) * per_page]).fetchall()
+            groups = cursor.execute(f"SELECT DISTINCT grp FROM ({ids}) WHERE grp IS NOT NULL ORDER BY grp").fetchall()
+            total = found[0][2] if found else self._count(cursor, ids, joins, where, params)
+            wanted = [[rid for row in found for rid in (row[3 + index] or [])] for index in range(len(entries))]
+            records = [self._records(cursor, table, rids) for table, rids in zip(tables, wanted, strict=True)]
+        finally:
+            cursor.close()
+        rows = []
+        for row in found:
+            cells = {
+                entry.key: CaseCell([records[index][rid] for rid in row[3 + index]])
+                for index, entry in enumerate(entries)
+                if row[3 + index]
+            }
+            rows.append(CaseRow(row[0], row[1], cells))
+        return CasePage(total, page, per_page, rows, [group for (group,) in groups])
+
+    def case(self, case_id: str, keys: Sequence[str]) -> CaseDetail:
+        """One case in the runs named: every repeat's record, attempts in order. A case none of them posed raises
+        `NotFoundError`."""
+        entries = self.entries(keys)
+        tables = [self._table(entry) for entry in entries]
+        cursor = self._db.cursor()
+        try:
+            runs: dict[str, list[SampleRecord]] = {}
+            for entry, table in zip(entries, tables, strict=True):
+                found = cursor.execute(f"SELECT rids FROM {table}_cells WHERE case_id = ?", [case_id]).fetchone()
+                rids = list(found[0]) if found else []
+                by_rid = self._records(cursor, table, rids)
+                runs[entry.key] = [by_rid[rid] for rid in rids]
+        finally:
+            cursor.close()
+        first = next((records[0] for records in runs.values() if records), None)
+        if first is None:
+            raise NotFoundError(f"no case {case_id!r} in {', '.join(keys)}")
+        prompt = next((r.prompt for records in runs.values() for r in records if r.prompt is not None), None)
+        return CaseDetail(case_id, prompt, first.expected, first.group, runs)
+
+    def _table(self, entry: RunEntry) -> str:
+        """The name of the run's tables (`<name>` for records, `<name>_cells` for cells), made or made again when
+        its records file has changed since."""
+        path = entry.run.path / RECORDS_FILE
+        try:
+            stat = path.stat()
+            stamp = (stat.st_size, stat.st_mtime_ns)
+        except FileNotFoundError:
+            stamp = (0, 0)
+        with self._lock:
+            table = self._tables.get(entry.key)
+            if table is not None and table.stamp == stamp:
+                return table.name
+            name = table.name if table is not None else f"run_{len(self._tables)}"
+            cursor = self._db.cursor()
+            source = _NO_RECORDS if stamp == (0, 0) else _RECORDS
+            try:
+                for statement in _LOAD.format(records=name, cells=f"{name}_cells", source=source, fields=_FIELDS).split(";"):
+                    if statement.strip():
+                        cursor.execute(statement, [str(path)] if "?" in statement else [])
+            except duckdb.Error as exc:
+                raise ResultFileError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+            finally:
+                cursor.close()
+            self._tables[entry.key] = _Table(name, stamp)
+            return name
+
+    @staticmethod
+    def _order(sort: str, descending: bool, runs: int) -> str:
+        name, _, index_text = sort.partition(":")
+        direction = "DESC" if descending else "ASC"
+        if name == "case" and not index_text:
+            return f"ids.ord {direction}" if descending else "ids.ord"
+        if name == "group" and not index_text:
+            return f"ids.grp {direction} NULLS LAST"
+        if name in _PER_RUN_SORTS:
+            index = int(index_text) if index_text.isdigit() else 0 if not index_text else -1
+            if 0 <= index < runs:
+                return f"c{index}.{_PER_RUN_SORTS[name]} {direction} NULLS LAST"
+        raise InputError(
+            f"sort: {sort!r} is not case, group, or score, cost, latency or retries with :N (run N, from 0)"
+        )
+
+    @staticmethod
+    def _where(filter: str, group: str | None, query: str | None, runs: int) -> tuple[str, list[object]]:
+        cells = [f"c{index}" for index in range(runs)]
+        conditions = ["true"]
+        params: list[object] = []
+        if filter == "disagree":
+            conditions += [f"{c}.scored > 0" for c in cells]
+            conditions.append(f"greatest({', '.join(f'{c}.score' for c in cells)}) <> "
+                              f"least({', '.join(f'{c}.score' for c in cells)})")  # fmt: skip
+        elif filter in ("wrong", "invalid", "error"):
+            conditions.append("(" + " OR ".join(f"coalesce({c}.{filter}, false)" for c in cells) + ")")
+        if group:
+            conditions.append("ids.grp = ?")
+            params.append(group)
+        if query:
+            conditions.append("(" + " OR ".join(f"contains(coalesce({c}.text, ''), ?)" for c in cells) + ")")
+            params += [query.lower()] * runs
+        return " AND ".join(conditions), params
+
+    @staticmethod
+    def _count(cursor: duckdb.DuckDBPyConnection, ids: str, joins: str, where: str, params: Sequence[object]) -> int:
+        """Rows the filter keeps, for a page past the last one (which has no row to carry the count)."""
+        sql = (
+            f"WITH ids AS (SELECT case_id, any_value(grp) AS grp, min(ord) AS ord FROM ({ids}) GROUP BY case_id) "
+            f"SELECT count(*) FROM ids{joins} WHERE {where}"
+        )
+        found = cursor.execute(sql, list(params)).fetchone()
+        return int(found[0]) if found else 0
+
+    @staticmethod
+    def _records(cursor: duckdb.DuckDBPyConnection, table: str, rids: Sequence[int]) -> dict[int, SampleRecord]:
+        if not rids:
+            return {}
+        found = cursor.execute(f"SELECT rowid, line FROM {table} WHERE rowid IN (SELECT unnest(?))", [list(rids)])
+        records = {}
+        for rid, line in found.fetchall():
+            try:
+                records[rid] = parse_record(line)
+            except (ValidationError, ValueError, KeyError, TypeError) as exc:
+                why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+                raise ResultFileError(f"a corrupt record in {table}: {why}") from None
+        return records
