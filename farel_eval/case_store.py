@@ -343,8 +343,9 @@ class CaseStore:
             name = table.name if table is not None else f"run_{len(self._tables)}"
             cursor = self._db.cursor()
             source = _NO_RECORDS if stamp == (0, 0) else _RECORDS
+            load = _LOAD.format(records=name, cells=f"{name}_cells", source=source, fields=_FIELDS)
             try:
-                for statement in _LOAD.format(records=name, cells=f"{name}_cells", source=source, fields=_FIELDS).split(";"):
+                for statement in load.split(";"):
                     if statement.strip():
                         cursor.execute(statement, [str(path)] if "?" in statement else [])
             except duckdb.Error as exc:

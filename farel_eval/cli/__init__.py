@@ -1,6 +1,7 @@
 """Command line: `python main.py run --suite NAME --model M ...` evaluates a model on a suite's cases and stores the
 run; `suites` lists the suites installed, `generate` writes a suite's quizzes as its original generator does,
-`import` stores published results as runs, `models` lists a provider's models here. A module per command.
+`import` stores published results as runs, `models` lists a provider's models here, `view` serves the case
+viewer. A module per command.
 
 Every expected failure (bad input, unknown model, missing key, unreachable server, corrupt file) ends
 as one line on stderr and a non-zero exit; records already written stay on disk.
@@ -13,7 +14,7 @@ import gc
 import logging
 from collections.abc import Sequence
 
-from farel_eval.cli import generate, imports, models, run, suites
+from farel_eval.cli import generate, imports, models, run, suites, view
 from farel_eval.cli.common import flags_of, prog, reported
 from farel_eval.errors import OneLineArgumentParser
 
@@ -25,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=prog(), description="Evaluate models on typed tasks (FaRel, lineage, story-graph, your own suites)."
     )
     commands = parser.add_subparsers(dest="command_name", required=True)
-    for command in (run, suites, generate, imports, models):
+    for command in (run, suites, generate, imports, models, view):
         command.add_parser(commands)
     return parser
 
