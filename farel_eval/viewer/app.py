@@ -131,6 +131,7 @@ def create_app(results_dir: Path, *, hosts: Sequence[str] = LOOPBACK_HOSTS) -> S
         Route("/api/cases", _guarded(api_cases)),
         Route("/api/case/{case_id:path}", _guarded(api_case)),
         Route("/static/{name}", _guarded(static)),
+        Route("/favicon.ico", lambda request: Response(status_code=204, headers=HEADERS)),
     ]
     middleware = [] if "*" in hosts else [Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))]
 
