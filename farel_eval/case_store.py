@@ -208,8 +208,9 @@ FROM (
 )
 GROUP BY case_id;
 """
-_RECORDS = "read_json_objects(?, format = 'newline_delimited', ignore_errors = true)"
-"""A line cut short (a run writing it, or killed while it did) is not a record yet, and is left out."""
+_RECORDS = "read_json_objects(?, format = 'newline_delimited', ignore_errors = true, maximum_object_size = 268435456)"
+"""A line cut short (a run writing it, or killed while it did) is not a record yet, and is left out. A record may hold
+answers of up to 64 MB each (`transport`'s bound), beyond DuckDB's default 16 MB object."""
 _NO_RECORDS = "(SELECT NULL::JSON AS json LIMIT 0)"
 """A run stored without records (a hand-made summary) has no cells."""
 
