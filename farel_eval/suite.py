@@ -167,11 +167,16 @@ class FileParams(BaseModel):
 
 
 def file_suite(
-    name: str, load: Callable[[Path], tuple[Task[Any], Dataset]], description: str, paths: tuple[str, ...]
+    name: str,
+    load: Callable[[Path], tuple[Task[Any], Dataset]],
+    description: str,
+    paths: tuple[str, ...],
+    *,
+    show_answer: Callable[[SampleRecord], Sequence[AnswerLine]] | None = None,
 ) -> Suite[FileParams]:
     """A suite whose cases are a file that `load` reads, opened by `--suite FILE` for the suffixes in `paths`."""
     return Suite(name=name, params=FileParams, build=lambda params: load(params.path), description=description,
-                 paths=paths)  # fmt: skip
+                 paths=paths, show_answer=show_answer)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from pydantic_core import PydanticCustomError, core_schema
 from farel_eval.attempts import added_cost, added_usage
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.errors import InputError, TaskError
-from farel_eval.schemas import AnswerMode, Case, Cost, TokenUsage
-from farel_eval.suite import file_suite
+from farel_eval.schemas import AnswerMode, Case, Cost, SampleRecord, TokenUsage
+from farel_eval.suite import AnswerLine, answer_lines, file_suite
 from farel_eval.suites.assertions import (
     Assertion,
     Output,
@@ -60,6 +60,7 @@ __all__ = [
     "judged",
     "load_case_file",
     "render",
+    "show_assertions",
     "with_judge",
 ]
 
@@ -668,8 +669,32 @@ def with_judge(task: Task[Any], judge: Rubric) -> Task[Any]:
     return replace(task, score=grader.judged_by(judge))
 
 
+# --- the case viewer -------------------------------------------------------------------------------------------
+
+
+def show_assertions(record: SampleRecord) -> list[AnswerLine]:
+    """The reply as the assertions read it (a structured one as JSON.stringify writes it), then each assertion's type
+    and reason, passed or failed: why the test scored what it did. Details of another shape: the default view."""
+    results = (record.score_details or {}).get("assertions")
+    if not isinstance(results, list):
+        return answer_lines(None, record)
+    lines: list[AnswerLine] = []
+    for result in results:
+        if not isinstance(result, dict):
+            return answer_lines(None, record)
+        kind, passed, reason = result.get("type"), result.get("pass"), result.get("reason")
+        if not (isinstance(kind, str) and isinstance(passed, bool) and isinstance(reason, str)):
+            return answer_lines(None, record)
+        lines.append(AnswerLine(f"{kind}: {reason}", "pass" if passed else "fail"))
+    try:
+        text = record.output if isinstance(record.output, str) else json_text(record.output)
+    except ValueError:  # NaN or an infinity: JSON.stringify would write null, JSON text has no way to say it
+        return answer_lines(None, record)
+    return [AnswerLine(text), *lines]
+
+
 CASE_FILE = file_suite(
     "case-file", load_case_file,
     "a case file in promptfoo's format, scored by difficulty-weighted assertions (--suite FILE.yaml)",
-    CASE_FILE_SUFFIXES,
+    CASE_FILE_SUFFIXES, show_answer=show_assertions,
 )  # fmt: skip

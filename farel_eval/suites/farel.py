@@ -14,7 +14,7 @@ from farel_eval.errors import InputError
 from farel_eval.schemas import Case, DatasetInfo, Quiz, RunSummary
 from farel_eval.sources import read_csv_source
 from farel_eval.suite import Suite
-from farel_eval.suites.multiple_choice import OptionAnswer, multiple_choice_task
+from farel_eval.suites.multiple_choice import OptionAnswer, multiple_choice_task, show_option
 from farel_eval.tasks import Task
 
 __all__ = ["FAREL", "FAREL_TASK", "FarelParams", "generated_dataset", "quiz_of", "read_dataset"]
@@ -136,4 +136,5 @@ FAREL = Suite(
     headline=_headline,
     report_lines=_ambiguous,
     generate=_generate,
+    show_answer=show_option,
 )

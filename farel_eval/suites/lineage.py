@@ -26,7 +26,7 @@ from farel_eval.errors import InputError, OneLineArgumentParser
 from farel_eval.schemas import Case, DatasetInfo, GroupScore, Quiz, RunSummary, Scores
 from farel_eval.sources import read_csv_source
 from farel_eval.suite import Suite
-from farel_eval.suites.multiple_choice import OptionAnswer, multiple_choice_task
+from farel_eval.suites.multiple_choice import OptionAnswer, multiple_choice_task, show_option
 from farel_eval.tasks import Task, TextReader
 
 __all__ = [
@@ -608,4 +608,5 @@ LINEAGE = Suite(
     headline=lambda _: "lineage",
     report_lines=_size_line,
     generate=_generator,
+    show_answer=show_option,
 )

@@ -4,6 +4,7 @@ farel-bench's `<ANSWER>` tag in the text modes, read and scored exactly as farel
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -14,7 +15,8 @@ from pydantic_core import PydanticCustomError
 
 from farel_bench import TAG_INSTRUCTION
 from farel_eval.engine import EvaluationResult, evaluate
-from farel_eval.schemas import AnswerMode, Case, Quiz, RunSettings, is_text_mode
+from farel_eval.schemas import AnswerMode, Case, Quiz, RunSettings, SampleRecord, is_text_mode
+from farel_eval.suite import AnswerLine, answer_lines
 from farel_eval.tasks import Task, TextReader
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "multiple_choice_task",
     "question_text",
     "relaxed_tag_answer",
+    "show_option",
     "strict_tag_answer",
 ]
 
@@ -142,6 +145,39 @@ def multiple_choice_task(name: str = "multiple-choice") -> Task[OptionAnswer | s
         aggregate="macro",
         example={"answer": 1},
     )
+
+
+_MOST_OPTIONS = 10**9
+"""More options than any quiz has: a larger number is left to the default view, never converted digit by digit."""
+
+
+def _chosen(output: object) -> int | str | None:
+    """The option number an output holds (a structured answer's, or a text reader's written as farel-bench writes
+    a number: `2`, never `02`), the text a reader took that is no such number, or None for another shape."""
+    if isinstance(output, dict):
+        number = output.get("answer")
+        if isinstance(number, int) and not isinstance(number, bool) and abs(number) < _MOST_OPTIONS:
+            return number
+        return None
+    if isinstance(output, str):
+        written = output.isascii() and output.isdigit() and (output == "0" or not output.startswith("0"))
+        return int(output) if written and len(output) < len(str(_MOST_OPTIONS)) else output
+    return None
+
+
+def show_option(record: SampleRecord) -> list[AnswerLine]:
+    """The option chosen, as the quiz lists it (`2. Anna is Mia's mother.`), right or wrong: a bare number means
+    nothing without counting the options. A tag holding no number (`<ANSWER>2.</ANSWER>`, scored wrong) is shown
+    quoted; a record of another shape as the default view shows it."""
+    chosen, options, expected = _chosen(record.output), record.metadata.get("options"), record.expected
+    if chosen is None or not (isinstance(options, list) and all(isinstance(o, str) for o in options)):
+        return answer_lines(None, record)
+    if isinstance(chosen, str):
+        return [AnswerLine(f"{json.dumps(chosen, ensure_ascii=False)} (not an option number)", "wrong")]
+    if not 1 <= chosen <= len(options):
+        return [AnswerLine(f"{chosen}. (no such option)", "wrong")]
+    right = isinstance(expected, int) and not isinstance(expected, bool) and chosen == expected
+    return [AnswerLine(f"{chosen}. {options[chosen - 1]}", "right" if right else "wrong")]
 
 
 async def evaluate_quizzes(

@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.embeddings import EmbeddingError, TextEmbedder, novelty, open_embedder
 from farel_eval.errors import InputError, TaskError
-from farel_eval.schemas import AnswerMode, Case
-from farel_eval.suite import Suite, SuiteContext
+from farel_eval.schemas import AnswerMode, Case, SampleRecord
+from farel_eval.suite import AnswerLine, Suite, SuiteContext, answer_lines
 from farel_eval.suites.judge import Judge
 from farel_eval.tasks import Conversation, Score, Task, TextReader
 
@@ -56,6 +56,7 @@ __all__ = [
     "novelty_dataset",
     "novelty_task",
     "read_questions",
+    "show_answers",
 ]
 
 SUITE = "novelty"
@@ -277,6 +278,36 @@ def novelty_dataset(
     )
 
 
+_REJECTED: dict[StopReason, str] = {
+    "incoherent": "incoherent",
+    "similar": "too similar",
+    "no_verdict": "no verdict from the judge",
+}
+"""Why the answer that ended a loop was not accepted, by how the loop stopped."""
+
+
+def show_answers(record: SampleRecord) -> list[AnswerLine]:
+    """A question's answers, one a line with its coherence and novelty: the accepted ones valid, the one that ended
+    the loop invalid with why, no answer at all missing, so where the loop stopped reads at a glance. A record that
+    holds no loop is shown as the default view shows it."""
+    try:
+        loop = NoveltyOutput.model_validate(record.output)
+    except ValidationError:
+        return answer_lines(None, record)
+    lines: list[AnswerLine] = []
+    for answer in loop.answers:
+        said = [] if answer.coherence is None else [f"coherence {answer.coherence}/10"]
+        if answer.novelty is not None:
+            said.append(f"novelty {answer.novelty:.2f}")
+        if not answer.accepted:
+            said.append(_REJECTED.get(loop.stop, "not accepted"))
+        note = f" ({', '.join(said)})" if said else ""
+        lines.append(AnswerLine(answer.text + note, "valid" if answer.accepted else "invalid"))
+    if loop.stop == "no_answer":
+        lines.append(AnswerLine("(no answer: the model gave none after its corrective retries)", "missing"))
+    return lines
+
+
 class NoveltyParams(BaseModel):
     """The questions, when a question's loop ends, and the embedding model that measures novelty."""
 
@@ -326,4 +357,5 @@ NOVELTY = Suite(
     description="Aidan Bench's open-ended loop: new answers to a question until one is incoherent or not novel",
     columns=["novelty", "answers"],
     group_columns=False,
+    show_answer=show_answers,
 )

@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from farel_eval.datasets import Dataset, dataset_from_cases
 from farel_eval.errors import InputError
-from farel_eval.schemas import AnswerMode, Case
-from farel_eval.suite import Suite
+from farel_eval.schemas import AnswerMode, Case, SampleRecord
+from farel_eval.suite import AnswerLine, AnswerMark, Suite, answer_lines
 from farel_eval.tasks import Score, Task
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "generate_cases",
     "grade",
     "graph_metrics",
+    "show_graph",
 ]
 
 # --- output types (they become the tool's JSON schema) --------------------------------------------------------
@@ -197,6 +198,47 @@ def _expected_graph(case: Case) -> ExpectedGraph:
     return ExpectedGraph.model_validate(case.expected)
 
 
+@dataclass(frozen=True)
+class _Compared:
+    """An output graph against the expected one, each edge and member as it reads (`Anna -parent-> Mia`,
+    `Anna (treasurer)`): what `grade` counts and the case viewer shows, so the two never disagree."""
+
+    valid: list[str]
+    optional: list[str]
+    invalid: list[str]
+    missing: list[str]
+    output_edges: int
+    expected_edges: int
+    found: list[str]
+    extra: list[str]
+    absent: list[str]
+    output_members: int
+    expected_members: int
+
+
+def _compared(expected: ExpectedGraph, output: StoryGraph) -> _Compared:
+    """Output edges that are required are valid, those that are optional are allowed, the rest invalid; required
+    edges not given are missing. Each list sorted, members likewise."""
+    required = _edge_table(expected.edges)
+    optional = {key: text for key, text in _edge_table(expected.optional_edges).items() if key not in required}
+    given = _edge_table(output.edges)
+    members = _member_table(expected.members)
+    listed = _member_table(output.members)
+    return _Compared(
+        valid=sorted(text for key, text in given.items() if key in required),
+        optional=sorted(text for key, text in given.items() if key not in required and key in optional),
+        invalid=sorted(text for key, text in given.items() if key not in required and key not in optional),
+        missing=sorted(text for key, text in required.items() if key not in given),
+        output_edges=len(given),
+        expected_edges=len(required),
+        found=sorted(text for key, text in listed.items() if key in members),
+        extra=sorted(text for key, text in listed.items() if key not in members),
+        absent=sorted(text for key, text in members.items() if key not in listed),
+        output_members=len(listed),
+        expected_members=len(members),
+    )
+
+
 def grade(case: Case, output: StoryGraph) -> Score:
     """WeiXiaoTien's score of a story graph.
 
@@ -209,40 +251,46 @@ def grade(case: Case, output: StoryGraph) -> Score:
         value = valid / expected x (1 - invalid / output_edges) x 0.8
               + found / expected_members x (1 - invalid_members / output_members) x 0.2
     """
-    expected = _expected_graph(case)
-    required = _edge_table(expected.edges)
-    optional = {key: text for key, text in _edge_table(expected.optional_edges).items() if key not in required}
-    given = _edge_table(output.edges)
-    valid = [key for key in given if key in required]
-    allowed = [key for key in given if key not in required and key in optional]
-    invalid = [text for key, text in given.items() if key not in required and key not in optional]
-    missing = [text for key, text in required.items() if key not in given]
-
-    members = _member_table(expected.members)
-    listed = _member_table(output.members)
-    found = [key for key in listed if key in members]
-    extra = [text for key, text in listed.items() if key not in members]
-    absent = [text for key, text in members.items() if key not in listed]
-
-    value = _part(len(valid), len(required), len(invalid), len(given), EDGE_WEIGHT) + _part(
-        len(found), len(members), len(extra), len(listed), MEMBER_WEIGHT
+    seen = _compared(_expected_graph(case), output)
+    value = _part(len(seen.valid), seen.expected_edges, len(seen.invalid), seen.output_edges, EDGE_WEIGHT) + _part(
+        len(seen.found), seen.expected_members, len(seen.extra), seen.output_members, MEMBER_WEIGHT
     )
     details: dict[str, Any] = {
-        "expected_edges": len(required),
-        "valid_edges": len(valid),
-        "optional_edges": len(allowed),
-        "invalid_edges": len(invalid),
-        "output_edges": len(given),
-        "expected_members": len(members),
-        "found_members": len(found),
-        "invalid_members": len(extra),
-        "output_members": len(listed),
-        "invalid": sorted(invalid),
-        "missing": sorted(missing),
-        "missing_members": sorted(absent),
-        "invalid_members_list": sorted(extra),
+        "expected_edges": seen.expected_edges,
+        "valid_edges": len(seen.valid),
+        "optional_edges": len(seen.optional),
+        "invalid_edges": len(seen.invalid),
+        "output_edges": seen.output_edges,
+        "expected_members": seen.expected_members,
+        "found_members": len(seen.found),
+        "invalid_members": len(seen.extra),
+        "output_members": seen.output_members,
+        "invalid": seen.invalid,
+        "missing": seen.missing,
+        "missing_members": seen.absent,
+        "invalid_members_list": seen.extra,
     }
     return Score(value, details)
+
+
+def show_graph(record: SampleRecord) -> list[AnswerLine]:
+    """The graph's edges valid, optional (unmarked), invalid, then missing, and its members likewise, so what cost
+    the score stands out. Compared again as `grade` compares (its details count valid edges without naming them); a
+    record that holds no graph is shown as the default view shows it."""
+    try:
+        seen = _compared(ExpectedGraph.model_validate(record.expected), StoryGraph.model_validate(record.output))
+    except ValidationError:
+        return answer_lines(None, record)
+    marked: list[tuple[list[str], AnswerMark | None, str]] = [
+        (seen.valid, "valid", ""),
+        (seen.optional, None, " (optional)"),
+        (seen.invalid, "invalid", ""),
+        (seen.missing, "missing", ""),
+        (seen.found, "valid", ""),
+        (seen.extra, "invalid", ""),
+        (seen.absent, "missing", ""),
+    ]
+    return [AnswerLine(text + suffix, mark) for texts, mark, suffix in marked for text in texts]
 
 
 def graph_metrics(totals: Mapping[str, float]) -> dict[str, float]:
@@ -959,4 +1007,5 @@ STORY_GRAPH = Suite(
     params=StoryGraphParams,
     build=_build,
     description="stories to relationship graphs: typed edges and members through one tool call (WeiXiaoTien's score)",
+    show_answer=show_graph,
 )
