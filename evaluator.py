@@ -43,7 +43,7 @@ from farel_eval.schemas import (
 )
 from farel_eval.scoring import score_records
 from farel_eval.storage import load_runs, read_records
-from farel_eval.suite import Suite, SuiteContext
+from farel_eval.suite import AnswerLine, Suite, SuiteContext
 from farel_eval.suites.multiple_choice import (
     DEFAULT_SYSTEM_PROMPT,
     OptionAnswer,
@@ -54,6 +54,7 @@ from farel_eval.tasks import Conversation, Score, Task, TextReader
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
+    "AnswerLine",
     "AnswerMode",
     "Attempt",
     "BatchOptions",
