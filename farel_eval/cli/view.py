@@ -61,7 +61,10 @@ def command_view(args: argparse.Namespace) -> int:
     def terminated(signum: int, frame: FrameType | None) -> None:
         raise _Terminated
 
-    previous = signal.signal(signal.SIGTERM, terminated)
+    # uvicorn stops on SIGINT and SIGTERM, then raises the signal again under the handlers found before: these.
+    # SIGINT's is set too, as a process started in the background (`view &`) inherits it ignored: it would stop
+    # and end with 0.
+    previous = signal.signal(signal.SIGTERM, terminated), signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         server.run(sockets=[listener])
     except KeyboardInterrupt:
@@ -69,7 +72,8 @@ def command_view(args: argparse.Namespace) -> int:
     except _Terminated:
         return EXIT_TERMINATED
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous[0])
+        signal.signal(signal.SIGINT, previous[1])
         listener.close()
     return 0
 
