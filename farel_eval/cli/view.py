@@ -46,14 +46,15 @@ def command_view(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise InputError(f"must be 0 to 65535, got {args.port}", parameter="port")
     listener = _bind(args.host, args.port)
+    host, port = listener.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
     loopback = _is_loopback(args.host)
-    app = create_app(args.dir, hosts=LOOPBACK_HOSTS if loopback else ("*",))
+    # a loopback address other than the usual ones (127.0.0.2) is the Host its own address sends
+    app = create_app(args.dir, hosts=(*LOOPBACK_HOSTS, host, shown) if loopback else ("*",))
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, timeout_graceful_shutdown=SHUTDOWN_S, lifespan="on"
     )
     server = uvicorn.Server(config)
-    host, port = listener.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
     print(f"serving http://{shown}:{port}/", flush=True)
     if not loopback:
         print(f"{prog()}: serving every network on {args.host}: anyone who reaches it sees the runs", file=sys.stderr)
