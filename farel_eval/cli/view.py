@@ -19,10 +19,6 @@ SHUTDOWN_S = 3
 """Seconds open connections (a browser's keep-alive) get to finish once the server is told to stop."""
 
 
-class _Terminated(Exception):
-    """SIGTERM, raised once the server has shut down (uvicorn passes the signal on after it stops)."""
-
-
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     view = commands.add_parser("view", help="browse the stored runs' cases side by side in a web browser")
     view.add_argument("dir", nargs="?", type=Path, default=Path("result"), help="results folder (default result)")
@@ -55,28 +51,31 @@ def command_view(args: argparse.Namespace) -> int:
         app, log_level="warning", access_log=False, timeout_graceful_shutdown=SHUTDOWN_S, lifespan="on"
     )
     server = uvicorn.Server(config)
-    print(f"serving http://{shown}:{port}/", flush=True)
-    if not loopback:
-        print(f"{prog()}: serving every network on {args.host}: anyone who reaches it sees the runs", file=sys.stderr)
+    stopped: list[int] = []
 
-    def terminated(signum: int, frame: FrameType | None) -> None:
-        raise _Terminated
+    def stop(signum: int, frame: FrameType | None) -> None:
+        """SIGINT or SIGTERM: the server stops (uvicorn's own handlers do the same while it serves, then raise the
+        signal again under these, which records it). Nothing is raised: a signal that comes before uvicorn listens
+        for them, even before its loop runs, stops it as cleanly."""
+        stopped.append(signum)
+        server.should_exit = True
 
-    # uvicorn stops on SIGINT and SIGTERM, then raises the signal again under the handlers found before: these.
-    # SIGINT's is set too, as a process started in the background (`view &`) inherits it ignored: it would stop
-    # and end with 0.
-    previous = signal.signal(signal.SIGTERM, terminated), signal.signal(signal.SIGINT, signal.default_int_handler)
+    # set before the line is printed, so that whoever read it can stop the server at once; SIGINT's too, as a
+    # process started in the background (`view &`) inherits it ignored
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
+        print(f"serving http://{shown}:{port}/", flush=True)
+        if not loopback:
+            print(f"{prog()}: serving every network on {args.host}: anyone who reaches it sees the runs",
+                  file=sys.stderr)  # fmt: skip
         server.run(sockets=[listener])
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
-    except _Terminated:
-        return EXIT_TERMINATED
     finally:
-        signal.signal(signal.SIGTERM, previous[0])
-        signal.signal(signal.SIGINT, previous[1])
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         listener.close()
-    return 0
+    if not stopped:
+        return 0
+    return EXIT_INTERRUPTED if stopped[-1] == signal.SIGINT else EXIT_TERMINATED  # uvicorn raises them last first
 
 
 def _is_loopback(host: str) -> bool:
