@@ -46,6 +46,8 @@ SORTS = ("case", "group", "score", "cost", "latency", "retries")
 _PER_RUN_SORTS = {"score": "score", "cost": "cost", "latency": "latency", "retries": "retries"}
 _RUN_ORDER = 1 << 40
 """Rows are in the first run's record order, then cases only later runs have, in theirs."""
+_MAX_OFFSET = 1 << 62
+"""Past any row (DuckDB's OFFSET is a 64-bit integer): a page number beyond it is a page past the last one."""
 
 
 class NotFoundError(InputError):
@@ -290,7 +292,7 @@ class CaseStore:
         )
         cursor = self._db.cursor()
         try:
-            found = cursor.execute(sql, [*params, per_page, (page - 1) * per_page]).fetchall()
+            found = cursor.execute(sql, [*params, per_page, min((page - 1) * per_page, _MAX_OFFSET)]).fetchall()
             groups = cursor.execute(f"SELECT DISTINCT grp FROM ({ids}) WHERE grp IS NOT NULL ORDER BY grp").fetchall()
             total = found[0][2] if found else self._count(cursor, ids, joins, where, params)
             wanted = [[rid for row in found for rid in (row[3 + index] or [])] for index in range(len(entries))]

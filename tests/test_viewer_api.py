@@ -235,6 +235,9 @@ def test_pages_of_five_cover_each_case_exactly_once(viewer: Viewer, runs: Runs) 
         (12, 1, 5, 5), (12, 2, 5, 5), (12, 3, 5, 2), (12, 4, 5, 0),
     ]  # fmt: skip
     assert [row["case_id"] for p in pages for row in p["cases"]] == IDS
+    far = cases(viewer, ab, per_page=1000, page=10**20)  # past the last page, however far: no row, the count
+    assert (far["total"], far["page"], far["cases"]) == (12, 10**20, [])
+    assert viewer.get(f"/cases?runs={runs.a}&page={10**20}").status == 200
     disagree = [ids(viewer, ab, filter="disagree", per_page=4, page=page) for page in (1, 2, 3)]
     assert disagree == [DISAGREE_AB[:4], DISAGREE_AB[4:], []]
     assert cases(viewer, ab, filter="disagree", per_page=4, page=3)["total"] == 6
