@@ -177,6 +177,8 @@ class Extra:
     """alpha again, on the first three cases only."""
     repeated: str
     """The first three cases posed twice: right, then wrong."""
+    corrupt: Path
+    """beta's run copied, c01's status made `bogus`."""
 
 
 @pytest.fixture(scope="module")
@@ -187,8 +189,14 @@ def extra(runs: Runs, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Extr
     repeated = asyncio.run(
         evaluator.run(task(), CASES[:3], first_pose_right(), results_dir=results, repeats=2, concurrency=1)
     )
+    corrupt = results / "corrupt" / runs.outcomes["beta"].run_dir.name
+    shutil.copytree(runs.outcomes["beta"].run_dir, corrupt)
+    lines = (corrupt / "samples.jsonl").read_text().splitlines(keepends=True)
+    assert '"status":"correct"' in lines[1]
+    lines[1] = lines[1].replace('"status":"correct"', '"status":"bogus"')
+    (corrupt / "samples.jsonl").write_text("".join(lines))
     server = Viewer(results)
-    yield Extra(server, *(run.run_dir.relative_to(results).as_posix() for run in (part, repeated)))
+    yield Extra(server, *(run.run_dir.relative_to(results).as_posix() for run in (part, repeated)), corrupt)
     server.close()
 
 
@@ -223,6 +231,22 @@ def test_repeats_of_a_case_are_one_cell_and_the_case_lists_each(extra: Extra, ru
     assert {k: v for k, v in detail.items() if k != "repeats"} == detail["repeats"][0]
     page = server.get(f"/case/c01?runs={key}")
     assert (page.status, page.text.count("Repeat 1: "), page.text.count("Repeat 2: ")) == (200, 1, 1)
+
+
+def test_a_corrupt_record_is_a_500_naming_its_file_and_the_rest_is_served(extra: Extra) -> None:
+    server, key = extra.server, f"corrupt/{extra.corrupt.name}"
+    message = {
+        "error": f"a corrupt record in {extra.corrupt / 'samples.jsonl'}: Input should be 'correct', 'partial', "
+        "'incorrect', 'missing' or 'error'"
+    }
+    for path in (f"/api/cases?runs={key}", f"/api/case/c01?runs={key}"):
+        reply = server.get(path)
+        assert (reply.status, reply.json()) == (500, message), path
+    assert ids(server, [key], per_page=1) == ["c00"]  # a page without it
+    assert server.api(f"/api/case/c00?runs={key}")["runs"][key]["status"] == "correct"
+    page = server.get("/")
+    assert page.status == 200
+    assert f"Not on the leaderboard (records unreadable): {key}" in page.text
 
 
 # --- paging, sorting, groups, search ------------------------------------------------------------------------
