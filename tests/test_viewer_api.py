@@ -493,6 +493,11 @@ def test_the_published_v1_runs_pair_as_the_leaderboard_pairs_them() -> None:
         page = server.get(f"/case/q00001?runs={key['deepseek-r1']}")
         assert page.status == 200 and "The prompt is not stored with these runs" in page.text
         assert server.get("/").status == 200
+        r1, v3 = key["deepseek-r1"], key["deepseek-v3"]
+        grid = server.get(f"/cases?runs={r1},{v3}&filter=disagree")
+        disagree = cases(server, [r1, v3], filter="disagree")["total"]
+        assert grid.status == 200 and f"{disagree} cases · page 1 of 1" in grid.text
+        assert grid.text.count('<td class="case">') == disagree
     finally:
         server.close()
 
