@@ -46,6 +46,8 @@ SORTS = ("case", "group", "score", "cost", "latency", "retries")
 _PER_RUN_SORTS = {"score": "score", "cost": "cost", "latency": "latency", "retries": "retries"}
 _RUN_ORDER = 1 << 40
 """Rows are in the first run's record order, then cases only later runs have, in theirs."""
+_MAX_OFFSET = 1 << 62
+"""Past any row (DuckDB's OFFSET is a 64-bit integer): a page number beyond it is a page past the last one."""
 
 
 class NotFoundError(InputError):
@@ -290,11 +292,14 @@ class CaseStore:
         )
         cursor = self._db.cursor()
         try:
-            found = cursor.execute(sql, [*params, per_page, (page - 1) * per_page]).fetchall()
+            found = cursor.execute(sql, [*params, per_page, min((page - 1) * per_page, _MAX_OFFSET)]).fetchall()
             groups = cursor.execute(f"SELECT DISTINCT grp FROM ({ids}) WHERE grp IS NOT NULL ORDER BY grp").fetchall()
             total = found[0][2] if found else self._count(cursor, ids, joins, where, params)
             wanted = [[rid for row in found for rid in (row[3 + index] or [])] for index in range(len(entries))]
-            records = [self._records(cursor, table, rids) for table, rids in zip(tables, wanted, strict=True)]
+            records = [
+                self._records(cursor, table, rids, entry)
+                for entry, table, rids in zip(entries, tables, wanted, strict=True)
+            ]
         finally:
             cursor.close()
         rows = []
@@ -318,7 +323,7 @@ class CaseStore:
             for entry, table in zip(entries, tables, strict=True):
                 found = cursor.execute(f"SELECT rids FROM {table}_cells WHERE case_id = ?", [case_id]).fetchone()
                 rids = list(found[0]) if found else []
-                by_rid = self._records(cursor, table, rids)
+                by_rid = self._records(cursor, table, rids, entry)
                 runs[entry.key] = [by_rid[rid] for rid in rids]
         finally:
             cursor.close()
@@ -402,7 +407,9 @@ class CaseStore:
         return int(found[0]) if found else 0
 
     @staticmethod
-    def _records(cursor: duckdb.DuckDBPyConnection, table: str, rids: Sequence[int]) -> dict[int, SampleRecord]:
+    def _records(
+        cursor: duckdb.DuckDBPyConnection, table: str, rids: Sequence[int], entry: RunEntry
+    ) -> dict[int, SampleRecord]:
         if not rids:
             return {}
         found = cursor.execute(f"SELECT rowid, line FROM {table} WHERE rowid IN (SELECT unnest(?))", [list(rids)])
@@ -412,5 +419,5 @@ class CaseStore:
                 records[rid] = parse_record(line)
             except (ValidationError, ValueError, KeyError, TypeError) as exc:
                 why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-                raise ResultFileError(f"a corrupt record in {table}: {why}") from None
+                raise ResultFileError(f"a corrupt record in {entry.run.path / RECORDS_FILE}: {why}") from None
         return records

@@ -19,10 +19,6 @@ SHUTDOWN_S = 3
 """Seconds open connections (a browser's keep-alive) get to finish once the server is told to stop."""
 
 
-class _Terminated(Exception):
-    """SIGTERM, raised once the server has shut down (uvicorn passes the signal on after it stops)."""
-
-
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     view = commands.add_parser("view", help="browse the stored runs' cases side by side in a web browser")
     view.add_argument("dir", nargs="?", type=Path, default=Path("result"), help="results folder (default result)")
@@ -46,32 +42,40 @@ def command_view(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise InputError(f"must be 0 to 65535, got {args.port}", parameter="port")
     listener = _bind(args.host, args.port)
+    host, port = listener.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
     loopback = _is_loopback(args.host)
-    app = create_app(args.dir, hosts=LOOPBACK_HOSTS if loopback else ("*",))
+    # a loopback address other than the usual ones (127.0.0.2) is the Host its own address sends
+    app = create_app(args.dir, hosts=(*LOOPBACK_HOSTS, host, shown) if loopback else ("*",))
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, timeout_graceful_shutdown=SHUTDOWN_S, lifespan="on"
     )
     server = uvicorn.Server(config)
-    host, port = listener.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    print(f"serving http://{shown}:{port}/", flush=True)
-    if not loopback:
-        print(f"{prog()}: serving every network on {args.host}: anyone who reaches it sees the runs", file=sys.stderr)
+    stopped: list[int] = []
 
-    def terminated(signum: int, frame: FrameType | None) -> None:
-        raise _Terminated
+    def stop(signum: int, frame: FrameType | None) -> None:
+        """SIGINT or SIGTERM: the server stops (uvicorn's own handlers do the same while it serves, then raise the
+        signal again under these, which records it). Nothing is raised: a signal that comes before uvicorn listens
+        for them, even before its loop runs, stops it as cleanly."""
+        stopped.append(signum)
+        server.should_exit = True
 
-    previous = signal.signal(signal.SIGTERM, terminated)
+    # set before the line is printed, so that whoever read it can stop the server at once; SIGINT's too, as a
+    # process started in the background (`view &`) inherits it ignored
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
+        print(f"serving http://{shown}:{port}/", flush=True)
+        if not loopback:
+            print(f"{prog()}: serving every network on {args.host}: anyone who reaches it sees the runs",
+                  file=sys.stderr)  # fmt: skip
         server.run(sockets=[listener])
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
-    except _Terminated:
-        return EXIT_TERMINATED
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         listener.close()
-    return 0
+    if not stopped:
+        return 0
+    return EXIT_INTERRUPTED if stopped[-1] == signal.SIGINT else EXIT_TERMINATED  # uvicorn raises them last first
 
 
 def _is_loopback(host: str) -> bool:

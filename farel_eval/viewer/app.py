@@ -185,7 +185,7 @@ def _number(request: Request, name: str, default: int) -> int:
 def _cases(store: CaseStore, request: Request) -> tuple[list[str], CasePage]:
     params = request.query_params
     keys = _keys(request)
-    direction = params.get("dir", "asc")
+    direction = params.get("dir") or "asc"  # the grid's form sends `dir=` when no direction was chosen
     if direction not in ("asc", "desc"):
         raise InputError(f"dir: {direction!r} is not asc or desc")
     page = store.cases(
