@@ -196,7 +196,8 @@ def extra(runs: Runs, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Extr
     lines[1] = lines[1].replace('"status":"correct"', '"status":"bogus"')
     (corrupt / "samples.jsonl").write_text("".join(lines))
     server = Viewer(results)
-    yield Extra(server, *(run.run_dir.relative_to(results).as_posix() for run in (part, repeated)), corrupt)
+    keys = [run.run_dir.relative_to(results).as_posix() for run in (part, repeated)]
+    yield Extra(server, keys[0], keys[1], corrupt)
     server.close()
 
 
