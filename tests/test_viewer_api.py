@@ -6,6 +6,7 @@ server's life: Ctrl-C, SIGTERM, a port in use."""
 from __future__ import annotations
 
 import asyncio
+import html
 import http.client
 import json
 import shutil
@@ -334,11 +335,15 @@ def test_a_case_id_with_a_slash_spaces_and_url_characters(viewer: Viewer, runs: 
     # the grid links to it, and the link opens it
     page = viewer.get("/cases?" + urlencode({"runs": f"{runs.a},{runs.g}", "q": "case 11"}))
     assert page.status == 200
-    link = f"/case/{case_path(ODD_ID)}?runs={runs.a.replace('/', '%2F')}%2C{runs.g.replace('/', '%2F')}"
-    assert f'<a href="{link}">dir/case &lt;i&gt;eleven&lt;/i&gt;?50%&amp;x=1#top</a>' in page.text
+    link = (
+        f"/case/{case_path(ODD_ID)}?runs={runs.a.replace('/', '%2F')}%2C{runs.g.replace('/', '%2F')}&q=case+11&page=1"
+    )
+    assert f'<a href="{html.escape(link)}">dir/case &lt;i&gt;eleven&lt;/i&gt;?50%&amp;x=1#top</a>' in page.text
     opened = viewer.get(link)
     assert opened.status == 200
     assert "<h1>Case dir/case &lt;i&gt;eleven&lt;/i&gt;?50%&amp;x=1#top" in opened.text
+    back = "/cases?" + urlencode({"runs": f"{runs.a},{runs.g}", "q": "case 11", "page": "1"})
+    assert f'<a href="{html.escape(back)}">← the grid</a>' in opened.text  # the way back keeps the search and page
 
 
 # --- errors --------------------------------------------------------------------------------------------------

@@ -114,7 +114,7 @@ def create_app(results_dir: Path, *, hosts: Sequence[str] = LOOPBACK_HOSTS) -> S
     def case_page(request: Request) -> Response:
         keys = _keys(request)
         detail = store.case(request.path_params["case_id"], keys)
-        return _html(pages.case(store.entries(keys), detail, suites))
+        return _html(pages.case(store.entries(keys), detail, _query(request), suites))
 
     def static(request: Request) -> Response:
         name = request.path_params["name"]

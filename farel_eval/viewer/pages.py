@@ -205,7 +205,8 @@ def cases(
         )
     body = []
     for row in page.rows:
-        case_link = _e(f"/case/{quote(row.case_id, safe='')}?{urlencode({'runs': runs})}")
+        grid = {"runs": runs, **{key: value for key, value in state.items() if value}, "page": str(page.page)}
+        case_link = _e(f"/case/{quote(row.case_id, safe='')}?{urlencode(grid)}")
         cells = "".join(_cell(row.cells.get(entry.key), suites.get(entry.summary.suite)) for entry in entries)
         body.append(
             f'<tr><td class="case"><a href="{case_link}">{_e(row.case_id)}</a></td><td>{_e(row.group or "")}</td>'
@@ -268,9 +269,12 @@ def _line(line: AnswerLine, limit: int) -> str:
 # One case -----------------------------------------------------------------------------------------------------
 
 
-def case(entries: Sequence[RunEntry], detail: CaseDetail, suites: Mapping[str, Suite[Any]]) -> str:
-    keys = [entry.key for entry in entries]
-    back = _href("/cases", runs=_runs_param(keys))
+def case(
+    entries: Sequence[RunEntry], detail: CaseDetail, query: Mapping[str, str], suites: Mapping[str, Suite[Any]]
+) -> str:
+    """The case in each run; `query` is the grid's state, so the way back returns to the same filter and page."""
+    grid = {key: query.get(key) for key in ("filter", "group", "q", "sort", "dir", "page", "per_page")}
+    back = _href("/cases", runs=_runs_param([entry.key for entry in entries]), **grid)
     prompt = (
         f"<pre>{_e(_cut(detail.prompt, PAGE_TEXT))}</pre>"
         if detail.prompt is not None
