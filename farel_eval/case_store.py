@@ -268,21 +268,12 @@ class CaseStore:
     ) -> CasePage:
         """One page of the grid: a row per case of the runs named, a cell per run."""
         entries = self.entries(keys)
-        if filter not in FILTERS:
-            raise InputError(f"filter: {filter!r} is not one of {', '.join(FILTERS)}")
-        if filter == "disagree" and len(entries) < 2:
-            raise InputError("filter: disagree compares runs: name two runs or more")
+        self._check_filter(filter, len(entries))
         if page < 1 or not 1 <= per_page <= 1000:
             raise InputError("page: pages start at 1, and per_page is 1 to 1000")
         tables = [self._table(entry) for entry in entries]
         order = self._order(sort, descending, len(entries))
-        ids = " UNION ALL ".join(
-            f"SELECT case_id, grp, first + {index * _RUN_ORDER} AS ord FROM {table}_cells"
-            for index, table in enumerate(tables)
-        )
-        joins = "".join(
-            f" LEFT JOIN {table}_cells c{index} ON c{index}.case_id = ids.case_id" for index, table in enumerate(tables)
-        )
+        ids, joins = self._joined(tables)
         where, params = self._where(filter, group, query, len(entries))
         rids = ", ".join(f"c{index}.rids" for index in range(len(entries)))
         sql = (
@@ -311,6 +302,25 @@ class CaseStore:
             }
             rows.append(CaseRow(row[0], row[1], cells))
         return CasePage(total, page, per_page, rows, [group for (group,) in groups])
+
+    def case_ids(
+        self, keys: Sequence[str], *, filter: str = "all", group: str | None = None, query: str | None = None
+    ) -> list[str]:
+        """Every case id the filter keeps, in the grid's order (`sort="case"`), with no record read: which rows of a
+        whole grid each filter keeps (the HTML report marks its rows with them)."""
+        entries = self.entries(keys)
+        self._check_filter(filter, len(entries))
+        ids, joins = self._joined([self._table(entry) for entry in entries])
+        where, params = self._where(filter, group, query, len(entries))
+        sql = (
+            f"WITH ids AS (SELECT case_id, any_value(grp) AS grp, min(ord) AS ord FROM ({ids}) GROUP BY case_id) "
+            f"SELECT ids.case_id FROM ids{joins} WHERE {where} ORDER BY ids.ord"
+        )
+        cursor = self._db.cursor()
+        try:
+            return [case_id for (case_id,) in cursor.execute(sql, params).fetchall()]
+        finally:
+            cursor.close()
 
     def case(self, case_id: str, keys: Sequence[str]) -> CaseDetail:
         """One case in the runs named: every repeat's record, attempts in order. A case none of them posed raises
@@ -360,6 +370,26 @@ class CaseStore:
                 cursor.close()
             self._tables[entry.key] = _Table(name, stamp)
             return name
+
+    @staticmethod
+    def _check_filter(filter: str, runs: int) -> None:
+        if filter not in FILTERS:
+            raise InputError(f"filter: {filter!r} is not one of {', '.join(FILTERS)}")
+        if filter == "disagree" and runs < 2:
+            raise InputError("filter: disagree compares runs: name two runs or more")
+
+    @staticmethod
+    def _joined(tables: Sequence[str]) -> tuple[str, str]:
+        """The union of the runs' case ids (`ids`: each case's first place, by run then record order) and the joins
+        of each run's cells to it (`c0`, `c1`...)."""
+        ids = " UNION ALL ".join(
+            f"SELECT case_id, grp, first + {index * _RUN_ORDER} AS ord FROM {table}_cells"
+            for index, table in enumerate(tables)
+        )
+        joins = "".join(
+            f" LEFT JOIN {table}_cells c{index} ON c{index}.case_id = ids.case_id" for index, table in enumerate(tables)
+        )
+        return ids, joins
 
     @staticmethod
     def _order(sort: str, descending: bool, runs: int) -> str:

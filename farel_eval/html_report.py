@@ -1,8 +1,8 @@
 """The leaderboard as one self-contained HTML page: tables, plots and examples that open from disk offline.
 
-Everything is inline (CSS, a small sorting script, matplotlib SVG), so the page makes no request at all; a
-Content-Security-Policy says so to the browser too. Every piece of text from a run (model names, raw outputs,
-feedback) is untrusted and escaped.
+Everything is inline (CSS, one small script that sorts tables and filters the case grids, matplotlib SVG), so the
+page makes no request at all; a Content-Security-Policy says so to the browser too. Every piece of text from a run
+(model names, raw outputs, feedback, answers) is untrusted and escaped; the script never makes markup from data.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ import hashlib
 import io
 import math
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from html import escape
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from farel_eval.errors import InputError
+from farel_eval.errors import InputError, ResultFileError
 from farel_eval.schemas import LeaderboardRow, ModeComparison, SampleRecord
 from farel_eval.tables import (
     MODE_HEADERS,
@@ -34,10 +36,41 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.transforms import Bbox
 
-__all__ = ["InvalidExample", "InvalidExamples", "invalid_examples", "render_html"]
+    from farel_eval.case_store import CaseCell, CaseRow, CaseStore
+    from farel_eval.suite import AnswerLine, Suite
+
+__all__ = [
+    "GRID_FILTERS",
+    "MAX_GRID_CASES",
+    "MAX_GRID_CELLS",
+    "CaseGrid",
+    "InvalidExample",
+    "InvalidExamples",
+    "case_grids",
+    "invalid_examples",
+    "render_html",
+]
 
 MAX_TEXT = 2000
 """Characters of a raw output or feedback shown in full; the rest is cut with a visible marker."""
+
+MAX_GRID_CASES = 2_000
+MAX_GRID_CELLS = 10_000
+"""The case grids inlined in the page: at most `MAX_GRID_CASES` cases in one suite's grid, and `MAX_GRID_CELLS` cells
+(cases x runs) in all the page's grids, the suites taken in the page's order. A suite over either bound gets one
+line saying so and how to browse its cases (`main.py view`), never a grid cut short. Why these, measured with Debian's
+headless chromium on a 2-CPU machine: a cell weighs about 180 bytes with a short answer (an option number) and about
+720 with `GRID_TEXT` characters of markup-heavy text (escaped); 10,000 cells (2,000 cases x 5 runs) make a 1.8 MB
+page (7.2 MB with long answers) that loads and lays out in about 2 s, while 20,000 long ones make 14 MB and 7 to 10 s.
+Beyond 2,000 rows one table is no longer read by scrolling: that is the viewer's job (it pages, sorts, and shows whole
+answers)."""
+GRID_LINES = 4
+"""Answer lines shown in one cell at most (all repeats' lines, in order); the rest are counted."""
+GRID_TEXT = 200
+"""Characters of answer text shown in one cell, over its lines; the rest is cut with a visible marker (the viewer's
+case page shows whole answers)."""
+GRID_FILTERS = ("disagree", "wrong", "invalid", "error")
+"""The filters a grid offers beside `all`, as `CaseStore` defines them; a row's `data-f` names those that keep it."""
 
 
 @dataclass(frozen=True)
@@ -85,15 +118,111 @@ def invalid_examples(records: Iterable[SampleRecord], limit: int = 3) -> list[In
     return examples.found
 
 
+@dataclass(frozen=True)
+class CaseGrid:
+    """One suite's cases as the page shows them: a row per case (in `CaseStore`'s order), a column per run (`runs`:
+    each run's `LeaderboardRow.path`, in the board's order; the rows' cells are keyed by it), and per case the
+    filters that keep it. A suite too big to inline has no rows and a `notice` saying so."""
+
+    runs: tuple[str, ...]
+    rows: tuple[CaseRow, ...] = ()
+    filters: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """By filter (`GRID_FILTERS`): the case ids it keeps. `disagree` is absent with fewer than two runs."""
+    suite: Suite[Any] | None = None
+    """The suite whose `show_answer` shows the answers (None: not installed here; answers are shown as JSON)."""
+    notice: str | None = None
+    """Why the cases are not inlined (plain text)."""
+    no_records: tuple[str, ...] = ()
+    """Runs of the suite with no column: they stored no record."""
+
+
+def case_grids(
+    results_dir: Path,
+    rows: Sequence[LeaderboardRow],
+    *,
+    max_cases: int = MAX_GRID_CASES,
+    max_cells: int = MAX_GRID_CELLS,
+    suites: Mapping[str, Suite[Any]] | None = None,
+) -> dict[str, CaseGrid]:
+    """The case grid of each suite of the board's `rows` (stored under `results_dir`), by suite name, read through
+    `CaseStore`; suites over `max_cases`, or whose cells would take the page past `max_cells`, get a notice instead
+    (see `MAX_GRID_CELLS`), as does one whose records cannot be read. `suites` by name (default: those installed)
+    show the answers."""
+    from farel_eval.case_store import CaseStore
+    from farel_eval.suite import find_suites
+
+    if suites is None:
+        suites = {found.suite.name: found.suite for found in find_suites(on_error=lambda _: None)}
+    view = f"run `python main.py view {shlex.quote(str(results_dir))}` to browse them"
+    store = CaseStore(results_dir)
+    try:
+        keys = {str(entry.run.path): entry.key for entry in store.runs()}
+        grids: dict[str, CaseGrid] = {}
+        cells = 0
+        for name in sorted({r.suite for r in rows}):
+            paths = [r.path for r in rows if r.suite == name]
+            suite = suites.get(name)
+            try:
+                located = [(path, keys.get(path)) for path in paths]
+                grid = _suite_grid(store, located, suite, max_cases, (cells, max_cells), view)
+            except ResultFileError as exc:
+                grid = CaseGrid(tuple(paths), suite=suite, notice=f"The cases of this suite are not inlined: {exc}.")
+            cells += len(grid.rows) * len(grid.runs)
+            grids[name] = grid
+        return grids
+    finally:
+        store.close()
+
+
+def _suite_grid(
+    store: CaseStore,
+    paths: Sequence[tuple[str, str | None]],
+    suite: Suite[Any] | None,
+    max_cases: int,
+    cells: tuple[int, int],
+    view: str,
+) -> CaseGrid:
+    """One suite's grid: `paths` are its runs' (`LeaderboardRow.path`, `CaseStore` key or None when not stored);
+    `cells` the cells the page holds already and the most it may; `view` says how to browse cases not inlined."""
+    by_key = {key: path for path, key in paths if key is not None and store.case_ids([key])}
+    runs = tuple(by_key.values())
+    no_records = tuple(path for path, _ in paths if path not in runs)
+    if not runs:
+        return CaseGrid((), suite=suite, no_records=no_records)
+    shown = list(by_key)
+    total = len(store.case_ids(shown))
+    held, most = cells
+    if total > max_cases:
+        notice = f"The cases of this suite are not inlined: {_many(total, 'case')} is more than {max_cases:,}; {view}."
+        return CaseGrid(runs, suite=suite, notice=notice, no_records=no_records)
+    if held + total * len(runs) > most:
+        notice = (
+            f"The cases of this suite are not inlined: {_many(total, 'case')} x {_many(len(runs), 'run')} would take "
+            f"the page to {held + total * len(runs):,} cells, more than {most:,}; {view}."
+        )
+        return CaseGrid(runs, suite=suite, notice=notice, no_records=no_records)
+    found: list[CaseRow] = []
+    page = 1
+    while True:
+        got = store.cases(shown, page=page, per_page=1000)
+        found += [replace(row, cells={by_key[key]: cell for key, cell in row.cells.items()}) for row in got.rows]
+        if page * got.per_page >= got.total:
+            break
+        page += 1
+    filters = {f: frozenset(store.case_ids(shown, filter=f)) for f in GRID_FILTERS if f != "disagree" or len(shown) > 1}
+    return CaseGrid(runs, tuple(found), filters, suite, None, no_records)
+
+
 def render_html(
     rows: Sequence[LeaderboardRow],
     examples: Mapping[str, Sequence[InvalidExample]],
     *,
     title: str = "Leaderboard",
     modes: Sequence[ModeComparison] = (),
+    cases: Mapping[str, CaseGrid] | None = None,
 ) -> str:
-    """One self-contained page; `examples` is keyed by LeaderboardRow.path. Sections per suite, as the
-    terminal leaderboard: runs of different suites are never compared."""
+    """One self-contained page; `examples` is keyed by LeaderboardRow.path, `cases` (`case_grids`) by suite. Sections
+    per suite, as the terminal leaderboard: runs of different suites are never compared."""
     try:
         import matplotlib
     except ImportError:
@@ -101,7 +230,10 @@ def render_html(
     suites = sorted({r.suite for r in rows})
     # Text stays text in the SVG (half the bytes of paths); a browser without DejaVu Sans uses its own sans-serif.
     with matplotlib.rc_context({"svg.fonttype": "none", "font.size": 9, "font.sans-serif": ["DejaVu Sans", "Arial"]}):
-        sections = [_suite_section(s, [r for r in rows if r.suite == s], examples, i) for i, s in enumerate(suites)]
+        sections = [
+            _suite_section(s, [r for r in rows if r.suite == s], examples, i, (cases or {}).get(s))
+            for i, s in enumerate(suites)
+        ]
     script = _SCRIPT.strip()
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     policy = f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
@@ -154,7 +286,11 @@ def _e(text: object) -> str:
 
 
 def _suite_section(
-    suite: str, rows: Sequence[LeaderboardRow], examples: Mapping[str, Sequence[InvalidExample]], index: int
+    suite: str,
+    rows: Sequence[LeaderboardRow],
+    examples: Mapping[str, Sequence[InvalidExample]],
+    index: int,
+    grid: CaseGrid | None,
 ) -> str:
     chances = {round(r.chance, 1) for r in rows if r.chance is not None}
     chance = chances.pop() if len(chances) == 1 else None
@@ -171,7 +307,7 @@ def _suite_section(
 {_retries_figure(rows, index)}
 <h3>Runs</h3>
 {"".join(_details(r, examples.get(r.path, ())) for r in rows)}
-</section>
+{"" if grid is None else _case_grid(grid, rows, index)}</section>
 """
 
 
@@ -551,6 +687,114 @@ def _details(row: LeaderboardRow, examples: Sequence[InvalidExample]) -> str:
 """
 
 
+_FILTER_TIPS = {
+    "all": "every case",
+    "disagree": "scored in every run shown, with scores not all equal",
+    "wrong": "scored below full marks in some run",
+    "invalid": "an invalid output in some run (before or after corrective retries)",
+    "error": "a failed call in some run",
+}
+_STATUSES = {"correct", "partial", "mixed", "incorrect", "missing", "error"}
+_MARKS = {"right", "wrong", "valid", "invalid", "missing", "pass", "fail"}
+
+
+def _case_grid(grid: CaseGrid, rows: Sequence[LeaderboardRow], index: int) -> str:
+    """A row per case, a column per run; the radio buttons and the search box hide rows (the page's script toggles
+    `hidden` by each row's `data-f` words and its text, never making markup)."""
+    by_path = {r.path: r for r in rows}
+    no_records = "".join(
+        f'<p class="note">No column for {_e(_label(by_path[path]))}: it stored no record.</p>'
+        for path in grid.no_records
+        if path in by_path
+    )
+    if grid.notice is not None:
+        return f'<h3>Cases</h3>\n<p class="note case-notice">{_e(grid.notice)}</p>{no_records}\n'
+    if not grid.runs:
+        return f"<h3>Cases</h3>\n{no_records}\n"
+    total = len(grid.rows)
+    about = f"{_many(total, 'case')} x {_many(len(grid.runs), 'run')}"
+    choices = []
+    for name in ("all", *GRID_FILTERS):
+        kept = grid.filters.get(name)
+        count = total if name == "all" else None if kept is None else len(kept)
+        checked = " checked" if name == "all" else ""
+        tip = _FILTER_TIPS[name] if count is not None else "disagree compares runs: this suite has one"
+        disabled = " disabled" if count is None else ""
+        number = "" if count is None else f' <span class="muted">{count:,}</span>'
+        choices.append(
+            f'<label title="{_e(tip)}"><input type="radio" name="case-filter-{index}" value="{_e(name)}" '
+            f'autocomplete="off"{checked}{disabled}>{_e(name)}{number}</label>'
+        )
+    heads = "".join(
+        f'<th scope="col"><span class="model">{_e(by_path[path].model)}</span> <span class="mode">'
+        f'{_e(by_path[path].mode)}</span><div class="run-id">{_e(by_path[path].run_id)}</div></th>'
+        for path in grid.runs
+    )
+    body = []
+    for case in grid.rows:
+        marks = _e(" ".join(name for name in GRID_FILTERS if case.case_id in grid.filters.get(name, ())))
+        cells = "".join(_case_cell(case.cells.get(path), grid.suite) for path in grid.runs)
+        body.append(
+            f'<tr data-f="{marks}"><th scope="row">{_e(case.case_id)}</th><td class="group">{_e(case.group or "")}</td>'
+            f"{cells}</tr>"
+        )
+    return f"""<h3>Cases <span class="muted">{about}</span></h3>
+<div class="case-grid">
+<div class="case-controls"><fieldset><legend>Show</legend>{"".join(choices)}</fieldset>
+<input type="search" class="case-search" placeholder="search the text shown" aria-label="search the cases"
+autocomplete="off"> <span class="case-count" aria-live="polite">{total:,} of {total:,} cases</span></div>
+{no_records}<div class="scroll"><table class="cases"><thead><tr><th scope="col">Case</th>
+<th scope="col">Group</th>{heads}</tr></thead><tbody>{"".join(body)}</tbody></table></div>
+</div>
+"""
+
+
+def _many(count: int, thing: str) -> str:
+    return f"{count:,} {thing}{'s' * (count != 1)}"
+
+
+def _case_cell(cell: CaseCell | None, suite: Suite[Any] | None) -> str:
+    """One run's answer to one case: status (and score when partial), answer lines, invalid kinds, corrective
+    retries and cost."""
+    from farel_eval.suite import answer_lines
+
+    if cell is None:
+        return '<td class="cell st-none">not posed</td>'
+    status = cell.status
+    score = "" if cell.score is None or status not in ("partial", "mixed") else f" {100 * cell.score:.0f}"
+    repeats = f" · {len(cell.records)} repeats" if len(cell.records) > 1 else ""
+    lines = [line for record in cell.records for line in answer_lines(suite, record)]
+    shown, budget = [], GRID_TEXT
+    for line in lines[:GRID_LINES]:
+        if budget <= 0:
+            break
+        shown.append(_answer_line(line, budget))
+        budget -= len(line.text)
+    if len(lines) > len(shown):
+        more = len(lines) - len(shown)
+        shown.append(f'<div class="more">… {more} more line{"s" * (more != 1)}</div>')
+    retries = sum(record.corrective_retries for record in cell.records)
+    facts = [
+        "invalid: " + ", ".join(cell.invalid_kinds) if cell.invalid_kinds else "",
+        f"{retries} corrective retr{'y' if retries == 1 else 'ies'}" if retries else "",
+        _usd(cell.cost_usd),
+    ]
+    fact = " · ".join(f for f in facts if f)
+    return (
+        f'<td class="cell st-{_e(status if status in _STATUSES else "other")}"><div class="status">{_e(status)}{score}'
+        f"{repeats}</div>{''.join(shown)}" + (f'<div class="facts">{_e(fact)}</div>' if fact else "") + "</td>"
+    )
+
+
+def _answer_line(line: AnswerLine, limit: int) -> str:
+    text = (
+        line.text if len(line.text) <= limit else f"{line.text[:limit]}… [{len(line.text) - limit:,} more characters]"
+    )
+    if line.mark not in _MARKS:  # a plug-in's mark that is not one of the known ones is not a class name
+        return f'<div class="answer">{_e(text)}</div>'
+    return f'<div class="answer mark-{_e(line.mark)}"><span class="tag">{_e(line.mark)}</span> {_e(text)}</div>'
+
+
 _CSS = """
 :root{--fg:#212529;--muted:#6c757d;--line:#dee2e6;--bg:#f8f9fa;--accent:#1c7ed6}
 *{box-sizing:border-box}
@@ -608,6 +852,31 @@ dt{color:var(--muted)}dd{margin:0;overflow-wrap:anywhere}
 .pre-label{font-size:11px;color:var(--muted);margin-top:4px}
 pre{margin:2px 0;padding:8px 10px;background:var(--bg);border:1px solid var(--line);border-radius:6px;
 white-space:pre-wrap;overflow-wrap:anywhere;font-size:12px;max-height:320px;overflow:auto}
+.case-controls{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;margin:8px 0}
+.case-controls fieldset{border:0;margin:0;padding:0;display:flex;gap:12px;flex-wrap:wrap}
+.case-controls legend{float:left;margin-right:4px;color:var(--muted)}
+.case-controls label{cursor:pointer;white-space:nowrap}.case-controls input[type=radio]{margin:0 4px 0 0}
+.case-controls label:has(input:disabled){color:var(--muted)}
+.case-search{font:inherit;padding:3px 8px;border:1px solid var(--line);border-radius:6px;min-width:16em}
+.case-count{color:var(--muted);font-size:12.5px}
+.cases{font-size:12.5px;width:100%}
+.cases th,.cases td{padding:5px 7px;border-bottom:1px solid var(--line);vertical-align:top;text-align:left}
+.cases thead th{background:var(--bg);position:sticky;top:0}.cases tbody th{font-weight:600;white-space:nowrap}
+.cases td.cell{min-width:180px;max-width:420px;border-left:3px solid transparent}
+.run-id{color:var(--muted);font-size:11px;font-weight:normal;overflow-wrap:anywhere}
+.cell .status{font-weight:600}.cell .facts{color:var(--muted);font-size:11.5px;margin-top:3px;overflow-wrap:anywhere}
+.answer{white-space:pre-wrap;overflow-wrap:anywhere;font-family:ui-monospace,SFMono-Regular,Menlo,monospace;
+font-size:11.5px}
+.answer .tag{font:10px system-ui,sans-serif;text-transform:uppercase;border-radius:3px;padding:0 4px;background:#fff}
+.mark-right,.mark-valid,.mark-pass{color:#2b8a3e}.mark-wrong,.mark-invalid,.mark-fail{color:#c92a2a}
+.mark-missing{color:#e67700}.more{color:var(--muted);font-size:11.5px}
+td.st-correct{background:#ebfbee;border-left-color:#2f9e44}.st-correct .status{color:#2b8a3e}
+td.st-partial,td.st-mixed{background:#fff9db;border-left-color:#f59f00}
+.st-partial .status,.st-mixed .status{color:#e67700}
+td.st-incorrect,td.st-missing{background:#fff5f5;border-left-color:#e03131}
+.st-incorrect .status,.st-missing .status{color:#c92a2a}
+td.st-error{background:#f1f3f5;border-left-color:#868e96}.st-error .status{color:#495057}
+td.st-none{color:var(--muted)}
 """
 
 _SCRIPT = """
@@ -630,5 +899,24 @@ document.querySelectorAll("table.sortable").forEach((table) => {
       rows.forEach((row) => body.appendChild(row));
     });
   });
+});
+document.querySelectorAll("div.case-grid").forEach((grid) => {
+  const rows = Array.from(grid.querySelectorAll("table.cases tbody tr"));
+  const texts = rows.map((row) => row.textContent.toLowerCase());
+  const search = grid.querySelector("input.case-search");
+  const count = grid.querySelector(".case-count");
+  const update = () => {
+    const picked = grid.querySelector("input[type=radio]:checked").value;
+    const words = search.value.trim().toLowerCase();
+    let shown = 0;
+    rows.forEach((row, i) => {
+      const keep = (picked === "all" || row.dataset.f.split(" ").includes(picked)) && texts[i].includes(words);
+      row.hidden = !keep;
+      shown += keep ? 1 : 0;
+    });
+    count.textContent = `${shown.toLocaleString("en")} of ${rows.length.toLocaleString("en")} cases`;
+  };
+  grid.querySelectorAll("input[type=radio]").forEach((radio) => radio.addEventListener("change", update));
+  search.addEventListener("input", update);
 });
 """

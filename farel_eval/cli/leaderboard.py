@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 
 from farel_eval.errors import EvaluatorError, InputError, OneLineArgumentParser, ResultFileError
-from farel_eval.html_report import render_html
+from farel_eval.html_report import case_grids, render_html
 from farel_eval.leaderboard import RANK_BY, build_board, compare_runs, load_run, newest_runs
 from farel_eval.mode_matrix import mode_comparisons
 from farel_eval.schemas import LeaderboardRow, ModeComparison
@@ -105,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if fmt == "html":
             if args.output is None:
                 raise InputError("--format html writes a file: name it with -o FILE")
-            _write(render_html(board.rows, board.examples, modes=modes), args.output)
+            cases = case_grids(args.dir, board.rows)
+            _write(render_html(board.rows, board.examples, modes=modes, cases=cases), args.output)
         elif args.modes:
             _write_modes(modes, fmt, args.output)
         elif fmt == "rich" and args.output is None:
