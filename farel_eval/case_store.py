@@ -195,17 +195,16 @@ SELECT line, coalesce(r.case_id, r.quiz_id) AS case_id, coalesce(r.repeat, 0) AS
     END AS score,
     list_contains(list_transform(r.attempts, lambda a: a.valid), false) AS invalid,
     coalesce(r.corrective_retries, 0) AS retries, r.cost.usd AS cost, r.latency_s AS latency,
-    lower(concat_ws(chr(10), r.prompt, r.output::VARCHAR, r.answer,
-        array_to_string(list_transform(r.attempts, lambda a: a.raw), chr(10)))) AS text
+    concat_ws(chr(10), r.prompt, r.output::VARCHAR, r.answer,
+        array_to_string(list_transform(r.attempts, lambda a: a.raw), chr(10))) AS text
 FROM (SELECT json::VARCHAR AS line, from_json(json, '{fields}') AS r FROM {source})
 WHERE coalesce(r.case_id, r.quiz_id) IS NOT NULL;
 CREATE OR REPLACE TABLE {cells} AS
 SELECT case_id, min(rid) AS first, any_value(grp) AS grp, avg(score) AS score, count(score) AS scored,
     bool_or(score < 1) AS wrong, bool_or(invalid) AS invalid, bool_or(status = 'error') AS error,
-    sum(retries) AS retries, sum(cost) AS cost, avg(latency) AS latency, string_agg(text, chr(10)) AS text,
-    list(rid ORDER BY rep) AS rids
+    sum(retries) AS retries, sum(cost) AS cost, avg(latency) AS latency, list(rid ORDER BY rep) AS rids
 FROM (
-    SELECT rowid AS rid, case_id, rep, grp, status, score, invalid, retries, cost, latency, text FROM {records}
+    SELECT rowid AS rid, case_id, rep, grp, status, score, invalid, retries, cost, latency FROM {records}
     WHERE rowid IN (SELECT max(rowid) FROM {records} GROUP BY case_id, rep)
 )
 GROUP BY case_id;
@@ -274,7 +273,7 @@ class CaseStore:
         tables = [self._table(entry) for entry in entries]
         order = self._order(sort, descending, len(entries))
         ids, joins = self._joined(tables)
-        where, params = self._where(filter, group, query, len(entries))
+        where, params = self._where(filter, group, query, tables)
         rids = ", ".join(f"c{index}.rids" for index in range(len(entries)))
         sql = (
             f"WITH ids AS (SELECT case_id, any_value(grp) AS grp, min(ord) AS ord FROM ({ids}) GROUP BY case_id) "
@@ -310,8 +309,9 @@ class CaseStore:
         whole grid each filter keeps (the HTML report marks its rows with them)."""
         entries = self.entries(keys)
         self._check_filter(filter, len(entries))
-        ids, joins = self._joined([self._table(entry) for entry in entries])
-        where, params = self._where(filter, group, query, len(entries))
+        tables = [self._table(entry) for entry in entries]
+        ids, joins = self._joined(tables)
+        where, params = self._where(filter, group, query, tables)
         sql = (
             f"WITH ids AS (SELECT case_id, any_value(grp) AS grp, min(ord) AS ord FROM ({ids}) GROUP BY case_id) "
             f"SELECT ids.case_id FROM ids{joins} WHERE {where} ORDER BY ids.ord"
@@ -408,8 +408,8 @@ class CaseStore:
         )
 
     @staticmethod
-    def _where(filter: str, group: str | None, query: str | None, runs: int) -> tuple[str, list[object]]:
-        cells = [f"c{index}" for index in range(runs)]
+    def _where(filter: str, group: str | None, query: str | None, tables: Sequence[str]) -> tuple[str, list[object]]:
+        cells = [f"c{index}" for index in range(len(tables))]
         conditions = ["true"]
         params: list[object] = []
         if filter == "disagree":
@@ -421,9 +421,14 @@ class CaseStore:
         if group:
             conditions.append("ids.grp = ?")
             params.append(group)
-        if query:
-            conditions.append("(" + " OR ".join(f"contains(coalesce({c}.text, ''), ?)" for c in cells) + ")")
-            params += [query.lower()] * runs
+        if query:  # in the records that count (the newest per case and repeat), lowered only when searched
+            found = (
+                f"SELECT case_id FROM {table} WHERE rowid IN (SELECT unnest(rids) FROM {table}_cells) "
+                "AND contains(lower(text), lower(?))"
+                for table in tables
+            )
+            conditions.append("ids.case_id IN (" + " UNION ALL ".join(found) + ")")
+            params += [query] * len(tables)
         return " AND ".join(conditions), params
 
     @staticmethod
