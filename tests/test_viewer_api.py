@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -575,3 +576,47 @@ def test_a_port_in_use_is_one_line_and_exit_2(runs: Runs) -> None:
         2, "", f"main.py: error: --port: {port} is in use: choose another (0 picks a free one)\n",
     )  # fmt: skip
     assert json.dumps(done.stderr).count("\\n") == 1
+
+
+def test_a_query_never_reads_a_run_reloaded_under_it(
+    runs: Runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another request reloads the run (its file rewritten in another order, as a finished resume rewrites it)
+    between the query that found a page's rows and the reading of their records: those still are the page's."""
+    from farel_eval.case_store import CaseStore
+
+    results = tmp_path / "result"
+    shutil.copytree(runs.results, results)
+    key = runs.a
+    path = results / key / "samples.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    store = CaseStore(results)
+    assert store.cases([key]).total == 12
+    read = CaseStore._records
+    other: list[BaseException | int] = []
+
+    def reload() -> None:
+        try:
+            other.append(store.cases([key]).total)
+        except BaseException as exc:  # reported by the test
+            other.append(exc)
+
+    def records_after_a_reload(*args: Any) -> Any:
+        if not other and not hasattr(records_after_a_reload, "thread"):
+            path.write_text("".join(reversed(lines)))
+            thread = threading.Thread(target=reload)
+            records_after_a_reload.thread = thread  # type: ignore[attr-defined]
+            thread.start()
+            thread.join(1.0)  # the reload waits for this query to end: it cannot finish in the meantime
+        return read(*args)
+
+    monkeypatch.setattr(CaseStore, "_records", staticmethod(records_after_a_reload))
+    try:
+        page = store.cases([key])
+        records_after_a_reload.thread.join(10)  # type: ignore[attr-defined]
+        assert [row.case_id for row in page.rows] == IDS
+        assert all(cell.records[0].case_id == row.case_id for row in page.rows for cell in row.cells.values())
+        assert other == [12]
+        assert [row.case_id for row in store.cases([key]).rows] == list(reversed(IDS))
+    finally:
+        store.close()
