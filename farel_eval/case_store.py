@@ -428,7 +428,8 @@ class CaseStore:
         if name == "group" and not index_text:
             return f"ids.grp {direction} NULLS LAST"
         if name in _PER_RUN_SORTS:
-            index = int(index_text) if index_text.isdigit() else 0 if not index_text else -1
+            digits = index_text.isascii() and index_text.isdigit() and len(index_text) < 10
+            index = int(index_text) if digits else 0 if not index_text else -1
             if 0 <= index < runs:
                 return f"c{index}.{_PER_RUN_SORTS[name]} {direction} NULLS LAST"
         raise InputError(

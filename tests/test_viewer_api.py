@@ -265,6 +265,7 @@ def test_pages_of_five_cover_each_case_exactly_once(viewer: Viewer, runs: Runs) 
     far = cases(viewer, ab, per_page=1000, page=10**20)  # past the last page, however far: no row, the count
     assert (far["total"], far["page"], far["cases"]) == (12, 10**20, [])
     assert viewer.get(f"/cases?runs={runs.a}&page={10**20}").status == 200
+    assert cases(viewer, ab, page="9" * 5000)["cases"] == []  # more digits than int() reads
     disagree = [ids(viewer, ab, filter="disagree", per_page=4, page=page) for page in (1, 2, 3)]
     assert disagree == [DISAGREE_AB[:4], DISAGREE_AB[4:], []]
     assert cases(viewer, ab, filter="disagree", per_page=4, page=3)["total"] == 6
@@ -365,6 +366,13 @@ def test_what_is_not_stored_is_404_and_a_bad_parameter_400_in_one_json_line(view
         (f"/api/cases?runs={runs.a}&dir=sideways", 400, {"error": "dir: 'sideways' is not asc or desc"}),
         (f"/api/cases?runs={runs.a}&page=0", 400, {"error": "page: pages start at 1, and per_page is 1 to 1000"}),
         (f"/api/cases?runs={runs.a}&page=-1", 400, {"error": "page: '-1' is not a whole number"}),
+        (f"/api/cases?runs={runs.a}&page=%C2%B2", 400, {"error": "page: '²' is not a whole number"}),
+        (f"/api/cases?runs={runs.a}&per_page=%D9%A3", 400, {"error": "per_page: '٣' is not a whole number"}),
+        (f"/api/cases?runs={runs.a}&sort=score:%C2%B2", 400,
+         {"error": "sort: 'score:²' is not case, group, or score, cost, latency or retries with :N (run N, from 0)"}),
+        (f"/api/cases?runs={runs.a}&sort=score:{'9' * 5000}", 400,
+         {"error": f"sort: 'score:{'9' * 5000}' is not case, group, or score, cost, latency or retries with :N (run N, "
+                   "from 0)"}),
         (f"/api/cases?runs={runs.a},{runs.a}", 400, {"error": "runs: a run is named twice"}),
         ("/api/cases", 400, {"error": "runs: name one run or more (`runs=<model-folder>/<run-folder>,...`)"}),
     ]  # fmt: skip
