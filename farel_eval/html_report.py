@@ -153,6 +153,8 @@ def case_grids(
 
     if suites is None:
         suites = {found.suite.name: found.suite for found in find_suites(on_error=lambda _: None)}
+    if results_dir.is_file():  # one run's summary, as `format_result.py` takes it: its run folder
+        results_dir = results_dir.parent
     view = f"run `python main.py view {shlex.quote(str(results_dir))}` to browse them"
     store = CaseStore(results_dir)
     try:

@@ -488,3 +488,11 @@ def test_the_case_grid_in_headless_chromium(echo_results: Path, tmp_path: Path) 
             browser.close()
     assert (errors, dialogs) == ([], [])
     assert requests == [url]
+
+
+def test_the_report_of_one_runs_summary_file_has_its_grid(echo_results: Path, tmp_path: Path) -> None:
+    """`format_result.py SUMMARY.json --format html`: the run's cases, as for its folder."""
+    (summary, *_) = sorted(echo_results.rglob("summary.json"))
+    page_file = tmp_path / "one.html"
+    assert format_result.main([str(summary), "--format", "html", "-o", str(page_file)]) == 0
+    assert '<h3>Cases <span class="muted">6 cases x 1 run</span></h3>' in page_file.read_text()
