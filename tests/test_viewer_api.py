@@ -628,3 +628,8 @@ def test_a_query_never_reads_a_run_reloaded_under_it(
         assert [row.case_id for row in store.cases([key]).rows] == list(reversed(IDS))
     finally:
         store.close()
+
+
+def test_the_grids_filter_form_keeps_its_page_size(viewer: Viewer, runs: Runs) -> None:
+    page = viewer.get(f"/cases?runs={runs.a}&per_page=5")
+    assert '<input type="hidden" name="per_page" value="5">' in page.text

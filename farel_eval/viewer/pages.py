@@ -187,6 +187,7 @@ def cases(
     form = f"""<form method="get" action="/cases" class="filters">
 <input type="hidden" name="runs" value="{_e(runs)}">
 <input type="hidden" name="sort" value="{_e(state["sort"])}"><input type="hidden" name="dir" value="{_e(state["dir"])}">
+<input type="hidden" name="per_page" value="{_e(state["per_page"])}">
 <label>Show <select name="filter">{filters}</select></label>
 <label>Group <select name="group">{groups}</select></label>
 <label>Search <input type="search" name="q" value="{_e(state["q"])}" placeholder="prompt or output"></label>
