@@ -267,7 +267,10 @@ class CaseStore:
         """Read by each query, written by each load: no query sees a run's tables change under it."""
 
     def close(self) -> None:
-        self._db.close()
+        """Free the tables. A query still running (a request cut short by Ctrl-C while its run loads) keeps them
+        until it ends: DuckDB refuses to close a connection in use, and the process is ending anyway."""
+        with contextlib.suppress(duckdb.Error):
+            self._db.close()
 
     def runs(self) -> list[RunEntry]:
         """Every readable run, oldest first (a corrupt summary is left out, as the leaderboard leaves it)."""
