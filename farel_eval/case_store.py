@@ -9,8 +9,9 @@ the records of the page's cells are then read as `SampleRecord`s (old formats mi
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -216,18 +217,59 @@ _NO_RECORDS = "(SELECT NULL::JSON AS json LIMIT 0)"
 """A run stored without records (a hand-made summary) has no cells."""
 
 
+class _ReadWriteLock:
+    """Many readers at once, or one writer alone; a waiting writer goes before new readers."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._readers = 0
+        self._writers = 0  # waiting or writing
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._changed:
+            self._changed.wait_for(lambda: not self._writers)
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._readers -= 1
+                self._changed.notify_all()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        with self._changed:
+            self._writers += 1
+            self._changed.wait_for(lambda: not self._readers)
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._writers -= 1
+                self._changed.notify_all()
+
+
 class CaseStore:
     """The stored runs under one results folder, their cases queried side by side. Safe to share between threads
-    (each query has its own cursor; a run's table is made once per change of its file)."""
+    (each query has its own cursor; a run's tables are made once per change of its file, while no query reads any:
+    the row ids a query finds must name the same lines when it reads the records, and a finished resume rewrites the
+    records file in another order)."""
 
     def __init__(self, results_dir: Path) -> None:
         self.results_dir = results_dir
         self._db = duckdb.connect(":memory:")
         self._tables: dict[str, _Table] = {}
         self._lock = threading.Lock()
+        """Held to look a run's tables up or make them (one maker at a time)."""
+        self._queries = _ReadWriteLock()
+        """Read by each query, written by each load: no query sees a run's tables change under it."""
 
     def close(self) -> None:
-        self._db.close()
+        """Free the tables. A query still running (a request cut short by Ctrl-C while its run loads) keeps them
+        until it ends: DuckDB refuses to close a connection in use, and the process is ending anyway."""
+        with contextlib.suppress(duckdb.Error):
+            self._db.close()
 
     def runs(self) -> list[RunEntry]:
         """Every readable run, oldest first (a corrupt summary is left out, as the leaderboard leaves it)."""
@@ -280,8 +322,7 @@ class CaseStore:
             f"SELECT ids.case_id, ids.grp, count(*) OVER () AS total, {rids} FROM ids{joins} "
             f"WHERE {where} ORDER BY {order}, ids.ord LIMIT ? OFFSET ?"
         )
-        cursor = self._db.cursor()
-        try:
+        with self._queries.reading(), contextlib.closing(self._db.cursor()) as cursor:
             found = cursor.execute(sql, [*params, per_page, min((page - 1) * per_page, _MAX_OFFSET)]).fetchall()
             groups = cursor.execute(f"SELECT DISTINCT grp FROM ({ids}) WHERE grp IS NOT NULL ORDER BY grp").fetchall()
             total = found[0][2] if found else self._count(cursor, ids, joins, where, params)
@@ -290,8 +331,6 @@ class CaseStore:
                 self._records(cursor, table, rids, entry)
                 for entry, table, rids in zip(entries, tables, wanted, strict=True)
             ]
-        finally:
-            cursor.close()
         rows = []
         for row in found:
             cells = {
@@ -316,27 +355,21 @@ class CaseStore:
             f"WITH ids AS (SELECT case_id, any_value(grp) AS grp, min(ord) AS ord FROM ({ids}) GROUP BY case_id) "
             f"SELECT ids.case_id FROM ids{joins} WHERE {where} ORDER BY ids.ord"
         )
-        cursor = self._db.cursor()
-        try:
+        with self._queries.reading(), contextlib.closing(self._db.cursor()) as cursor:
             return [case_id for (case_id,) in cursor.execute(sql, params).fetchall()]
-        finally:
-            cursor.close()
 
     def case(self, case_id: str, keys: Sequence[str]) -> CaseDetail:
         """One case in the runs named: every repeat's record, attempts in order. A case none of them posed raises
         `NotFoundError`."""
         entries = self.entries(keys)
         tables = [self._table(entry) for entry in entries]
-        cursor = self._db.cursor()
-        try:
-            runs: dict[str, list[SampleRecord]] = {}
+        runs: dict[str, list[SampleRecord]] = {}
+        with self._queries.reading(), contextlib.closing(self._db.cursor()) as cursor:
             for entry, table in zip(entries, tables, strict=True):
                 found = cursor.execute(f"SELECT rids FROM {table}_cells WHERE case_id = ?", [case_id]).fetchone()
                 rids = list(found[0]) if found else []
                 by_rid = self._records(cursor, table, rids, entry)
                 runs[entry.key] = [by_rid[rid] for rid in rids]
-        finally:
-            cursor.close()
         first = next((records[0] for records in runs.values() if records), None)
         if first is None:
             raise NotFoundError(f"no case {case_id!r} in {', '.join(keys)}")
@@ -357,17 +390,15 @@ class CaseStore:
             if table is not None and table.stamp == stamp:
                 return table.name
             name = table.name if table is not None else f"run_{len(self._tables)}"
-            cursor = self._db.cursor()
             source = _NO_RECORDS if stamp == (0, 0) else _RECORDS
             load = _LOAD.format(records=name, cells=f"{name}_cells", source=source, fields=_FIELDS)
             try:
-                for statement in load.split(";"):
-                    if statement.strip():
-                        cursor.execute(statement, [str(path)] if "?" in statement else [])
+                with self._queries.writing(), contextlib.closing(self._db.cursor()) as cursor:
+                    for statement in load.split(";"):
+                        if statement.strip():
+                            cursor.execute(statement, [str(path)] if "?" in statement else [])
             except duckdb.Error as exc:
                 raise ResultFileError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
-            finally:
-                cursor.close()
             self._tables[entry.key] = _Table(name, stamp)
             return name
 
@@ -400,7 +431,8 @@ class CaseStore:
         if name == "group" and not index_text:
             return f"ids.grp {direction} NULLS LAST"
         if name in _PER_RUN_SORTS:
-            index = int(index_text) if index_text.isdigit() else 0 if not index_text else -1
+            digits = index_text.isascii() and index_text.isdigit() and len(index_text) < 10
+            index = int(index_text) if digits else 0 if not index_text else -1
             if 0 <= index < runs:
                 return f"c{index}.{_PER_RUN_SORTS[name]} {direction} NULLS LAST"
         raise InputError(

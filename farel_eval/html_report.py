@@ -153,10 +153,15 @@ def case_grids(
 
     if suites is None:
         suites = {found.suite.name: found.suite for found in find_suites(on_error=lambda _: None)}
+    if results_dir.is_file():  # one run's summary, as `format_result.py` takes it: its run folder
+        results_dir = results_dir.parent
     view = f"run `python main.py view {shlex.quote(str(results_dir))}` to browse them"
     store = CaseStore(results_dir)
     try:
-        keys = {str(entry.run.path): entry.key for entry in store.runs()}
+        entries = store.runs()
+        keys = {str(entry.run.path): entry.key for entry in entries}
+        least = {str(entry.run.path): entry.summary.scores.samples // max(1, entry.summary.settings.repeats)
+                 for entry in entries}  # fmt: skip
         grids: dict[str, CaseGrid] = {}
         cells = 0
         for name in sorted({r.suite for r in rows}):
@@ -164,7 +169,8 @@ def case_grids(
             suite = suites.get(name)
             try:
                 located = [(path, keys.get(path)) for path in paths]
-                grid = _suite_grid(store, located, suite, max_cases, (cells, max_cells), view)
+                at_least = max((least.get(path, 0) for path in paths), default=0)
+                grid = _suite_grid(store, located, suite, max_cases, (cells, max_cells), view, at_least)
             except ResultFileError as exc:
                 grid = CaseGrid(tuple(paths), suite=suite, notice=f"The cases of this suite are not inlined: {exc}.")
             cells += len(grid.rows) * len(grid.runs)
@@ -181,9 +187,18 @@ def _suite_grid(
     max_cases: int,
     cells: tuple[int, int],
     view: str,
+    at_least: int = 0,
 ) -> CaseGrid:
     """One suite's grid: `paths` are its runs' (`LeaderboardRow.path`, `CaseStore` key or None when not stored);
-    `cells` the cells the page holds already and the most it may; `view` says how to browse cases not inlined."""
+    `cells` the cells the page holds already and the most it may; `view` says how to browse cases not inlined;
+    `at_least` the cases its runs' summaries say one of them scored: over `max_cases`, no run is read (a run of
+    100,000 records takes DuckDB seconds and a GB to load, for a grid not shown)."""
+    if at_least > max_cases:
+        runs = tuple(path for path, key in paths if key is not None)
+        notice = (
+            f"The cases of this suite are not inlined: {_many(at_least, 'case')} is more than {max_cases:,}; {view}."
+        )
+        return CaseGrid(runs, suite=suite, notice=notice, no_records=tuple(p for p, key in paths if key is None))
     by_key = {key: path for path, key in paths if key is not None and store.case_ids([key])}
     runs = tuple(by_key.values())
     no_records = tuple(path for path, _ in paths if path not in runs)

@@ -355,3 +355,14 @@ def test_a_view_that_raises_falls_back_to_the_outputs_json() -> None:
     (tagged,) = run(FAREL_TASK, [QUIZ.to_case()], choosing(lambda _: 3), mode="tag")
     assert answer_lines(plugin, structured) == [AnswerLine(json.dumps({"reasoning": HOSTILE, "answer": 3}))]
     assert answer_lines(plugin, tagged) == [AnswerLine("3")]
+
+
+def test_the_viewer_shows_an_unknown_mark_as_no_class_and_escapes_a_known_one() -> None:
+    from farel_eval.viewer.pages import _line
+
+    hostile = AnswerLine("<i>", '"><form action=/elsewhere><button>')  # type: ignore[arg-type]
+    assert _line(hostile, 100) == '<div class="answer">&lt;i&gt;</div>'
+    assert (
+        _line(AnswerLine("<i>", "pass"), 100)
+        == '<div class="answer mark-pass"><span class="tag">pass</span> &lt;i&gt;</div>'
+    )

@@ -488,3 +488,26 @@ def test_the_case_grid_in_headless_chromium(echo_results: Path, tmp_path: Path) 
             browser.close()
     assert (errors, dialogs) == ([], [])
     assert requests == [url]
+
+
+def test_the_report_of_one_runs_summary_file_has_its_grid(echo_results: Path, tmp_path: Path) -> None:
+    """`format_result.py SUMMARY.json --format html`: the run's cases, as for its folder."""
+    (summary, *_) = sorted(echo_results.rglob("summary.json"))
+    page_file = tmp_path / "one.html"
+    assert format_result.main([str(summary), "--format", "html", "-o", str(page_file)]) == 0
+    assert '<h3>Cases <span class="muted">6 cases x 1 run</span></h3>' in page_file.read_text()
+
+
+def test_a_suite_whose_summaries_say_it_is_too_big_reads_no_record(
+    echo_results: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Six cases against a bound of five: known from the summaries, so no run is loaded into DuckDB."""
+
+    def unread(*args: Any) -> str:
+        raise AssertionError("a run was read")
+
+    monkeypatch.setattr(CaseStore, "_table", unread)
+    rows = [r for r in board_rows(echo_results) if r.suite == "echo"]
+    grid = case_grids(echo_results, rows, max_cases=5)["echo"]
+    assert (grid.rows, grid.runs) == ((), tuple(r.path for r in rows))
+    assert grid.notice is not None and grid.notice.startswith("The cases of this suite are not inlined: 6 cases is")

@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -264,6 +265,7 @@ def test_pages_of_five_cover_each_case_exactly_once(viewer: Viewer, runs: Runs) 
     far = cases(viewer, ab, per_page=1000, page=10**20)  # past the last page, however far: no row, the count
     assert (far["total"], far["page"], far["cases"]) == (12, 10**20, [])
     assert viewer.get(f"/cases?runs={runs.a}&page={10**20}").status == 200
+    assert cases(viewer, ab, page="9" * 5000)["cases"] == []  # more digits than int() reads
     disagree = [ids(viewer, ab, filter="disagree", per_page=4, page=page) for page in (1, 2, 3)]
     assert disagree == [DISAGREE_AB[:4], DISAGREE_AB[4:], []]
     assert cases(viewer, ab, filter="disagree", per_page=4, page=3)["total"] == 6
@@ -364,6 +366,13 @@ def test_what_is_not_stored_is_404_and_a_bad_parameter_400_in_one_json_line(view
         (f"/api/cases?runs={runs.a}&dir=sideways", 400, {"error": "dir: 'sideways' is not asc or desc"}),
         (f"/api/cases?runs={runs.a}&page=0", 400, {"error": "page: pages start at 1, and per_page is 1 to 1000"}),
         (f"/api/cases?runs={runs.a}&page=-1", 400, {"error": "page: '-1' is not a whole number"}),
+        (f"/api/cases?runs={runs.a}&page=%C2%B2", 400, {"error": "page: '²' is not a whole number"}),
+        (f"/api/cases?runs={runs.a}&per_page=%D9%A3", 400, {"error": "per_page: '٣' is not a whole number"}),
+        (f"/api/cases?runs={runs.a}&sort=score:%C2%B2", 400,
+         {"error": "sort: 'score:²' is not case, group, or score, cost, latency or retries with :N (run N, from 0)"}),
+        (f"/api/cases?runs={runs.a}&sort=score:{'9' * 5000}", 400,
+         {"error": f"sort: 'score:{'9' * 5000}' is not case, group, or score, cost, latency or retries with :N (run N, "
+                   "from 0)"}),
         (f"/api/cases?runs={runs.a},{runs.a}", 400, {"error": "runs: a run is named twice"}),
         ("/api/cases", 400, {"error": "runs: name one run or more (`runs=<model-folder>/<run-folder>,...`)"}),
     ]  # fmt: skip
@@ -575,3 +584,52 @@ def test_a_port_in_use_is_one_line_and_exit_2(runs: Runs) -> None:
         2, "", f"main.py: error: --port: {port} is in use: choose another (0 picks a free one)\n",
     )  # fmt: skip
     assert json.dumps(done.stderr).count("\\n") == 1
+
+
+def test_a_query_never_reads_a_run_reloaded_under_it(
+    runs: Runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another request reloads the run (its file rewritten in another order, as a finished resume rewrites it)
+    between the query that found a page's rows and the reading of their records: those still are the page's."""
+    from farel_eval.case_store import CaseStore
+
+    results = tmp_path / "result"
+    shutil.copytree(runs.results, results)
+    key = runs.a
+    path = results / key / "samples.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    store = CaseStore(results)
+    assert store.cases([key]).total == 12
+    read = CaseStore._records
+    other: list[BaseException | int] = []
+
+    def reload() -> None:
+        try:
+            other.append(store.cases([key]).total)
+        except BaseException as exc:  # reported by the test
+            other.append(exc)
+
+    def records_after_a_reload(*args: Any) -> Any:
+        if not other and not hasattr(records_after_a_reload, "thread"):
+            path.write_text("".join(reversed(lines)))
+            thread = threading.Thread(target=reload)
+            records_after_a_reload.thread = thread  # type: ignore[attr-defined]
+            thread.start()
+            thread.join(1.0)  # the reload waits for this query to end: it cannot finish in the meantime
+        return read(*args)
+
+    monkeypatch.setattr(CaseStore, "_records", staticmethod(records_after_a_reload))
+    try:
+        page = store.cases([key])
+        records_after_a_reload.thread.join(10)  # type: ignore[attr-defined]
+        assert [row.case_id for row in page.rows] == IDS
+        assert all(cell.records[0].case_id == row.case_id for row in page.rows for cell in row.cells.values())
+        assert other == [12]
+        assert [row.case_id for row in store.cases([key]).rows] == list(reversed(IDS))
+    finally:
+        store.close()
+
+
+def test_the_grids_filter_form_keeps_its_page_size(viewer: Viewer, runs: Runs) -> None:
+    page = viewer.get(f"/cases?runs={runs.a}&per_page=5")
+    assert '<input type="hidden" name="per_page" value="5">' in page.text

@@ -103,6 +103,7 @@ def _bind(host: str, port: int) -> socket.socket:
         listener.close()
         if exc.errno == errno.EADDRINUSE:
             raise InputError(f"{port} is in use: choose another (0 picks a free one)", parameter="port") from None
-        raise InputError(f"cannot serve on {host} port {port}: {exc.strerror}", parameter="port") from None
+        about = "host" if exc.errno == errno.EADDRNOTAVAIL else "port"  # an address that is not this machine's
+        raise InputError(f"cannot serve on {host} port {port}: {exc.strerror}", parameter=about) from None
     listener.set_inheritable(True)
     return listener

@@ -177,8 +177,10 @@ def _number(request: Request, name: str, default: int) -> int:
     text = request.query_params.get(name)
     if text is None or text == "":
         return default
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):  # `²` and `٣` are digits to str.isdigit, not to int()
         raise InputError(f"{name}: {text!r} is not a whole number")
+    if len(text) > 100:  # int() refuses more than 4,300 digits; any page past 10**100 is as far past the last
+        text = "1" + "0" * 100
     return int(text)
 
 

@@ -7,7 +7,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Any
+from typing import Any, get_args
 from urllib.parse import quote, urlencode
 
 from farel_eval.analysis import compare
@@ -15,7 +15,7 @@ from farel_eval.case_store import FILTERS, CaseCell, CaseDetail, CasePage, RunEn
 from farel_eval.errors import InputError
 from farel_eval.leaderboard import Board
 from farel_eval.schemas import Attempt, LeaderboardRow, SampleRecord
-from farel_eval.suite import AnswerLine, Suite, answer_lines
+from farel_eval.suite import AnswerLine, AnswerMark, Suite, answer_lines
 
 __all__ = ["case", "cases", "error", "leaderboard"]
 
@@ -187,6 +187,7 @@ def cases(
     form = f"""<form method="get" action="/cases" class="filters">
 <input type="hidden" name="runs" value="{_e(runs)}">
 <input type="hidden" name="sort" value="{_e(state["sort"])}"><input type="hidden" name="dir" value="{_e(state["dir"])}">
+<input type="hidden" name="per_page" value="{_e(state["per_page"])}">
 <label>Show <select name="filter">{filters}</select></label>
 <label>Group <select name="group">{groups}</select></label>
 <label>Search <input type="search" name="q" value="{_e(state["q"])}" placeholder="prompt or output"></label>
@@ -261,9 +262,10 @@ def _cell(cell: CaseCell | None, suite: Suite[Any] | None) -> str:
 
 
 def _line(line: AnswerLine, limit: int) -> str:
-    mark = f" mark-{line.mark}" if line.mark else ""
-    label = f'<span class="tag">{_e(line.mark)}</span> ' if line.mark else ""
-    return f'<div class="answer{mark}">{label}{_e(_cut(line.text, limit))}</div>'
+    if line.mark not in get_args(AnswerMark):  # a plug-in's mark that is not one of the known ones is not a class
+        return f'<div class="answer">{_e(_cut(str(line.text), limit))}</div>'
+    label = f'<span class="tag">{_e(line.mark)}</span> '
+    return f'<div class="answer mark-{_e(line.mark)}">{label}{_e(_cut(str(line.text), limit))}</div>'
 
 
 # One case -----------------------------------------------------------------------------------------------------
