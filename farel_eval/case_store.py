@@ -10,6 +10,7 @@ the records of the page's cells are then read as `SampleRecord`s (old formats mi
 from __future__ import annotations
 
 import contextlib
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from farel_eval.storage import RECORDS_FILE, SUMMARY_FILE, StoredRun, load_runs,
 
 __all__ = [
     "FILTERS",
-    "SORTS",
+    "PER_RUN_SORTS",
     "CaseCell",
     "CaseDetail",
     "CasePage",
@@ -39,12 +40,11 @@ __all__ = [
 Filter = Literal["all", "disagree", "wrong", "invalid", "error"]
 FILTERS: tuple[Filter, ...] = ("all", "disagree", "wrong", "invalid", "error")
 """`disagree`: scored in every run shown, with scores not all equal (the cases behind a paired test); `wrong`: scored
-below 1 in some run; `invalid`: an invalid output in some run; `error`: a failed call in some run."""
+below 1 in some run; `invalid`: an invalid output in some run; `error`: a failed call in some run. Besides these,
+`better:N`: scored in every run shown, run N (from 0) above each other (a paired comparison's "only A right")."""
 
-SORTS = ("case", "group", "score", "cost", "latency", "retries")
-"""`case` and `group` sort rows; the others sort by one run's cells (`score:1` for the second run shown)."""
-
-_PER_RUN_SORTS = {"score": "score", "cost": "cost", "latency": "latency", "retries": "retries"}
+PER_RUN_SORTS = ("score", "cost", "latency", "retries")
+"""Sorts by one run's cells (`score:1`: by the second run shown); `case` and `group` sort the rows."""
 _RUN_ORDER = 1 << 40
 """Rows are in the first run's record order, then cases only later runs have, in theirs."""
 _MAX_OFFSET = 1 << 62
@@ -217,6 +217,25 @@ _NO_RECORDS = "(SELECT NULL::JSON AS json LIMIT 0)"
 """A run stored without records (a hand-made summary) has no cells."""
 
 
+def _index(text: str, runs: int) -> int | None:
+    """The run a `:N` names (from 0), or None for what is not one of the `runs` shown."""
+    if not (text.isascii() and text.isdigit() and len(text) < 10):
+        return None
+    return int(text) if int(text) < runs else None
+
+
+def _whole_lines(path: Path) -> int:
+    """Lines of the file that end in a newline and are not empty: each must be a record."""
+    count = blank = 0
+    previous = b"\n"
+    with path.open("rb") as data:
+        while chunk := data.read(1 << 24):
+            count += chunk.count(b"\n")
+            blank += chunk.count(b"\n\n") + (previous == b"\n" and chunk[:1] == b"\n")
+            previous = chunk[-1:]
+    return count - blank
+
+
 class _ReadWriteLock:
     """Many readers at once, or one writer alone; a waiting writer goes before new readers."""
 
@@ -259,6 +278,9 @@ class CaseStore:
     def __init__(self, results_dir: Path) -> None:
         self.results_dir = results_dir
         self._db = duckdb.connect(":memory:")
+        self._links = tempfile.TemporaryDirectory(prefix="farel-view-")
+        """A link to each run's records file under a plain name: DuckDB reads a path as a glob (`*`, `?`, `[`), and
+        a run folder may hold those characters."""
         self._tables: dict[str, _Table] = {}
         self._lock = threading.Lock()
         """Held to look a run's tables up or make them (one maker at a time)."""
@@ -270,6 +292,7 @@ class CaseStore:
         until it ends: DuckDB refuses to close a connection in use, and the process is ending anyway."""
         with contextlib.suppress(duckdb.Error):
             self._db.close()
+        self._links.cleanup()
 
     def runs(self) -> list[RunEntry]:
         """Every readable run, oldest first (a corrupt summary is left out, as the leaderboard leaves it)."""
@@ -392,22 +415,32 @@ class CaseStore:
             name = table.name if table is not None else f"run_{len(self._tables)}"
             source = _NO_RECORDS if stamp == (0, 0) else _RECORDS
             load = _LOAD.format(records=name, cells=f"{name}_cells", source=source, fields=_FIELDS)
+            link = Path(self._links.name) / f"{name}.jsonl"
             try:
+                link.unlink(missing_ok=True)
+                link.symlink_to(path.absolute())
                 with self._queries.writing(), contextlib.closing(self._db.cursor()) as cursor:
                     for statement in load.split(";"):
                         if statement.strip():
-                            cursor.execute(statement, [str(path)] if "?" in statement else [])
+                            cursor.execute(statement, [str(link)] if "?" in statement else [])
+                    found = cursor.execute(f"SELECT count(*) FROM {name}").fetchone()
+                    lines = _whole_lines(path) if stamp != (0, 0) else 0
             except duckdb.Error as exc:
                 raise ResultFileError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+            except OSError as exc:
+                raise ResultFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+            if found is not None and found[0] < lines:  # only a last line still being written may be left out
+                raise ResultFileError(f"corrupt records file {path}: {lines - found[0]} of its lines are not records")
             self._tables[entry.key] = _Table(name, stamp)
             return name
 
     @staticmethod
     def _check_filter(filter: str, runs: int) -> None:
-        if filter not in FILTERS:
-            raise InputError(f"filter: {filter!r} is not one of {', '.join(FILTERS)}")
-        if filter == "disagree" and runs < 2:
-            raise InputError("filter: disagree compares runs: name two runs or more")
+        name, _, index = filter.partition(":")
+        if filter not in FILTERS and not (name == "better" and _index(index, runs) is not None):
+            raise InputError(f"filter: {filter!r} is not one of {', '.join(FILTERS)}, or better:N (run N, from 0)")
+        if name in ("disagree", "better") and runs < 2:
+            raise InputError(f"filter: {name} compares runs: name two runs or more")
 
     @staticmethod
     def _joined(tables: Sequence[str]) -> tuple[str, str]:
@@ -430,11 +463,10 @@ class CaseStore:
             return f"ids.ord {direction}" if descending else "ids.ord"
         if name == "group" and not index_text:
             return f"ids.grp {direction} NULLS LAST"
-        if name in _PER_RUN_SORTS:
-            digits = index_text.isascii() and index_text.isdigit() and len(index_text) < 10
-            index = int(index_text) if digits else 0 if not index_text else -1
-            if 0 <= index < runs:
-                return f"c{index}.{_PER_RUN_SORTS[name]} {direction} NULLS LAST"
+        if name in PER_RUN_SORTS:
+            index = _index(index_text or "0", runs)
+            if index is not None:
+                return f"c{index}.{name} {direction} NULLS LAST"
         raise InputError(
             f"sort: {sort!r} is not case, group, or score, cost, latency or retries with :N (run N, from 0)"
         )
@@ -448,6 +480,10 @@ class CaseStore:
             conditions += [f"{c}.scored > 0" for c in cells]
             conditions.append(f"greatest({', '.join(f'{c}.score' for c in cells)}) <> "
                               f"least({', '.join(f'{c}.score' for c in cells)})")  # fmt: skip
+        elif filter.startswith("better:"):
+            best = f"c{_index(filter.partition(':')[2], len(cells))}"
+            conditions += [f"{c}.scored > 0" for c in cells]
+            conditions += [f"{best}.score > {c}.score" for c in cells if c != best]
         elif filter in ("wrong", "invalid", "error"):
             conditions.append("(" + " OR ".join(f"coalesce({c}.{filter}, false)" for c in cells) + ")")
         if group:

@@ -133,6 +133,9 @@ def test_disagree_is_what_the_paired_comparison_counts(
     assert found["total"] == comparison.only_a + comparison.only_b
     # and the other way round: the same cases
     assert cases(viewer, [runs.keys[b], runs.keys[a]], filter="disagree")["total"] == found["total"]
+    # each count alone: the cases where one run scored above the other (the leaderboard's paired counts link there)
+    assert cases(viewer, [runs.keys[a], runs.keys[b]], filter="better:0")["total"] == comparison.only_a
+    assert cases(viewer, [runs.keys[a], runs.keys[b]], filter="better:1")["total"] == comparison.only_b
 
 
 def test_a_cell_says_what_the_run_stored(viewer: Viewer, runs: Runs) -> None:
@@ -181,6 +184,10 @@ class Extra:
     """The first three cases posed twice: right, then wrong."""
     corrupt: Path
     """beta's run copied, c01's status made `bogus`."""
+    torn: Path
+    """beta's run copied, its third line cut in the middle (not its last line: the file is corrupt)."""
+    globbed: str
+    """alpha's run copied into `globs/run[ab]*`, beside gamma's in `globs/runa`, which a glob of the first names."""
 
 
 @pytest.fixture(scope="module")
@@ -197,9 +204,16 @@ def extra(runs: Runs, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Extr
     assert '"status":"correct"' in lines[1]
     lines[1] = lines[1].replace('"status":"correct"', '"status":"bogus"')
     (corrupt / "samples.jsonl").write_text("".join(lines))
+    torn = results / "torn" / runs.outcomes["beta"].run_dir.name
+    shutil.copytree(runs.outcomes["beta"].run_dir, torn)
+    lines = (torn / "samples.jsonl").read_text().splitlines(keepends=True)
+    lines[2] = lines[2][:40] + "\n"
+    (torn / "samples.jsonl").write_text("".join(lines))
+    shutil.copytree(runs.outcomes["alpha"].run_dir, results / "globs" / "run[ab]*")
+    shutil.copytree(runs.outcomes["gamma"].run_dir, results / "globs" / "runa")
     server = Viewer(results)
     keys = [run.run_dir.relative_to(results).as_posix() for run in (part, repeated)]
-    yield Extra(server, keys[0], keys[1], corrupt)
+    yield Extra(server, keys[0], keys[1], corrupt, torn, "globs/run[ab]*")
     server.close()
 
 
@@ -250,6 +264,20 @@ def test_a_corrupt_record_is_a_500_naming_its_file_and_the_rest_is_served(extra:
     page = server.get("/")
     assert page.status == 200
     assert f"Not on the leaderboard (records unreadable): {key}" in page.text
+
+
+def test_a_line_cut_in_the_middle_of_the_file_is_a_500_not_a_case_left_out(extra: Extra) -> None:
+    key = f"torn/{extra.torn.name}"
+    reply = extra.server.get(f"/api/cases?runs={key}")
+    message = f"corrupt records file {extra.torn / 'samples.jsonl'}: 1 of its lines are not records"
+    assert (reply.status, reply.json()) == (500, {"error": message})
+
+
+def test_a_run_folder_named_like_a_glob_reads_its_own_records_only(extra: Extra, runs: Runs) -> None:
+    own = cases(extra.server, [extra.globbed])
+    alpha = cases(extra.server, [runs.a])
+    assert own["total"] == 12
+    assert [row["cells"][extra.globbed] for row in own["cases"]] == [row["cells"][runs.a] for row in alpha["cases"]]
 
 
 # --- paging, sorting, groups, search ------------------------------------------------------------------------
@@ -358,7 +386,8 @@ def test_what_is_not_stored_is_404_and_a_bad_parameter_400_in_one_json_line(view
         (f"/api/case/c03?runs={runs.a},nobody/run", 404, {"error": f"no stored run 'nobody/run' under {results}"}),
         (f"/api/case/c99?runs={runs.a},{runs.b}", 404, {"error": f"no case 'c99' in {runs.a}, {runs.b}"}),
         (f"/api/cases?runs={runs.a},{runs.b}&filter=bogus", 400,
-         {"error": "filter: 'bogus' is not one of all, disagree, wrong, invalid, error"}),
+         {"error": "filter: 'bogus' is not one of all, disagree, wrong, invalid, error, "
+                                     "or better:N (run N, from 0)"}),
         (f"/api/cases?runs={runs.a}&filter=disagree", 400,
          {"error": "filter: disagree compares runs: name two runs or more"}),
         (f"/api/cases?runs={runs.a}&sort=score:1", 400,

@@ -140,14 +140,18 @@ def test_the_leaderboard_lists_the_runs_and_links_to_their_cases(watched: Watche
     assert page.locator("table.grid thead .key").all_inner_texts() == [runs.a, runs.b]
     assert shown_ids(page) == IDS
 
-    # paired with the best (gamma): alpha alone right on c00, gamma alone on four; the count links to the five
+    # paired with the best (gamma): gamma alone right on four, alpha alone on c00; each count links to its cases
     page.go_back()
     paired = page.locator("table.board").nth(1).locator("tr", has_text="function:alpha")
     assert paired.locator("td").all_inner_texts()[1:4] == ["12", "4", "1"]
     paired.get_by_role("link", name="4", exact=True).click()
-    page.wait_for_url("**filter=disagree")
+    page.wait_for_url("**filter=better%3A0")
     assert page.locator("table.grid thead .key").all_inner_texts() == [runs.g, runs.a]
-    assert shown_ids(page) == ["c00", "c08", "c09", "c10", ODD_ID]
+    assert shown_ids(page) == ["c08", "c09", "c10", ODD_ID]
+    page.go_back()
+    paired.get_by_role("link", name="1", exact=True).click()
+    page.wait_for_url("**filter=better%3A1")
+    assert shown_ids(page) == ["c00"]
 
 
 def test_the_grid_and_its_filter_select(watched: Watched, viewer: Viewer, runs: Runs) -> None:

@@ -11,7 +11,7 @@ from typing import Any, get_args
 from urllib.parse import quote, urlencode
 
 from farel_eval.analysis import compare
-from farel_eval.case_store import FILTERS, CaseCell, CaseDetail, CasePage, RunEntry
+from farel_eval.case_store import FILTERS, PER_RUN_SORTS, CaseCell, CaseDetail, CasePage, RunEntry
 from farel_eval.errors import InputError
 from farel_eval.leaderboard import Board
 from farel_eval.schemas import Attempt, LeaderboardRow, SampleRecord
@@ -24,7 +24,6 @@ GRID_TEXT = 400
 GRID_LINES = 8
 PAGE_TEXT = 50_000
 """Characters of one raw output, prompt or feedback shown on a case page; the rest is cut with a visible marker."""
-PER_RUN_SORTS = (("score", "score"), ("cost", "cost"), ("latency", "latency"), ("retries", "retries"))
 
 
 def _e(text: object) -> str:
@@ -146,12 +145,12 @@ def _paired(rows: Sequence[LeaderboardRow], board: Board, keys: Mapping[str, str
             result = compare(best_analysis, other)
         except InputError:
             continue
-        link = _href("/cases", runs=_runs_param([keys.get(best.path, ""), keys.get(row.path, "")]), filter="disagree")
+        pair = _runs_param([keys.get(best.path, ""), keys.get(row.path, "")])
         lines.append(
             f"<tr><td>{_e(row.model)} <span class='muted'>{_e(row.mode)}</span></td>"
             f'<td class="num">{result.paired}</td>'
-            f'<td class="num"><a href="{link}">{result.only_a}</a></td>'
-            f'<td class="num"><a href="{link}">{result.only_b}</a></td>'
+            f'<td class="num"><a href="{_href("/cases", runs=pair, filter="better:0")}">{result.only_a}</a></td>'
+            f'<td class="num"><a href="{_href("/cases", runs=pair, filter="better:1")}">{result.only_b}</a></td>'
             f'<td class="num">{result.p_value:.3g}</td><td class="num">{result.difference:+.1f}</td></tr>'
         )
     if not lines:
@@ -177,8 +176,13 @@ def cases(
         return _href("/cases", **({"runs": runs} | state | changes))
 
     pages = max(1, math.ceil(page.total / page.per_page))
+    choices: list[tuple[str, str]] = [(name, name) for name in FILTERS if name != "disagree" or len(entries) > 1]
+    if len(entries) > 1:
+        choices += [(f"better:{index}", f"better in {entry.summary.model} ({entry.summary.mode})")
+                    for index, entry in enumerate(entries)]  # fmt: skip
     filters = "".join(
-        f'<option value="{name}"{" selected" * (state["filter"] == name)}>{name}</option>' for name in FILTERS
+        f'<option value="{_e(value)}"{" selected" * (state["filter"] == value)}>{_e(label)}</option>'
+        for value, label in choices
     )
     groups = '<option value="">every group</option>' + "".join(
         f'<option value="{_e(group)}"{" selected" * (state["group"] == group)}>{_e(group)}</option>'
@@ -197,8 +201,8 @@ def cases(
              '<th><a href="' + link(sort="group", dir=None, page=None) + '">Group</a></th>']  # fmt: skip
     for index, entry in enumerate(entries):
         sorts = " ".join(
-            f'<a href="{link(sort=f"{name}:{index}", dir=_flip(state, f"{name}:{index}"), page=None)}">{label}</a>'
-            for name, label in PER_RUN_SORTS
+            f'<a href="{link(sort=f"{name}:{index}", dir=_flip(state, f"{name}:{index}"), page=None)}">{name}</a>'
+            for name in PER_RUN_SORTS
         )
         heads.append(
             f'<th><span class="model">{_e(entry.summary.model)}</span> <span class="mode">{_e(entry.summary.mode)}'
