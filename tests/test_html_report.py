@@ -18,7 +18,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import evaluator
 import format_result
-from farel_eval.case_store import FILTERS, CaseCell, CaseRow, CaseStore
 from farel_eval.errors import InputError, ResultFileError
 from farel_eval.html_report import GRID_FILTERS, CaseGrid, InvalidExample, case_grids, invalid_examples, render_html
 from farel_eval.leaderboard import build_board
@@ -301,6 +300,10 @@ def grid_rows(page: Any, section: str) -> list[list[str]]:
 
 
 def test_each_row_names_the_filters_that_keep_it_as_case_store_does(echo_results: Path) -> None:
+    # case_store (duckdb) is imported in the tests, not at collection: the CLI's gc.freeze(), which test_cli runs in
+    # this process, would freeze duckdb's objects too, and nanobind would call them leaked at the exit
+    from farel_eval.case_store import FILTERS, CaseStore
+
     rows = board_rows(echo_results)
     grids = case_grids(echo_results, rows, suites={})
     assert sorted(grids) == ["echo", "echo-two"]
@@ -350,6 +353,8 @@ def test_a_suite_over_the_limits_gets_one_line_saying_so(echo_results: Path) -> 
 def test_a_run_without_records_has_no_column_and_an_unreadable_suite_says_why(
     echo_results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from farel_eval.case_store import CaseStore
+
     root = tmp_path / "result"
     shutil.copytree(echo_results, root)
     [beta] = root.glob("function_beta/*")
@@ -390,6 +395,8 @@ def test_a_suites_answer_view_marks_lines_and_an_unknown_mark_is_no_class(echo_r
 
 
 def test_a_cell_of_differing_repeats_is_mixed_and_its_answer_text_is_cut() -> None:
+    from farel_eval.case_store import CaseCell, CaseRow
+
     first = record("q1", [GOOD]).model_copy(update={"output": "y" * 250, "score": 1.0})
     second = record("q1", [bad("no_tool_call", "<b>no</b>")], repeat=1)
     path = ROWS[0].path
