@@ -13,6 +13,7 @@ import contextlib
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -172,16 +173,28 @@ class CaseDetail:
 class _Table:
     name: str
     stamp: tuple[int, int]
+    searchable: bool = False
+    """Its `_text` table is made (for this stamp)."""
 
 
 _FIELDS = (
     '{"case_id": "VARCHAR", "quiz_id": "VARCHAR", "repeat": "BIGINT", "group": "VARCHAR", "class_name": "VARCHAR", '
     '"status": "VARCHAR", "score": "DOUBLE", "excluded": "BOOLEAN", "ambiguous": "BOOLEAN", "corrective_retries": '
-    '"BIGINT", "cost": {"usd": "DOUBLE"}, "latency_s": "DOUBLE", "prompt": "VARCHAR", "output": "JSON", "answer": '
-    '"VARCHAR", "attempts": [{"valid": "BOOLEAN", "raw": "VARCHAR"}]}'
+    '"BIGINT", "cost": {"usd": "DOUBLE"}, "latency_s": "DOUBLE", "attempts": [{"valid": "BOOLEAN"}]}'
 )
 """What the grid filters and sorts on, read from each line in one parse (a value of another type reads as NULL).
-`quiz_id`, `class_name`, `ambiguous` and `answer` are schema version 1's names."""
+`quiz_id`, `class_name` and `ambiguous` are schema version 1's names."""
+
+_TEXT_FIELDS = '{"prompt": "VARCHAR", "output": "JSON", "answer": "VARCHAR", "attempts": [{"raw": "VARCHAR"}]}'
+_TEXT = """
+CREATE OR REPLACE TABLE {records}_text AS
+SELECT case_id, concat_ws(chr(10), t.prompt, t.output::VARCHAR, t.answer,
+    array_to_string(list_transform(t.attempts, lambda a: a.raw), chr(10))) AS text
+FROM (SELECT case_id, from_json(line, '{fields}') AS t FROM {records}
+    WHERE rowid IN (SELECT unnest(rids) FROM {records}_cells))
+"""
+"""What a search reads, of the records that count (`answer` is schema version 1's output): made the first time a run
+is searched, so a run only browsed never pays for it."""
 
 _LOAD = """
 CREATE OR REPLACE TABLE {records} AS
@@ -195,9 +208,7 @@ SELECT line, coalesce(r.case_id, r.quiz_id) AS case_id, coalesce(r.repeat, 0) AS
         ELSE r.score
     END AS score,
     list_contains(list_transform(r.attempts, lambda a: a.valid), false) AS invalid,
-    coalesce(r.corrective_retries, 0) AS retries, r.cost.usd AS cost, r.latency_s AS latency,
-    concat_ws(chr(10), r.prompt, r.output::VARCHAR, r.answer,
-        array_to_string(list_transform(r.attempts, lambda a: a.raw), chr(10))) AS text
+    coalesce(r.corrective_retries, 0) AS retries, r.cost.usd AS cost, r.latency_s AS latency
 FROM (SELECT json::VARCHAR AS line, from_json(json, '{fields}') AS r FROM {source})
 WHERE coalesce(r.case_id, r.quiz_id) IS NOT NULL;
 CREATE OR REPLACE TABLE {cells} AS
@@ -224,16 +235,18 @@ def _index(text: str, runs: int) -> int | None:
     return int(text) if int(text) < runs else None
 
 
-def _whole_lines(path: Path) -> int:
-    """Lines of the file that end in a newline and are not empty: each must be a record."""
-    count = blank = 0
+def _lines(path: Path, *, blank: bool = False) -> int:
+    """Lines of the file that end in a newline (with `blank`, only those not empty): each must be a record. Empty lines
+    are counted only when the records are fewer than the lines, which is rare, so the file is usually read once."""
+    count = empty = 0
     previous = b"\n"
     with path.open("rb") as data:
         while chunk := data.read(1 << 24):
             count += chunk.count(b"\n")
-            blank += chunk.count(b"\n\n") + (previous == b"\n" and chunk[:1] == b"\n")
-            previous = chunk[-1:]
-    return count - blank
+            if blank:
+                empty += chunk.count(b"\n\n") + (previous == b"\n" and chunk[:1] == b"\n")
+                previous = chunk[-1:]
+    return count - empty
 
 
 class _ReadWriteLock:
@@ -282,8 +295,11 @@ class CaseStore:
         """A link to each run's records file under a plain name: DuckDB reads a path as a glob (`*`, `?`, `[`), and
         a run folder may hold those characters."""
         self._tables: dict[str, _Table] = {}
+        self._names: dict[str, str] = {}
+        self._loading: dict[str, threading.Lock] = {}
+        """Per run: held to look its tables up or make them (one maker at a time)."""
         self._lock = threading.Lock()
-        """Held to look a run's tables up or make them (one maker at a time)."""
+        """Held to name a run's tables and its lock."""
         self._queries = _ReadWriteLock()
         """Read by each query, written by each load: no query sees a run's tables change under it."""
 
@@ -335,7 +351,7 @@ class CaseStore:
         self._check_filter(filter, len(entries))
         if page < 1 or not 1 <= per_page <= 1000:
             raise InputError("page: pages start at 1, and per_page is 1 to 1000")
-        tables = [self._table(entry) for entry in entries]
+        tables = self._tables_of(entries, searchable=bool(query))
         order = self._order(sort, descending, len(entries))
         ids, joins = self._joined(tables)
         where, params = self._where(filter, group, query, tables)
@@ -371,7 +387,7 @@ class CaseStore:
         whole grid each filter keeps (the HTML report marks its rows with them)."""
         entries = self.entries(keys)
         self._check_filter(filter, len(entries))
-        tables = [self._table(entry) for entry in entries]
+        tables = self._tables_of(entries, searchable=bool(query))
         ids, joins = self._joined(tables)
         where, params = self._where(filter, group, query, tables)
         sql = (
@@ -385,7 +401,7 @@ class CaseStore:
         """One case in the runs named: every repeat's record, attempts in order. A case none of them posed raises
         `NotFoundError`."""
         entries = self.entries(keys)
-        tables = [self._table(entry) for entry in entries]
+        tables = self._tables_of(entries)
         runs: dict[str, list[SampleRecord]] = {}
         with self._queries.reading(), contextlib.closing(self._db.cursor()) as cursor:
             for entry, table in zip(entries, tables, strict=True):
@@ -399,9 +415,17 @@ class CaseStore:
         prompt = next((r.prompt for records in runs.values() for r in records if r.prompt is not None), None)
         return CaseDetail(case_id, prompt, first.expected, first.group, runs)
 
-    def _table(self, entry: RunEntry) -> str:
-        """The name of the run's tables (`<name>` for records, `<name>_cells` for cells), made or made again when
-        its records file has changed since."""
+    def _tables_of(self, entries: Sequence[RunEntry], *, searchable: bool = False) -> list[str]:
+        """The runs' table names, those not loaded yet (or changed) loaded side by side: DuckDB's reading of one file
+        leaves a core idle, and a grid of two cold runs comes in the time of one."""
+        if len(entries) == 1:
+            return [self._table(entries[0], searchable=searchable)]
+        with ThreadPoolExecutor(len(entries)) as pool:
+            return list(pool.map(lambda entry: self._table(entry, searchable=searchable), entries))
+
+    def _table(self, entry: RunEntry, *, searchable: bool = False) -> str:
+        """The name of the run's tables (`<name>` for records, `<name>_cells` for cells, `<name>_text` once
+        `searchable`), made or made again when its records file has changed since."""
         path = entry.run.path / RECORDS_FILE
         try:
             stat = path.stat()
@@ -409,30 +433,45 @@ class CaseStore:
         except FileNotFoundError:
             stamp = (0, 0)
         with self._lock:
+            name = self._names.setdefault(entry.key, f"run_{len(self._names)}")
+            loading = self._loading.setdefault(entry.key, threading.Lock())
+        with loading:
             table = self._tables.get(entry.key)
-            if table is not None and table.stamp == stamp:
-                return table.name
-            name = table.name if table is not None else f"run_{len(self._tables)}"
-            source = _NO_RECORDS if stamp == (0, 0) else _RECORDS
-            load = _LOAD.format(records=name, cells=f"{name}_cells", source=source, fields=_FIELDS)
-            link = Path(self._links.name) / f"{name}.jsonl"
-            try:
-                link.unlink(missing_ok=True)
-                link.symlink_to(path.absolute())
-                with self._queries.writing(), contextlib.closing(self._db.cursor()) as cursor:
-                    for statement in load.split(";"):
-                        if statement.strip():
-                            cursor.execute(statement, [str(link)] if "?" in statement else [])
-                    found = cursor.execute(f"SELECT count(*) FROM {name}").fetchone()
-                    lines = _whole_lines(path) if stamp != (0, 0) else 0
-            except duckdb.Error as exc:
-                raise ResultFileError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
-            except OSError as exc:
-                raise ResultFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-            if found is not None and found[0] < lines:  # only a last line still being written may be left out
-                raise ResultFileError(f"corrupt records file {path}: {lines - found[0]} of its lines are not records")
-            self._tables[entry.key] = _Table(name, stamp)
-            return name
+            if table is None or table.stamp != stamp:
+                table = self._load(path, stamp, name, replacing=table is not None)
+                self._tables[entry.key] = table
+            if searchable and not table.searchable:  # no query reads it before it is made
+                with contextlib.closing(self._db.cursor()) as cursor:
+                    cursor.execute(_TEXT.format(records=table.name, fields=_TEXT_FIELDS))
+                table.searchable = True
+            return table.name
+
+    def _load(self, path: Path, stamp: tuple[int, int], name: str, *, replacing: bool) -> _Table:
+        """The run's tables made from its records file; while no query runs when they replace older ones."""
+        source = _NO_RECORDS if stamp == (0, 0) else _RECORDS
+        load = _LOAD.format(records=name, cells=f"{name}_cells", source=source, fields=_FIELDS)
+        link = Path(self._links.name) / f"{name}.jsonl"
+        try:
+            link.unlink(missing_ok=True)
+            link.symlink_to(path.absolute())
+            alone = self._queries.writing() if replacing else contextlib.nullcontext()
+            with alone, contextlib.closing(self._db.cursor()) as cursor:
+                for statement in load.split(";"):
+                    if statement.strip():
+                        cursor.execute(statement, [str(link)] if "?" in statement else [])
+                found = cursor.execute(f"SELECT count(*) FROM {name}").fetchone()
+            records = found[0] if found else 0
+            if stamp != (0, 0) and records < _lines(path):
+                lines = _lines(path, blank=True)
+                if records < lines:  # only a last line still being written may be left out
+                    raise ResultFileError(
+                        f"corrupt records file {path}: {lines - records} of its lines are not records"
+                    )
+        except duckdb.Error as exc:
+            raise ResultFileError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+        except OSError as exc:
+            raise ResultFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+        return _Table(name, stamp)
 
     @staticmethod
     def _check_filter(filter: str, runs: int) -> None:
@@ -489,12 +528,8 @@ class CaseStore:
         if group:
             conditions.append("ids.grp = ?")
             params.append(group)
-        if query:  # in the records that count (the newest per case and repeat), lowered only when searched
-            found = (
-                f"SELECT case_id FROM {table} WHERE rowid IN (SELECT unnest(rids) FROM {table}_cells) "
-                "AND contains(lower(text), lower(?))"
-                for table in tables
-            )
+        if query:  # in the records that count (the newest per case and repeat)
+            found = (f"SELECT case_id FROM {table}_text WHERE contains(lower(text), lower(?))" for table in tables)
             conditions.append("ids.case_id IN (" + " UNION ALL ".join(found) + ")")
             params += [query] * len(tables)
         return " AND ".join(conditions), params

@@ -510,7 +510,9 @@ def test_a_suite_whose_summaries_say_it_is_too_big_reads_no_record(
 ) -> None:
     """Six cases against a bound of five: known from the summaries, so no run is loaded into DuckDB."""
 
-    def unread(*args: Any) -> str:
+    from farel_eval.case_store import CaseStore  # duckdb imported only by the tests that use it (see above)
+
+    def unread(*args: Any, **kwargs: Any) -> str:
         raise AssertionError("a run was read")
 
     monkeypatch.setattr(CaseStore, "_table", unread)
