@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from farel_eval.schemas import Attempt
 
@@ -18,3 +22,12 @@ PYTHON = sys.executable
 def without_usage(attempts: list[Attempt]) -> list[Attempt]:
     """Attempts as their verdicts: what each attempt's request used and cost left out (asserted on its own)."""
     return [a.model_copy(update={"input_tokens": None, "output_tokens": None, "cost_usd": None}) for a in attempts]
+
+
+@pytest.fixture(autouse=True)
+def collectable() -> Iterator[None]:
+    """A test that calls the CLI's `main()` in this process freezes the collector (`gc.freeze()`, for a quick exit of
+    the command): thawed after it, so what later tests make is collected, and DuckDB's objects are freed before the
+    interpreter ends (else its bindings report them as leaked)."""
+    yield
+    gc.unfreeze()
