@@ -424,10 +424,18 @@ POLICY = (
 
 def test_every_answer_carries_the_security_headers(viewer: Viewer, runs: Runs) -> None:
     for path in ("/", f"/cases?runs={runs.a}", f"/case/c03?runs={runs.a}", "/api/runs", "/static/viewer.js",
-                 f"/api/cases?runs={runs.a}&filter=bogus"):  # fmt: skip
+                 f"/api/cases?runs={runs.a}&filter=bogus", "/api/nothing", "/nothing"):  # fmt: skip
         reply = viewer.get(path)
         assert reply.headers["content-security-policy"] == POLICY, path
         assert (reply.headers["x-content-type-options"], reply.headers["cache-control"]) == ("nosniff", "no-store")
+
+
+def test_an_address_with_no_page_is_a_404_json_under_the_api(viewer: Viewer) -> None:
+    reply = viewer.get("/api/nothing")
+    assert (reply.status, reply.json()) == (404, {"error": "no page /api/nothing"})
+    reply = viewer.get("/nothing/<b>x</b>")
+    assert reply.status == 404
+    assert '<p class="error">no page /nothing/&lt;b&gt;x&lt;/b&gt;</p>' in reply.text
 
 
 def listening_addresses(port: int) -> list[str]:

@@ -140,7 +140,16 @@ def create_app(results_dir: Path, *, hosts: Sequence[str] = LOOPBACK_HOSTS) -> S
         yield
         store.close()
 
-    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    async def not_found(request: Request, exc: Exception) -> Response:
+        """An address the viewer has no page for: 404 as its own are, JSON under /api/."""
+        message = f"no page {request.url.path}"
+        if request.url.path.startswith("/api/"):
+            return _json({"error": message}, 404)
+        return _html(pages.error(404, message), 404)
+
+    return Starlette(
+        routes=routes, middleware=middleware, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found}
+    )
 
 
 def _guarded(
