@@ -17,10 +17,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from farel_eval.errors import InputError, ResultFileError
 from farel_eval.schemas import LeaderboardRow, ModeComparison, SampleRecord
+from farel_eval.suite import AnswerLine, AnswerMark, Suite, answer_lines, find_suites
 from farel_eval.tables import (
     MODE_HEADERS,
     PAIR_HEADERS,
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from matplotlib.transforms import Bbox
 
     from farel_eval.case_store import CaseCell, CaseRow, CaseStore
-    from farel_eval.suite import AnswerLine, Suite
 
 __all__ = [
     "GRID_FILTERS",
@@ -46,7 +46,9 @@ __all__ = [
     "CaseGrid",
     "InvalidExample",
     "InvalidExamples",
+    "answer_html",
     "case_grids",
+    "cut_text",
     "invalid_examples",
     "render_html",
 ]
@@ -149,7 +151,6 @@ def case_grids(
     (see `MAX_GRID_CELLS`), as does one whose records cannot be read. `suites` by name (default: those installed)
     show the answers."""
     from farel_eval.case_store import CaseStore
-    from farel_eval.suite import find_suites
 
     if suites is None:
         suites = {found.suite.name: found.suite for found in find_suites(on_error=lambda _: None)}
@@ -710,7 +711,6 @@ _FILTER_TIPS = {
     "error": "a failed call in some run",
 }
 _STATUSES = {"correct", "partial", "mixed", "incorrect", "missing", "error"}
-_MARKS = {"right", "wrong", "valid", "invalid", "missing", "pass", "fail"}
 
 
 def _case_grid(grid: CaseGrid, rows: Sequence[LeaderboardRow], index: int) -> str:
@@ -771,8 +771,6 @@ def _many(count: int, thing: str) -> str:
 def _case_cell(cell: CaseCell | None, suite: Suite[Any] | None) -> str:
     """One run's answer to one case: status (and score when partial), answer lines, invalid kinds, corrective
     retries and cost."""
-    from farel_eval.suite import answer_lines
-
     if cell is None:
         return '<td class="cell st-none">not posed</td>'
     status = cell.status
@@ -783,7 +781,7 @@ def _case_cell(cell: CaseCell | None, suite: Suite[Any] | None) -> str:
     for line in lines[:GRID_LINES]:
         if budget <= 0:
             break
-        shown.append(_answer_line(line, budget))
+        shown.append(answer_html(line, budget))
         budget -= len(line.text)
     if len(lines) > len(shown):
         more = len(lines) - len(shown)
@@ -801,13 +799,19 @@ def _case_cell(cell: CaseCell | None, suite: Suite[Any] | None) -> str:
     )
 
 
-def _answer_line(line: AnswerLine, limit: int) -> str:
-    text = (
-        line.text if len(line.text) <= limit else f"{line.text[:limit]}… [{len(line.text) - limit:,} more characters]"
-    )
-    if line.mark not in _MARKS:  # a plug-in's mark that is not one of the known ones is not a class name
-        return f'<div class="answer">{_e(text)}</div>'
-    return f'<div class="answer mark-{_e(line.mark)}"><span class="tag">{_e(line.mark)}</span> {_e(text)}</div>'
+def cut_text(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters and a visible count of the rest."""
+    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit:,} more characters]"
+
+
+def answer_html(line: AnswerLine, limit: int) -> str:
+    """One line of an answer (`Suite.show_answer`) as HTML, for this report's grid and the case viewer: its text
+    escaped and cut at `limit`, its mark a class and a tag when it is a known one (a plug-in's other mark is not a
+    class name)."""
+    text = _e(cut_text(str(line.text), limit))
+    if line.mark not in get_args(AnswerMark):
+        return f'<div class="answer">{text}</div>'
+    return f'<div class="answer mark-{_e(line.mark)}"><span class="tag">{_e(line.mark)}</span> {text}</div>'
 
 
 _CSS = """

@@ -357,8 +357,9 @@ def test_a_view_that_raises_falls_back_to_the_outputs_json() -> None:
     assert answer_lines(plugin, tagged) == [AnswerLine("3")]
 
 
-def test_the_viewer_shows_an_unknown_mark_as_no_class_and_escapes_a_known_one() -> None:
-    from farel_eval.viewer.pages import _line
+def test_an_unknown_mark_is_no_class_and_a_known_one_is_escaped() -> None:
+    """In the viewer's pages and the HTML report's grid alike: one function renders an answer line for both."""
+    from farel_eval.html_report import answer_html as _line
 
     hostile = AnswerLine("<i>", '"><form action=/elsewhere><button>')  # type: ignore[arg-type]
     assert _line(hostile, 100) == '<div class="answer">&lt;i&gt;</div>'

@@ -7,15 +7,16 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Any, get_args
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from farel_eval.analysis import compare
 from farel_eval.case_store import FILTERS, PER_RUN_SORTS, CaseCell, CaseDetail, CasePage, RunEntry
 from farel_eval.errors import InputError
+from farel_eval.html_report import answer_html, cut_text
 from farel_eval.leaderboard import Board
 from farel_eval.schemas import Attempt, LeaderboardRow, SampleRecord
-from farel_eval.suite import AnswerLine, AnswerMark, Suite, answer_lines
+from farel_eval.suite import Suite, answer_lines
 
 __all__ = ["case", "cases", "error", "leaderboard"]
 
@@ -28,10 +29,6 @@ PAGE_TEXT = 50_000
 
 def _e(text: object) -> str:
     return escape(str(text), quote=True)
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit:,} more characters]"
 
 
 def _layout(title: str, body: str) -> str:
@@ -244,7 +241,7 @@ def _cell(cell: CaseCell | None, suite: Suite[Any] | None) -> str:
     if cell is None:
         return '<td class="cell st-none">not posed</td>'
     lines = [line for record in cell.records for line in answer_lines(suite, record)]
-    shown = "".join(_line(line, GRID_TEXT) for line in lines[:GRID_LINES])
+    shown = "".join(answer_html(line, GRID_TEXT) for line in lines[:GRID_LINES])
     if len(lines) > GRID_LINES:
         shown += f'<div class="more">… {len(lines) - GRID_LINES} more lines</div>'
     data = cell.as_json()
@@ -265,13 +262,6 @@ def _cell(cell: CaseCell | None, suite: Suite[Any] | None) -> str:
     )
 
 
-def _line(line: AnswerLine, limit: int) -> str:
-    if line.mark not in get_args(AnswerMark):  # a plug-in's mark that is not one of the known ones is not a class
-        return f'<div class="answer">{_e(_cut(str(line.text), limit))}</div>'
-    label = f'<span class="tag">{_e(line.mark)}</span> '
-    return f'<div class="answer mark-{_e(line.mark)}">{label}{_e(_cut(str(line.text), limit))}</div>'
-
-
 # One case -----------------------------------------------------------------------------------------------------
 
 
@@ -282,7 +272,7 @@ def case(
     grid = {key: query.get(key) for key in ("filter", "group", "q", "sort", "dir", "page", "per_page")}
     back = _href("/cases", runs=_runs_param([entry.key for entry in entries]), **grid)
     prompt = (
-        f"<pre>{_e(_cut(detail.prompt, PAGE_TEXT))}</pre>"
+        f"<pre>{_e(cut_text(detail.prompt, PAGE_TEXT))}</pre>"
         if detail.prompt is not None
         else '<p class="note">The prompt is not stored with these runs (made before records kept it).</p>'
     )
@@ -294,7 +284,7 @@ def case(
         f"""<p><a href="{back}">← the grid</a></p>
 <h1>Case {_e(detail.case_id)}{f' <span class="muted">{_e(detail.group)}</span>' if detail.group else ""}</h1>
 <h2>Prompt</h2>{prompt}
-<h2>Expected</h2><pre>{_e(_cut(_json_text(detail.expected), PAGE_TEXT))}</pre>
+<h2>Expected</h2><pre>{_e(cut_text(_json_text(detail.expected), PAGE_TEXT))}</pre>
 <div class="runs">{runs}</div>""",
     )
 
@@ -328,14 +318,14 @@ def _record(record: SampleRecord, suite: Suite[Any] | None, repeats: int) -> str
                        enumerate(record.attempts, 1))  # fmt: skip
     error = f'<p class="error">Error: {_e(record.error)}</p>' if record.error else ""
     details = (
-        f"<details><summary>Scorer's details</summary><pre>{_e(_cut(_json_text(record.score_details), PAGE_TEXT))}"
+        f"<details><summary>Scorer's details</summary><pre>{_e(cut_text(_json_text(record.score_details), PAGE_TEXT))}"
         "</pre></details>"
         if record.score_details
         else ""
     )
     return f"""<div class="record st-{_e(record.status)}">
 <h3>{_e(head)}<span class="status">{_e(record.status)}</span>{_e(score)}</h3>
-<div class="answer-block">{"".join(_line(line, PAGE_TEXT) for line in answer_lines(suite, record))}</div>
+<div class="answer-block">{"".join(answer_html(line, PAGE_TEXT) for line in answer_lines(suite, record))}</div>
 <p class="facts">{_e(f"{record.corrective_retries} corrective retries · cost {_usd(record.cost.usd)} "
                      f"({record.cost.source}){tokens}{latency}")}</p>
 {error}<ol class="attempts">{attempts}</ol>{details}
@@ -349,12 +339,12 @@ def _attempt(index: int, attempt: Attempt, count: int) -> str:
         verdict = f"invalid: {attempt.invalid_kind or 'other'}"
     feedback = (
         f'<div class="label">Feedback {"given to the model" if index < count else "(the last try: not sent)"}</div>'
-        f"<pre>{_e(_cut(attempt.feedback, PAGE_TEXT))}</pre>"
+        f"<pre>{_e(cut_text(attempt.feedback, PAGE_TEXT))}</pre>"
         if attempt.feedback
         else ""
     )
     cost = "" if attempt.cost_usd is None else f" · {_usd(attempt.cost_usd)}"
     return (
         f'<li class="attempt {"valid" if attempt.valid else "invalid"}"><div class="label">Attempt {index}: '
-        f"{_e(verdict)}{_e(cost)}</div><pre>{_e(_cut(attempt.raw, PAGE_TEXT))}</pre>{feedback}</li>"
+        f"{_e(verdict)}{_e(cost)}</div><pre>{_e(cut_text(attempt.raw, PAGE_TEXT))}</pre>{feedback}</li>"
     )
