@@ -25,7 +25,7 @@ from farel_eval.stats import (
     wilson_interval,
 )
 
-__all__ = ["ALPHA", "Comparison", "RunAnalysis", "analyse", "compare", "tied_with_best"]
+__all__ = ["ALPHA", "Comparison", "RunAnalysis", "analyse", "compare", "counted_score", "tied_with_best"]
 
 ALPHA = 0.05
 """The significance level of rank groups."""
@@ -129,6 +129,14 @@ def _option_picked(output: object) -> int | None:
     return None
 
 
+def counted_score(record: SampleRecord) -> float | None:
+    """A record's score as the statistics count it: a missing output 0, None when it is left out of the score (a
+    failed call, an excluded case, an output with no score)."""
+    if record.status == "error" or record.excluded or (record.score is None and record.status != "missing"):
+        return None
+    return record.score or 0.0
+
+
 def analyse(records: Iterable[SampleRecord], aggregate: Aggregate = "macro") -> RunAnalysis:
     """Reduce a run's records (one per case and repeat) to per-case scores and the run's baselines."""
     result = RunAnalysis(aggregate=aggregate)
@@ -150,9 +158,9 @@ def analyse(records: Iterable[SampleRecord], aggregate: Aggregate = "macro") -> 
             chance[record.case_id] = 1 / len(options)
             expected[record.case_id] = record.expected
             option_counts[record.case_id] = len(options)
-        if record.status == "error" or record.excluded or (record.score is None and record.status != "missing"):
+        score = counted_score(record)
+        if score is None:
             continue
-        score = record.score or 0.0
         result.case_groups[record.case_id] = group
         weights[record.case_id] = record.weight
         sums.setdefault(record.case_id, []).append(score)

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import duckdb
 from pydantic import JsonValue, ValidationError
 
+from farel_eval.analysis import counted_score
 from farel_eval.errors import InputError, ResultFileError
 from farel_eval.runs import RUNNING
 from farel_eval.schemas import RunSummary, SampleRecord
@@ -89,7 +90,7 @@ class CaseCell:
     @property
     def score(self) -> float | None:
         """The mean score of the scored repeats, in [0, 1] (a missing output scores 0)."""
-        scores = [_scored(record) for record in self.records]
+        scores = [counted_score(record) for record in self.records]
         known = [score for score in scores if score is not None]
         return sum(known) / len(known) if known else None
 
@@ -131,13 +132,6 @@ class CaseCell:
             "input_tokens": None if None in tokens[0] else sum(t or 0 for t in tokens[0]),
             "output_tokens": None if None in tokens[1] else sum(t or 0 for t in tokens[1]),
         }
-
-
-def _scored(record: SampleRecord) -> float | None:
-    """A record's score as the statistics count it (`analysis.analyse`): None when left out of the score."""
-    if record.status == "error" or record.excluded or (record.score is None and record.status != "missing"):
-        return None
-    return record.score or 0.0
 
 
 @dataclass(frozen=True)
