@@ -116,21 +116,34 @@ class CaseCell:
         known = [record.latency_s for record in self.records if record.latency_s is not None]
         return sum(known) / len(known) if known else None
 
+    @property
+    def corrective_retries(self) -> int:
+        return sum(record.corrective_retries for record in self.records)
+
+    @property
+    def input_tokens(self) -> int | None:
+        """Summed over the repeats; None when a repeat's count is not known."""
+        counts = [record.usage.input_tokens for record in self.records]
+        return None if None in counts else sum(count or 0 for count in counts)
+
+    @property
+    def output_tokens(self) -> int | None:
+        counts = [record.usage.output_tokens for record in self.records]
+        return None if None in counts else sum(count or 0 for count in counts)
+
     def as_json(self) -> dict[str, Any]:
-        records = self.records
-        tokens = [r.usage.input_tokens for r in records], [r.usage.output_tokens for r in records]
         return {
             "status": self.status,
             "score": self.score,
             "output": self.output,
-            "corrective_retries": sum(record.corrective_retries for record in records),
+            "corrective_retries": self.corrective_retries,
             "invalid_kinds": self.invalid_kinds,
             "cost_usd": self.cost_usd,
             "latency_s": self.latency_s,
-            "repeats": len(records),
-            "statuses": [record.status for record in records],
-            "input_tokens": None if None in tokens[0] else sum(t or 0 for t in tokens[0]),
-            "output_tokens": None if None in tokens[1] else sum(t or 0 for t in tokens[1]),
+            "repeats": len(self.records),
+            "statuses": [record.status for record in self.records],
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
         }
 
 

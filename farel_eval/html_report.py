@@ -786,7 +786,7 @@ def _case_cell(cell: CaseCell | None, suite: Suite[Any] | None) -> str:
     if len(lines) > len(shown):
         more = len(lines) - len(shown)
         shown.append(f'<div class="more">… {more} more line{"s" * (more != 1)}</div>')
-    retries = sum(record.corrective_retries for record in cell.records)
+    retries = cell.corrective_retries
     facts = [
         "invalid: " + ", ".join(cell.invalid_kinds) if cell.invalid_kinds else "",
         f"{retries} corrective retr{'y' if retries == 1 else 'ies'}" if retries else "",

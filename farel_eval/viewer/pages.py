@@ -244,10 +244,9 @@ def _cell(cell: CaseCell | None, suite: Suite[Any] | None) -> str:
     shown = "".join(answer_html(line, GRID_TEXT) for line in lines[:GRID_LINES])
     if len(lines) > GRID_LINES:
         shown += f'<div class="more">… {len(lines) - GRID_LINES} more lines</div>'
-    data = cell.as_json()
-    tokens = "" if data["input_tokens"] is None else f"{data['input_tokens']:,}+{data['output_tokens'] or 0:,} tok"
+    tokens = "" if cell.input_tokens is None else f"{cell.input_tokens:,}+{cell.output_tokens or 0:,} tok"
     facts = [
-        f"retries {data['corrective_retries']}" if data["corrective_retries"] else "",
+        f"retries {cell.corrective_retries}" if cell.corrective_retries else "",
         ", ".join(cell.invalid_kinds),
         tokens,
         _usd(cell.cost_usd) if cell.cost_usd is not None else "",
