@@ -4,12 +4,15 @@ headless chromium (offline, sortable, plots present; the case grids filtered by 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import shutil
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from pydantic import BaseModel
@@ -24,6 +27,9 @@ from farel_eval.leaderboard import build_board
 from farel_eval.schemas import Attempt, Cost, LeaderboardRow, SampleRecord, TokenUsage
 from farel_eval.storage import load_runs
 from farel_eval.suite import AnswerLine, FileParams, Suite
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 CHROMIUM = Path("/usr/bin/chromium")
 HOSTILE = "evil</svg><script>alert(1)</script>"
@@ -48,6 +54,43 @@ def bad(kind: str, raw: str, feedback: str | None = "try again") -> Attempt:
 
 
 GOOD = Attempt(valid=True, raw='{"answer": 1}')
+
+
+@dataclass
+class Watched:
+    """A headless chromium page and what it did: every request, console or page error, and dialog (closed)."""
+
+    page: Page
+    requests: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def watched_page(url: str) -> Iterator[Watched]:
+    """`url` open in Debian's chromium, watched from before it loads."""
+    assert CHROMIUM.exists(), f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium, as .ci/run)"
+    from playwright.sync_api import Dialog, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        try:
+            watched = Watched(browser.new_page(viewport={"width": 1280, "height": 900}))
+            watched.page.on("request", lambda request: watched.requests.append(request.url))
+            watched.page.on(
+                "console", lambda message: watched.errors.append(message.text) if message.type == "error" else None
+            )
+            watched.page.on("pageerror", lambda error: watched.errors.append(str(error)))
+
+            def dialog(shown: Dialog) -> None:  # an alert() that ran: counted, then closed
+                watched.dialogs.append(shown.message)
+                shown.dismiss()
+
+            watched.page.on("dialog", dialog)
+            watched.page.goto(url, wait_until="load")
+            yield watched
+        finally:
+            browser.close()
 
 
 def row(model: str, score: float | None, **fields: Any) -> LeaderboardRow:
@@ -182,46 +225,33 @@ def test_without_matplotlib_the_error_says_how_to_install_it(monkeypatch: pytest
 
 
 def test_the_page_in_headless_chromium(tmp_path: Path) -> None:
-    assert CHROMIUM.exists(), f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium, as .ci/run)"
-    from playwright.sync_api import sync_playwright
-
     page_file = tmp_path / "report.html"
     page_file.write_text(render_html(ROWS, EXAMPLES, title="FaRel leaderboard"), encoding="utf-8")
     url = page_file.as_uri()
-    requests: list[str] = []
-    errors: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("request", lambda request: requests.append(request.url))
-            page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            page.goto(url, wait_until="load")
+    with watched_page(url) as watched:
+        page = watched.page
 
-            def models() -> list[str]:
-                return page.locator("table.leaderboard tbody tr .model").all_inner_texts()
+        def models() -> list[str]:
+            return page.locator("table.leaderboard tbody tr .model").all_inner_texts()
 
-            assert models() == ["alpha", "gamma", "beta", "delta", "omega"]
-            assert page.locator("table.leaderboard tbody tr").count() == len(ROWS)
-            assert page.locator("figure svg").count() == 1
-            assert page.locator(".plot svg text", has_text="alpha (tool)").count() == 1
-            assert page.locator("table.heatmap tbody tr").count() == len(ROWS)
-            assert page.locator(".bars li").count() == len(ROWS)
-            score = page.get_by_role("columnheader", name="Score", exact=True)
-            score.locator("button").click()
-            assert score.get_attribute("aria-sort") == "ascending"
-            assert models() == ["delta", "beta", "gamma", "alpha", "omega"]  # no score: last either way
-            score.locator("button").click()
-            assert score.get_attribute("aria-sort") == "descending"
-            assert models() == ["alpha", "gamma", "beta", "delta", "omega"]
-            page.locator("details.run", has_text="beta").locator("summary").click()
-            assert page.locator("details.run pre", has_text='{"answer": 0}').is_visible()
-            page.screenshot(path=tmp_path / "report.png", full_page=True)
-        finally:
-            browser.close()
-    assert errors == []
-    assert requests == [url]
+        assert models() == ["alpha", "gamma", "beta", "delta", "omega"]
+        assert page.locator("table.leaderboard tbody tr").count() == len(ROWS)
+        assert page.locator("figure svg").count() == 1
+        assert page.locator(".plot svg text", has_text="alpha (tool)").count() == 1
+        assert page.locator("table.heatmap tbody tr").count() == len(ROWS)
+        assert page.locator(".bars li").count() == len(ROWS)
+        score = page.get_by_role("columnheader", name="Score", exact=True)
+        score.locator("button").click()
+        assert score.get_attribute("aria-sort") == "ascending"
+        assert models() == ["delta", "beta", "gamma", "alpha", "omega"]  # no score: last either way
+        score.locator("button").click()
+        assert score.get_attribute("aria-sort") == "descending"
+        assert models() == ["alpha", "gamma", "beta", "delta", "omega"]
+        page.locator("details.run", has_text="beta").locator("summary").click()
+        assert page.locator("details.run pre", has_text='{"answer": 0}').is_visible()
+        page.screenshot(path=tmp_path / "report.png", full_page=True)
+    assert watched.errors == []
+    assert watched.requests == [url]
 
 
 # The case grids: two real runs (pydantic-ai's agent loop, a FunctionModel answering) of six cases ----------------
@@ -415,86 +445,66 @@ def test_a_cell_of_differing_repeats_is_mixed_and_its_answer_text_is_cut() -> No
 def test_the_case_grid_in_headless_chromium(echo_results: Path, tmp_path: Path) -> None:
     """The report `format_result.py --format html` writes: the grid's rows and cells, its filters and search run by
     the page's own script, and hostile answers shown as text (no dialog, no console error, no request)."""
-    assert CHROMIUM.exists(), f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium, as .ci/run)"
-    from playwright.sync_api import Dialog, sync_playwright
-
     page_file = tmp_path / "report.html"
     assert format_result.main([str(echo_results), "--format", "html", "-o", str(page_file)]) == 0
     url = page_file.as_uri()
-    requests: list[str] = []
-    errors: list[str] = []
-    dialogs: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("request", lambda request: requests.append(request.url))
-            page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-            page.on("pageerror", lambda error: errors.append(str(error)))
+    with watched_page(url) as watched:
+        page = watched.page
+        echo = "section#suite-0"
+        heads = page.locator(f"{echo} table.cases thead th").all_inner_texts()
+        assert [h.split("\n")[0] for h in heads] == ["Case", "Group", "function:alpha tool", "function:beta tool"]
+        everything = [
+            ["c1", "odd", "correct", "correct"],
+            ["c2", "even", "correct", "incorrect"],
+            ["c3", "odd", "incorrect", "incorrect"],
+            ["c4", "even", "correct", "missing"],
+            ["c5", "odd", "correct", "incorrect"],
+            ["c6", "even", "correct", "error"],
+        ]
+        assert grid_rows(page, echo) == everything
+        cells = page.locator(f"{echo} table.cases tbody td.cell")
+        assert cells.nth(4).inner_text() == 'incorrect\n{"text": "<img src=x onerror=alert(1)>"}\n$0.0000660'
+        assert cells.nth(3).inner_text() == 'incorrect\n{"text": "<script>alert(2)</script>"}\n$0.0000620'
+        assert cells.nth(7).inner_text() == (
+            "missing\nINVALID </td><b>4</b>\ninvalid: no_tool_call · 1 corrective retry · $0.000119"
+        )
+        assert (
+            cells.nth(8).inner_text()
+            == 'correct\n{"text": "5"}\ninvalid: no_tool_call · 1 corrective retry · $0.000131'
+        )
+        assert cells.nth(11).inner_text() == "error\nRuntimeError: boom\n$0"
+        assert page.locator("table.cases img, table.cases b, table.cases script").count() == 0
+        assert page.locator("script").count() == 1
+        colours = {status: cells.nth(n).evaluate("(td) => getComputedStyle(td).backgroundColor")
+                   for status, n in (("correct", 0), ("incorrect", 3), ("missing", 7), ("error", 11))}  # fmt: skip
+        assert colours == {"correct": "rgb(235, 251, 238)", "incorrect": "rgb(255, 245, 245)",
+                           "missing": "rgb(255, 245, 245)", "error": "rgb(241, 243, 245)"}  # fmt: skip
+        counts = page.locator(f"{echo} .case-controls label").all_inner_texts()
+        assert counts == ["all 6", "disagree 3", "wrong 4", "invalid 2", "error 1"]
 
-            def dialog(shown: Dialog) -> None:  # an alert() that ran: counted, then closed
-                dialogs.append(shown.message)
-                shown.dismiss()
+        def show(name: str) -> list[str]:
+            page.locator(f"{echo} input[value={name}]").check()
+            return [row[0] for row in grid_rows(page, echo)]
 
-            page.on("dialog", dialog)
-            page.goto(url, wait_until="load")
-            echo = "section#suite-0"
-            heads = page.locator(f"{echo} table.cases thead th").all_inner_texts()
-            assert [h.split("\n")[0] for h in heads] == ["Case", "Group", "function:alpha tool", "function:beta tool"]
-            everything = [
-                ["c1", "odd", "correct", "correct"],
-                ["c2", "even", "correct", "incorrect"],
-                ["c3", "odd", "incorrect", "incorrect"],
-                ["c4", "even", "correct", "missing"],
-                ["c5", "odd", "correct", "incorrect"],
-                ["c6", "even", "correct", "error"],
-            ]
-            assert grid_rows(page, echo) == everything
-            cells = page.locator(f"{echo} table.cases tbody td.cell")
-            assert cells.nth(4).inner_text() == 'incorrect\n{"text": "<img src=x onerror=alert(1)>"}\n$0.0000660'
-            assert cells.nth(3).inner_text() == 'incorrect\n{"text": "<script>alert(2)</script>"}\n$0.0000620'
-            assert cells.nth(7).inner_text() == (
-                "missing\nINVALID </td><b>4</b>\ninvalid: no_tool_call · 1 corrective retry · $0.000119"
-            )
-            assert (
-                cells.nth(8).inner_text()
-                == 'correct\n{"text": "5"}\ninvalid: no_tool_call · 1 corrective retry · $0.000131'
-            )
-            assert cells.nth(11).inner_text() == "error\nRuntimeError: boom\n$0"
-            assert page.locator("table.cases img, table.cases b, table.cases script").count() == 0
-            assert page.locator("script").count() == 1
-            colours = {status: cells.nth(n).evaluate("(td) => getComputedStyle(td).backgroundColor")
-                       for status, n in (("correct", 0), ("incorrect", 3), ("missing", 7), ("error", 11))}  # fmt: skip
-            assert colours == {"correct": "rgb(235, 251, 238)", "incorrect": "rgb(255, 245, 245)",
-                               "missing": "rgb(255, 245, 245)", "error": "rgb(241, 243, 245)"}  # fmt: skip
-            counts = page.locator(f"{echo} .case-controls label").all_inner_texts()
-            assert counts == ["all 6", "disagree 3", "wrong 4", "invalid 2", "error 1"]
-
-            def show(name: str) -> list[str]:
-                page.locator(f"{echo} input[value={name}]").check()
-                return [row[0] for row in grid_rows(page, echo)]
-
-            assert show("disagree") == DISAGREE
-            assert page.locator(f"{echo} .case-count").inner_text() == "3 of 6 cases"
-            assert show("wrong") == ["c2", "c3", "c4", "c5"]
-            assert show("invalid") == ["c4", "c5"]
-            assert show("error") == ["c6"]
-            assert show("all") == ["c1", "c2", "c3", "c4", "c5", "c6"]
-            page.locator(f"{echo} input.case-search").fill("ONERROR")
-            assert [row[0] for row in grid_rows(page, echo)] == ["c3"]
-            assert show("disagree") == []  # the search and the filter together
-            assert page.locator(f"{echo} .case-count").inner_text() == "0 of 6 cases"
-            page.locator(f"{echo} input.case-search").fill("")
-            assert show("all") == ["c1", "c2", "c3", "c4", "c5", "c6"]
-            assert grid_rows(page, echo) == everything
-            two = "section#suite-1"
-            assert grid_rows(page, two) == [["c1", "odd", "correct"], ["c2", "even", "correct"]]
-            assert page.locator(f"{two} input[value=disagree]").is_disabled()  # one run: nothing to disagree with
-            page.locator(f"{echo} table.cases").screenshot(path=tmp_path / "cases.png")
-        finally:
-            browser.close()
-    assert (errors, dialogs) == ([], [])
-    assert requests == [url]
+        assert show("disagree") == DISAGREE
+        assert page.locator(f"{echo} .case-count").inner_text() == "3 of 6 cases"
+        assert show("wrong") == ["c2", "c3", "c4", "c5"]
+        assert show("invalid") == ["c4", "c5"]
+        assert show("error") == ["c6"]
+        assert show("all") == ["c1", "c2", "c3", "c4", "c5", "c6"]
+        page.locator(f"{echo} input.case-search").fill("ONERROR")
+        assert [row[0] for row in grid_rows(page, echo)] == ["c3"]
+        assert show("disagree") == []  # the search and the filter together
+        assert page.locator(f"{echo} .case-count").inner_text() == "0 of 6 cases"
+        page.locator(f"{echo} input.case-search").fill("")
+        assert show("all") == ["c1", "c2", "c3", "c4", "c5", "c6"]
+        assert grid_rows(page, echo) == everything
+        two = "section#suite-1"
+        assert grid_rows(page, two) == [["c1", "odd", "correct"], ["c2", "even", "correct"]]
+        assert page.locator(f"{two} input[value=disagree]").is_disabled()  # one run: nothing to disagree with
+        page.locator(f"{echo} table.cases").screenshot(path=tmp_path / "cases.png")
+    assert (watched.errors, watched.dialogs) == ([], [])
+    assert watched.requests == [url]
 
 
 def test_the_report_of_one_runs_summary_file_has_its_grid(echo_results: Path, tmp_path: Path) -> None:
