@@ -164,6 +164,8 @@ class CasePage:
     rows: list[CaseRow]
     groups: list[str] = field(default_factory=list)
     """Every group of the shown runs' cases (for the group filter)."""
+    entries: list[RunEntry] = field(default_factory=list)
+    """The runs shown, in their columns' order."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,8 @@ class CaseDetail:
     group: str | None
     runs: dict[str, list[SampleRecord]]
     """By run key: the run's records of the case, one per repeat (none when the run did not pose it)."""
+    entries: list[RunEntry] = field(default_factory=list)
+    """The runs shown, in the order named."""
 
 
 @dataclass
@@ -385,7 +389,7 @@ class CaseStore:
                 if row[3 + index]
             }
             rows.append(CaseRow(row[0], row[1], cells))
-        return CasePage(total, page, per_page, rows, [group for (group,) in groups])
+        return CasePage(total, page, per_page, rows, [group for (group,) in groups], entries)
 
     def case_ids(
         self, keys: Sequence[str], *, filter: str = "all", group: str | None = None, query: str | None = None
@@ -420,7 +424,7 @@ class CaseStore:
         if first is None:
             raise NotFoundError(f"no case {case_id!r} in {', '.join(keys)}")
         prompt = next((r.prompt for records in runs.values() for r in records if r.prompt is not None), None)
-        return CaseDetail(case_id, prompt, first.expected, first.group, runs)
+        return CaseDetail(case_id, prompt, first.expected, first.group, runs, entries)
 
     def _tables_of(self, entries: Sequence[RunEntry], *, searchable: bool = False) -> list[str]:
         """The runs' table names, those not loaded yet (or changed) loaded side by side: DuckDB's reading of one file

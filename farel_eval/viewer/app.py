@@ -83,7 +83,7 @@ def create_app(results_dir: Path, *, hosts: Sequence[str] = LOOPBACK_HOSTS) -> S
         return _json([_run_json(entry) for entry in store.runs()])
 
     def api_cases(request: Request) -> Response:
-        _, page = _cases(store, request)
+        page = _cases(store, request)
         return _json(
             {
                 "total": page.total,
@@ -107,14 +107,12 @@ def create_app(results_dir: Path, *, hosts: Sequence[str] = LOOPBACK_HOSTS) -> S
         return _html(pages.leaderboard(entries, boards.get(entries)))
 
     def cases_page(request: Request) -> Response:
-        keys, page = _cases(store, request)
-        entries = store.entries(keys)
-        return _html(pages.cases(entries, page, _query(request), suites))
+        page = _cases(store, request)
+        return _html(pages.cases(page.entries, page, _query(request), suites))
 
     def case_page(request: Request) -> Response:
-        keys = _keys(request)
-        detail = store.case(request.path_params["case_id"], keys)
-        return _html(pages.case(store.entries(keys), detail, _query(request), suites))
+        detail = store.case(request.path_params["case_id"], _keys(request))
+        return _html(pages.case(detail.entries, detail, _query(request), suites))
 
     def static(request: Request) -> Response:
         name = request.path_params["name"]
@@ -193,14 +191,13 @@ def _number(request: Request, name: str, default: int) -> int:
     return int(text)
 
 
-def _cases(store: CaseStore, request: Request) -> tuple[list[str], CasePage]:
+def _cases(store: CaseStore, request: Request) -> CasePage:
     params = request.query_params
-    keys = _keys(request)
     direction = params.get("dir") or "asc"  # the grid's form sends `dir=` when no direction was chosen
     if direction not in ("asc", "desc"):
         raise InputError(f"dir: {direction!r} is not asc or desc")
-    page = store.cases(
-        keys,
+    return store.cases(
+        _keys(request),
         filter=params.get("filter") or "all",
         group=params.get("group") or None,
         query=params.get("q") or None,
@@ -209,7 +206,6 @@ def _cases(store: CaseStore, request: Request) -> tuple[list[str], CasePage]:
         page=_number(request, "page", 1),
         per_page=_number(request, "per_page", 50),
     )
-    return keys, page
 
 
 def _run_json(entry: RunEntry) -> dict[str, Any]:
