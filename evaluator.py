@@ -10,7 +10,7 @@ The importable core: no argument parsing, no printing.
     result.records[0].output, result.records[0].score, result.scores.score
 
 `evaluate()` poses and scores; `run()` does the same and stores the run (resumable) under a results folder.
-`Suite(name, params, build)` makes a benchmark a plug-in (entry-point group `farel_eval.suites`), run with
+`Suite(name, params, build)` makes a benchmark a plug-in (entry-point group `typed_eval.suites`), run with
 `main.py run --suite NAME -S key=value`.
 `analyse(records)` gives a run's interval and baselines, `compare(a, b)` pairs two runs case by
 case:
@@ -21,16 +21,19 @@ case:
 
 from __future__ import annotations
 
-from farel_eval.analysis import Comparison, RunAnalysis, analyse, compare
-from farel_eval.attempts import UserPrices
-from farel_eval.batches import BatchOptions
-from farel_eval.datasets import Dataset, dataset_from_cases
-from farel_eval.engine import EvaluationResult, RunControl, ToolChoice, default_retries, evaluate
-from farel_eval.errors import EvaluatorError, InputError, ModelSetupError, ResultFileError, TaskError
-from farel_eval.flow import Pacer, PaceReport
-from farel_eval.models import PreparedModel, open_model
-from farel_eval.runs import RunOutcome, run
-from farel_eval.schemas import (
+from typed_eval.core.attempts import UserPrices
+from typed_eval.core.datasets import Dataset, dataset_from_cases
+from typed_eval.core.errors import EvaluatorError, InputError, ModelSetupError, ResultFileError, TaskError
+from typed_eval.core.scoring import score_records
+from typed_eval.core.suite import AnswerLine, Suite, SuiteContext
+from typed_eval.core.tasks import Conversation, Score, Task, TextReader
+from typed_eval.engine.evaluation import EvaluationResult, RunControl, ToolChoice, default_retries, evaluate
+from typed_eval.engine.runs import RunOutcome, run
+from typed_eval.providers.batches import BatchOptions
+from typed_eval.providers.flow import Pacer, PaceReport
+from typed_eval.providers.models import PreparedModel, open_model
+from typed_eval.reports.analysis import Comparison, RunAnalysis, analyse, compare
+from typed_eval.schemas import (
     AnswerMode,
     Attempt,
     Case,
@@ -41,16 +44,13 @@ from farel_eval.schemas import (
     SampleStatus,
     Scores,
 )
-from farel_eval.scoring import score_records
-from farel_eval.storage import load_runs, read_records
-from farel_eval.suite import AnswerLine, Suite, SuiteContext
-from farel_eval.suites.multiple_choice import (
+from typed_eval.store.storage import load_runs, read_records
+from typed_eval.suites.multiple_choice import (
     DEFAULT_SYSTEM_PROMPT,
     OptionAnswer,
     evaluate_quizzes,
     multiple_choice_task,
 )
-from farel_eval.tasks import Conversation, Score, Task, TextReader
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from farel_eval.errors import OneLineArgumentParser
-from farel_eval.schemas import Quiz
+from typed_eval.core.errors import OneLineArgumentParser
+from typed_eval.schemas import Quiz
 
 __all__ = [
     "DEFAULT_TEMPLATE",

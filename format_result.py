@@ -2,15 +2,15 @@
 """Leaderboard of stored runs: `python format_result.py [DIR] [--format rich|markdown|csv|json|html]`, and
 `python format_result.py --compare RUN_A RUN_B` for a paired comparison.
 
-The code is `farel_eval.cli.leaderboard`, `farel_eval.leaderboard` and `farel_eval.tables` (also
-`farel-eval-leaderboard` once installed).
+The code is `typed_eval.cli.leaderboard`, `typed_eval.reports.leaderboard` and `typed_eval.reports.tables` (also
+`typed-eval-leaderboard` once installed).
 """
 
 import sys
 
-from farel_eval.cli.leaderboard import main
-from farel_eval.leaderboard import build_rows
-from farel_eval.tables import class_header, render_csv, render_json, render_markdown, render_rich
+from typed_eval.cli.leaderboard import main
+from typed_eval.reports.leaderboard import build_rows
+from typed_eval.reports.tables import class_header, render_csv, render_json, render_markdown, render_rich
 
 __all__ = ["build_rows", "class_header", "main", "render_csv", "render_json", "render_markdown", "render_rich"]
 

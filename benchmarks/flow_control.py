@@ -16,7 +16,7 @@ concurrency 8.
 inspect_ai (installed in a venv of its own; `--inspect-python`) runs `benchmarks/inspect_farel_task.py`, the same
 prompts with farel-bench's `<ANSWER>` instruction, as `openai-api/loopback/m` with `--max-connections` the
 concurrency and its defaults otherwise (unlimited retries, `--no-fail-on-error` so that a failed sample is
-counted, not fatal). The server answers a tool call to farel-eval and the tag to inspect_ai, correct either way.
+counted, not fatal). The server answers a tool call to typed-eval and the tag to inspect_ai, correct either way.
 Wall seconds are whole processes (start-up included); 429s, requests and requests into the outage are the server's
 counts. With `--rounds N`, a table cell is the median of the rounds (counts: the worst round), and the ratios
 against inspect_ai are taken within each round.
@@ -196,7 +196,7 @@ def run_farel(scenario: str, reply: Callable[[dict[str, Any]], dict[str, Any]], 
         counts = _server_counts(server, started)
         found = glob.glob(os.path.join(scratch, "*", "*", "summary.json"))
         if not found:
-            print(f"farel-eval wrote no summary (exit {done.returncode}): {done.stderr[-1500:]}", file=sys.stderr)
+            print(f"typed-eval wrote no summary (exit {done.returncode}): {done.stderr[-1500:]}", file=sys.stderr)
             return _failed(wall, counts, f"exit {done.returncode}")
         summary = json.loads(Path(found[0]).read_text())
     scores = summary["scores"]
@@ -307,7 +307,7 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true", help="print each run's outcome as it ends")
     args = parser.parse_args()
 
-    compileall.compile_dir(REPO / "farel_eval", quiet=1)  # as after a user's first run
+    compileall.compile_dir(REPO / "typed_eval", quiet=1)  # as after a user's first run
     quizzes = list(farel_bench.generate(3, 50, 42, shuffle=True))
     reply = _reply(quizzes)
     inspect_python = _find_inspect(args.inspect_python)
@@ -328,7 +328,7 @@ def main() -> None:
                 scenario = "outage" if name == "outage" else "rate-limit"
                 outcome = run_farel(scenario, reply, ROWS[name][1])
                 farel[name].append(outcome)
-                _say(args.verbose, round_no, name, "farel-eval", outcome)
+                _say(args.verbose, round_no, name, "typed-eval", outcome)
                 if inspect_python is not None and name in inspect:
                     outcome = run_inspect(scenario, reply, inspect_python, dataset)
                     inspect[name].append(outcome)
@@ -385,7 +385,7 @@ def _report(
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, runs in farel.items():
         label = ROWS[name][0]
-        print(_row(label, "farel-eval", runs, total))
+        print(_row(label, "typed-eval", runs, total))
         if inspect.get(name):
             print(_row(label, f"inspect_ai {version}", inspect[name], total))
     print(
@@ -394,7 +394,7 @@ def _report(
         "answered samples per wall second)"
     )
     if "outage" in farel:
-        back = [f"farel-eval {_note(farel['outage'], 'resumed_s')} s"]
+        back = [f"typed-eval {_note(farel['outage'], 'resumed_s')} s"]
         if inspect.get("outage"):
             back.append(f"inspect_ai {_note(inspect['outage'], 'resumed_s')} s")
         print(f"first answered request after the outage ended: {', '.join(back)} after its end")
@@ -408,7 +408,7 @@ def _report(
         print(f"  {_verdict(ok)}  {what}")
 
     for name, runs in farel.items():
-        print(ROWS[name][0] + (f" (farel-eval, --workers {ROWS[name][1]})" if ROWS[name][1] > 1 else " (farel-eval)"))
+        print(ROWS[name][0] + (f" (typed-eval, --workers {ROWS[name][1]})" if ROWS[name][1] > 1 else " (typed-eval)"))
         recorded, errors = min(r.recorded for r in runs), max(r.errors for r in runs)
         check(f"recorded {recorded}/{total} (every round)", recorded == total)
         check(f"errors {errors} (every round)", errors == 0)
@@ -447,7 +447,7 @@ def _report(
     for name, runs in farel.items():
         notes = [r.status for r in runs if r.status != "finished"]
         if notes:
-            print(f"farel-eval, {name}: {'; '.join(notes)}")
+            print(f"typed-eval, {name}: {'; '.join(notes)}")
     print(f"\n{'all targets met' if not failed else f'{failed} target(s) missed'}")
 
 

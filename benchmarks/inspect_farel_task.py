@@ -4,7 +4,7 @@
 
 `dataset` is a JSON-lines file written by the benchmark, one quiz a line: {"id", "prompt", "correct"} (the prompt
 is farel-bench's text, ending with its `<ANSWER>` instruction). One generate per quiz, scored by the tag.
-Nothing here imports farel-eval: inspect_ai's venv need not hold it.
+Nothing here imports typed-eval: inspect_ai's venv need not hold it.
 """
 
 from __future__ import annotations

@@ -143,7 +143,7 @@ async def _bare_agent(url: str, prompts: list[str], concurrency: int) -> None:
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    from farel_eval.suites.multiple_choice import OptionAnswer
+    from typed_eval.suites.multiple_choice import OptionAnswer
 
     model = OpenAIChatModel("m", provider=OpenAIProvider(base_url=url, api_key="k"))
     agent = Agent(model, output_type=ToolOutput(OptionAnswer, name="select_answer"))
@@ -188,7 +188,7 @@ def _timed(command: list[str]) -> tuple[float, float]:
 
 
 def throughput(length: int, number: int, concurrency: int, latency_ms: float, repeats: int, workers: list[int]) -> None:
-    compileall.compile_dir(REPO / "farel_eval", quiet=1)  # as after a first run, whatever PYTHONDONTWRITEBYTECODE says
+    compileall.compile_dir(REPO / "typed_eval", quiet=1)  # as after a first run, whatever PYTHONDONTWRITEBYTECODE says
     server = MockServer(latency_ms / 1000)
     quizzes = len(_prompts(length, number))
     me = [sys.executable, __file__]

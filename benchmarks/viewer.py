@@ -48,8 +48,9 @@ from urllib.parse import quote
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from farel_eval.runs import RUNNING, program_version  # noqa: E402
-from farel_eval.schemas import (  # noqa: E402
+from typed_eval.core.scoring import ScoreBook  # noqa: E402
+from typed_eval.engine.runs import RUNNING, program_version  # noqa: E402
+from typed_eval.schemas import (  # noqa: E402
     Attempt,
     Case,
     Cost,
@@ -62,9 +63,8 @@ from farel_eval.schemas import (  # noqa: E402
     SampleStatus,
     TokenUsage,
 )
-from farel_eval.scoring import ScoreBook  # noqa: E402
-from farel_eval.storage import RECORDS_FILE, SUMMARY_FILE, RunWriter, model_slug, parse_record  # noqa: E402
-from farel_eval.suites.farel import FAREL_TASK, generated_dataset  # noqa: E402
+from typed_eval.store.storage import RECORDS_FILE, SUMMARY_FILE, RunWriter, model_slug, parse_record  # noqa: E402
+from typed_eval.suites.farel.suite import FAREL_TASK, generated_dataset  # noqa: E402
 
 LENGTH, SEED = 7, 42
 """farel_bench.py -l 7 -r 42 -s: degrees 1 to 7, prompts of 1,056 characters on average."""
@@ -442,11 +442,11 @@ def profile(root: Path, made: dict[str, Any]) -> None:
     statements), the grid's query, the parse of the page's records, the HTML, and the leaderboard's read."""
     import duckdb
 
-    from farel_eval import case_store
-    from farel_eval.case_store import CaseStore
-    from farel_eval.leaderboard import build_board
-    from farel_eval.suite import find_suites
-    from farel_eval.viewer import pages
+    from typed_eval.core.suite import find_suites
+    from typed_eval.reports.leaderboard import build_board
+    from typed_eval.reports.viewer import pages
+    from typed_eval.store import case_store
+    from typed_eval.store.case_store import CaseStore
 
     def cpu() -> float:
         usage = resource.getrusage(resource.RUSAGE_SELF)

@@ -22,17 +22,26 @@ from pydantic_ai.profiles import ModelProfile
 import evaluator
 from evaluator import Case, SampleRecord, Task
 from farel_bench import TAG_INSTRUCTION
-from farel_eval.embeddings import TextEmbedder
-from farel_eval.schemas import AnswerMode, Quiz
-from farel_eval.suite import AnswerLine, Suite, answer_lines, suite_named
-from farel_eval.suites.case_files import CASE_FILE, load_case_file, show_assertions, with_judge
-from farel_eval.suites.farel import FAREL, FAREL_TASK
-from farel_eval.suites.judge import Judge
-from farel_eval.suites.lineage import LINEAGE, LINEAGE_TASK, generated_dataset
-from farel_eval.suites.multiple_choice import show_option
-from farel_eval.suites.novelty import NOVELTY, NoveltySettings, novelty_dataset, novelty_task, show_answers
-from farel_eval.suites.story_graph import STORY_GRAPH, TASK, Edge, ExpectedGraph, Member, Relation, Title, show_graph
 from tests.test_novelty import answerer, judging
+from typed_eval.core.suite import AnswerLine, Suite, answer_lines, suite_named
+from typed_eval.providers.embeddings import TextEmbedder
+from typed_eval.schemas import AnswerMode, Quiz
+from typed_eval.suites.case_files.suite import CASE_FILE, load_case_file, show_assertions, with_judge
+from typed_eval.suites.farel.suite import FAREL, FAREL_TASK
+from typed_eval.suites.judge import Judge
+from typed_eval.suites.lineage.suite import LINEAGE, LINEAGE_TASK, generated_dataset
+from typed_eval.suites.multiple_choice import show_option
+from typed_eval.suites.novelty.suite import NOVELTY, NoveltySettings, novelty_dataset, novelty_task, show_answers
+from typed_eval.suites.story_graph.suite import (
+    STORY_GRAPH,
+    TASK,
+    Edge,
+    ExpectedGraph,
+    Member,
+    Relation,
+    Title,
+    show_graph,
+)
 
 HOSTILE = "<script>alert(1)</script>"
 
@@ -359,7 +368,7 @@ def test_a_view_that_raises_falls_back_to_the_outputs_json() -> None:
 
 def test_an_unknown_mark_is_no_class_and_a_known_one_is_escaped() -> None:
     """In the viewer's pages and the HTML report's grid alike: one function renders an answer line for both."""
-    from farel_eval.html_report import answer_html as _line
+    from typed_eval.reports.html_report import answer_html as _line
 
     hostile = AnswerLine("<i>", '"><form action=/elsewhere><button>')  # type: ignore[arg-type]
     assert _line(hostile, 100) == '<div class="answer">&lt;i&gt;</div>'

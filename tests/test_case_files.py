@@ -22,14 +22,14 @@ from pydantic_ai.usage import RequestUsage
 
 import evaluator
 from evaluator import Case, EvaluationResult, RunSummary, SampleRecord
-from farel_eval.attempts import UserPrices
-from farel_eval.errors import EvaluatorError, TaskError
-from farel_eval.scoring import score_records
-from farel_eval.suites.assertions import Graded, Output, check_of, compile_assertion
-from farel_eval.suites.case_files import context_level, load_case_file, render, with_judge
-from farel_eval.suites.js import comma_separated, js_number
-from farel_eval.suites.judge import Judge
 from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
+from typed_eval.core.attempts import UserPrices
+from typed_eval.core.errors import EvaluatorError, TaskError
+from typed_eval.core.scoring import score_records
+from typed_eval.suites.case_files.assertions import Graded, Output, check_of, compile_assertion
+from typed_eval.suites.case_files.js import comma_separated, js_number
+from typed_eval.suites.case_files.suite import context_level, load_case_file, render, with_judge
+from typed_eval.suites.judge import Judge
 
 EXAMPLE = REPO / "examples" / "complex_cases.yaml"
 IDS = [f"test-00{n}" for n in range(1, 8)]

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 import farel_bench
-from farel_eval.schemas import RunSummary, SampleRecord
-from farel_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
 from tests.conftest import PUBLISHED_CSV, PUBLISHED_MD5, PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, answer_key, completion, text, tool_call
+from typed_eval.schemas import RunSummary, SampleRecord
+from typed_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
 
 SECRET = "sk-test-secret-0123456789abcdef"
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
@@ -381,9 +381,9 @@ def test_a_library_error_names_the_flag_of_its_parameter(
     parameter: str | None, said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The flag comes from the error's `parameter` and the parser's actions; the message is not rewritten."""
-    from farel_eval import cli as command_line
-    from farel_eval.cli import run as run_command
-    from farel_eval.errors import InputError
+    from typed_eval import cli as command_line
+    from typed_eval.cli import run as run_command
+    from typed_eval.core.errors import InputError
 
     async def refused(*_: Any, **__: Any) -> Any:
         raise InputError("must be 7", parameter=parameter)

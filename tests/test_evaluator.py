@@ -26,10 +26,10 @@ from pydantic_ai.profiles import ModelProfile
 
 import evaluator
 from evaluator import EvaluationResult, RunControl, UserPrices
-from farel_eval.errors import EvaluatorError
-from farel_eval.schemas import AnswerMode, Attempt, Quiz, SampleRecord
-from farel_eval.suites.multiple_choice import TAG_INSTRUCTION
 from tests.conftest import without_usage
+from typed_eval.core.errors import EvaluatorError
+from typed_eval.schemas import AnswerMode, Attempt, Quiz, SampleRecord
+from typed_eval.suites.multiple_choice import TAG_INSTRUCTION
 
 
 def quiz(n: int, *, correct: int = 2, class_name: str = "kin", options: Sequence[str] = ("a", "b", "c", "d")) -> Quiz:

@@ -12,11 +12,11 @@ import pytest
 
 import evaluator
 import farel_bench
-from farel_eval.errors import InputError
-from farel_eval.schemas import RunSummary
-from farel_eval.suites.farel import FAREL_TASK
-from farel_eval.suites.farel_logs import match_replies, parse_log
 from tests.conftest import PYTHON, REPO
+from typed_eval.core.errors import InputError
+from typed_eval.schemas import RunSummary
+from typed_eval.suites.farel.logs import match_replies, parse_log
+from typed_eval.suites.farel.suite import FAREL_TASK
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
 """The published FaRel-3 quizzes; the first three are child quizzes whose correct answers are 1, 2, 2."""

@@ -12,12 +12,12 @@ import pytest
 
 import evaluator
 import farel_bench
-from farel_eval.schemas import RunSettings, RunSummary
-from farel_eval.storage import read_records
-from farel_eval.suites.farel import FAREL_TASK, generated_dataset
-from farel_eval.suites.farel_import import import_log_file
-from farel_eval.suites.farel_logs import parse_log
 from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
+from typed_eval.schemas import RunSettings, RunSummary
+from typed_eval.store.storage import read_records
+from typed_eval.suites.farel.importer import import_log_file
+from typed_eval.suites.farel.logs import parse_log
+from typed_eval.suites.farel.suite import FAREL_TASK, generated_dataset
 
 LOGS = FAREL_FIXTURES / "logs"
 PUBLISHED_FAREL = {"deepseek-r1": 99.78, "deepseek-v3": 96.44, "minimax-01": 85.56}

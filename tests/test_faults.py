@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 import farel_bench
-from farel_eval.schemas import Quiz, RunSummary, SampleRecord
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
+from typed_eval.schemas import Quiz, RunSummary, SampleRecord
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
 KEY = answer_key(QUIZZES)

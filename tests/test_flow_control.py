@@ -20,11 +20,11 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 import evaluator
 import farel_bench
-from farel_eval.flow import Verdict, WaitedTooLong
-from farel_eval.schemas import RunSummary, SampleRecord
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
 from tests.fake_provider import Bucket, Rationed
+from typed_eval.providers.flow import Verdict, WaitedTooLong
+from typed_eval.schemas import RunSummary, SampleRecord
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
 KEY = answer_key(QUIZZES)

@@ -14,8 +14,8 @@ from rich.console import Console
 
 import format_result
 from evaluator import score_records
-from farel_eval.schemas import Cost, DatasetInfo, RunSettings, RunStatus, RunSummary, SampleRecord, TokenUsage
-from farel_eval.storage import RunWriter, StoredRun, load_runs
+from typed_eval.schemas import Cost, DatasetInfo, RunSettings, RunStatus, RunSummary, SampleRecord, TokenUsage
+from typed_eval.store.storage import RunWriter, StoredRun, load_runs
 
 WHEN = datetime(2026, 11, 1, tzinfo=UTC)
 

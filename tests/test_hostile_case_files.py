@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from evaluator import RunSummary, SampleRecord
-from farel_eval.suites.checks import CHECK_TIME_LIMIT_S
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, prompt_of, text
+from typed_eval.suites.case_files.checks import CHECK_TIME_LIMIT_S
 
 DEEP = '{"a":' * 100_000 + "1" + "}" * 100_000
 REPLIES = {"deep": DEEP, "plain": "fine", "letters": "a" * 41, "code": "print('hi')"}

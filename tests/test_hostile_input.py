@@ -20,16 +20,16 @@ from pydantic_ai.usage import RequestUsage
 from rich.console import Console
 
 import evaluator
-from farel_eval import ollama_models
-from farel_eval.embeddings import endpoint_embedder
-from farel_eval.schemas import RunSummary
-from farel_eval.suites.judge import Judge
-from farel_eval.suites.lineage import csv_rows
-from farel_eval.suites.lineage import generate as lineage_generate
-from farel_eval.suites.novelty import NoveltyOutput, NoveltySettings, novelty_dataset, novelty_task
 from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, completion, embeddings, tool_call
 from tests.test_format_result import answers, store
+from typed_eval.providers import ollama_models
+from typed_eval.providers.embeddings import endpoint_embedder
+from typed_eval.schemas import RunSummary
+from typed_eval.suites.judge import Judge
+from typed_eval.suites.lineage.suite import csv_rows
+from typed_eval.suites.lineage.suite import generate as lineage_generate
+from typed_eval.suites.novelty.suite import NoveltyOutput, NoveltySettings, novelty_dataset, novelty_task
 
 
 def cli(*args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -339,7 +339,7 @@ def test_a_folder_of_logs_imports_each_it_can_and_names_the_one_it_cannot(tmp_pa
 MEMORY_OF_PARSE = """\
 import resource, sys
 from pathlib import Path
-from farel_eval.suites.farel_logs import parse_log
+from typed_eval.suites.farel.logs import parse_log
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 log = parse_log(Path(sys.argv[1]))
 grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024
@@ -457,7 +457,7 @@ def cases():
 MEMORY_OF_SUITE = """\
 import resource, sys
 from pathlib import Path
-from farel_eval.suites.files import load_suite_file
+from typed_eval.suites.suite_file import load_suite_file
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 task, dataset = load_suite_file(Path(sys.argv[1]))
 posed = [case.id for case in dataset.limited(8).cases()]

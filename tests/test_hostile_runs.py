@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import farel_bench
-from farel_eval.schemas import RunSummary, SampleRecord
-from farel_eval.workers import WorkerPool
 from tests.conftest import PYTHON, REPO
 from tests.fake_batches import FakeBatches, function_call
 from tests.fake_batches import prompt_of as batch_prompt_of
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, text, tool_call
+from typed_eval.engine.workers import WorkerPool
+from typed_eval.schemas import RunSummary, SampleRecord
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
 KEY = answer_key(QUIZZES)

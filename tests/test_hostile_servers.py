@@ -19,9 +19,9 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 import evaluator
 import farel_bench
-from farel_eval.schemas import RunSummary
 from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
+from typed_eval.schemas import RunSummary
 
 QUIZZES = list(farel_bench.generate(1, 10, 42, shuffle=True))
 KEY = answer_key(QUIZZES)

@@ -21,12 +21,19 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import evaluator
 import format_result
-from farel_eval.errors import InputError, ResultFileError
-from farel_eval.html_report import GRID_FILTERS, CaseGrid, InvalidExample, case_grids, invalid_examples, render_html
-from farel_eval.leaderboard import build_board
-from farel_eval.schemas import Attempt, Cost, LeaderboardRow, SampleRecord, TokenUsage
-from farel_eval.storage import load_runs
-from farel_eval.suite import AnswerLine, FileParams, Suite
+from typed_eval.core.errors import InputError, ResultFileError
+from typed_eval.core.suite import AnswerLine, FileParams, Suite
+from typed_eval.reports.html_report import (
+    GRID_FILTERS,
+    CaseGrid,
+    InvalidExample,
+    case_grids,
+    invalid_examples,
+    render_html,
+)
+from typed_eval.reports.leaderboard import build_board
+from typed_eval.schemas import Attempt, Cost, LeaderboardRow, SampleRecord, TokenUsage
+from typed_eval.store.storage import load_runs
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -220,7 +227,7 @@ def test_the_page_is_deterministic_and_fetches_nothing() -> None:
 
 def test_without_matplotlib_the_error_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # what `import matplotlib` meets when it is absent
-    with pytest.raises(InputError, match=r"^the HTML report needs matplotlib: pip install 'farel-eval\[report\]'$"):
+    with pytest.raises(InputError, match=r"^the HTML report needs matplotlib: pip install 'typed-eval\[report\]'$"):
         render_html(ROWS, {})
 
 
@@ -332,7 +339,7 @@ def grid_rows(page: Any, section: str) -> list[list[str]]:
 def test_each_row_names_the_filters_that_keep_it_as_case_store_does(echo_results: Path) -> None:
     # case_store (duckdb) is imported in the tests, not at collection: the CLI's gc.freeze(), which test_cli runs in
     # this process, would freeze duckdb's objects too, and nanobind would call them leaked at the exit
-    from farel_eval.case_store import FILTERS, CaseStore
+    from typed_eval.store.case_store import FILTERS, CaseStore
 
     rows = board_rows(echo_results)
     grids = case_grids(echo_results, rows, suites={})
@@ -383,7 +390,7 @@ def test_a_suite_over_the_limits_gets_one_line_saying_so(echo_results: Path) -> 
 def test_a_run_without_records_has_no_column_and_an_unreadable_suite_says_why(
     echo_results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from farel_eval.case_store import CaseStore
+    from typed_eval.store.case_store import CaseStore
 
     root = tmp_path / "result"
     shutil.copytree(echo_results, root)
@@ -425,7 +432,7 @@ def test_a_suites_answer_view_marks_lines_and_an_unknown_mark_is_no_class(echo_r
 
 
 def test_a_cell_of_differing_repeats_is_mixed_and_its_answer_text_is_cut() -> None:
-    from farel_eval.case_store import CaseCell, CaseRow
+    from typed_eval.store.case_store import CaseCell, CaseRow
 
     first = record("q1", [GOOD]).model_copy(update={"output": "y" * 250, "score": 1.0})
     second = record("q1", [bad("no_tool_call", "<b>no</b>")], repeat=1)
@@ -520,7 +527,7 @@ def test_a_suite_whose_summaries_say_it_is_too_big_reads_no_record(
 ) -> None:
     """Six cases against a bound of five: known from the summaries, so no run is loaded into DuckDB."""
 
-    from farel_eval.case_store import CaseStore  # duckdb imported only by the tests that use it (see above)
+    from typed_eval.store.case_store import CaseStore  # duckdb imported only by the tests that use it (see above)
 
     def unread(*args: Any, **kwargs: Any) -> str:
         raise AssertionError("a run was read")

@@ -37,7 +37,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert build.returncode == 0, build.stderr
-    (built,) = out.glob("farel_eval-*.whl")
+    (built,) = out.glob("typed_eval-*.whl")
     return built
 
 
@@ -46,9 +46,9 @@ def test_the_wheel_claims_only_its_own_top_level_names(wheel: Path) -> None:
         tops = {name.split("/")[0] for name in archive.namelist() if ".dist-info/" not in name}
         (entry_points,) = [n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt")]
         scripts = archive.read(entry_points).decode()
-    assert tops == {"evaluator.py", "farel_bench.py", "farel_eval"}
-    assert "farel-eval = farel_eval.cli:main" in scripts
-    assert "farel-eval-leaderboard = farel_eval.cli.leaderboard:main" in scripts
+    assert tops == {"evaluator.py", "farel_bench.py", "typed_eval"}
+    assert "typed-eval = typed_eval.cli:main" in scripts
+    assert "typed-eval-leaderboard = typed_eval.cli.leaderboard:main" in scripts
 
 
 def test_evaluator_imports_inside_a_host_project_with_generic_module_names(wheel: Path, tmp_path: Path) -> None:
@@ -69,8 +69,8 @@ def test_evaluator_imports_inside_a_host_project_with_generic_module_names(wheel
 
 
 def test_the_console_script_runs_as_main_py_does(tmp_path: Path) -> None:
-    script = Path(sys.executable).parent / "farel-eval"
-    assert script.exists(), "pip install -e . installs the farel-eval console script"
+    script = Path(sys.executable).parent / "typed-eval"
+    assert script.exists(), "pip install -e . installs the typed-eval console script"
     done = subprocess.run(
         [str(script), "run", "--model", "test", "--limit", "9", "--results-dir", str(tmp_path), "--quiet"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
@@ -78,13 +78,13 @@ def test_the_console_script_runs_as_main_py_does(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "FaRel-3: 22.22  (test, tool mode)" in done.stdout.splitlines()
     board = subprocess.run(
-        [str(script.parent / "farel-eval-leaderboard"), str(tmp_path), "--format", "csv"],
+        [str(script.parent / "typed-eval-leaderboard"), str(tmp_path), "--format", "csv"],
         cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert board.stdout.splitlines()[1].startswith(",farel,test,tool,")  # a limited run: listed, not ranked
     bad = subprocess.run([str(script), "run", "--suite", "nope"], cwd=tmp_path, capture_output=True, text=True)
     assert (bad.returncode, bad.stderr) == (
         2,
-        "farel-eval: error: unknown suite 'nope': use case-file, farel, lineage, novelty, story-graph, suite-file, "
+        "typed-eval: error: unknown suite 'nope': use case-file, farel, lineage, novelty, story-graph, suite-file, "
         "or a file (.json .py .yaml .yml)\n",
     )  # fmt: skip

@@ -1,5 +1,9 @@
-"""Imports point one way, with no exception: schemas <- core <- suites <- reports <- CLI. Every import of every module
-(those inside functions too) is read from its source, so a shortcut taken "just here" fails this test."""
+"""Imports point one way, with no exception: each folder of the package imports only the folders below it.
+
+    schemas <- core <- providers <- store <- engine <- suites <- reports <- cli
+
+Every import of every module (those inside functions too) is read from its source, so a shortcut taken "just here"
+fails this test."""
 
 from __future__ import annotations
 
@@ -8,24 +12,20 @@ from pathlib import Path
 
 from tests.conftest import REPO
 
-LAYERS = ("schemas", "core", "suites", "reports", "cli")
-REPORTS = {"farel_eval.leaderboard", "farel_eval.tables", "farel_eval.html_report", "farel_eval.mode_matrix",
-           "farel_eval.case_store"}  # fmt: skip
+LAYERS = ("schemas", "core", "providers", "store", "engine", "suites", "reports", "cli")
+PACKAGE = "typed_eval"
 
 
 def layer(module: str) -> int | None:
     """A module's layer; None for what is not ours (the standard library, pydantic-ai...)."""
-    if module == "farel_bench" or module.startswith("farel_eval.suites"):
-        return LAYERS.index("suites")  # the FaRel generator is FaRel's, as lineage's generator is lineage's
-    if not module.startswith("farel_eval"):
+    if module == "farel_bench":
+        return LAYERS.index("suites")  # the FaRel generator belongs to its suite
+    parts = module.split(".")
+    if parts[0] != PACKAGE:
         return None
-    if module.startswith("farel_eval.schemas"):
-        return LAYERS.index("schemas")
-    if module.startswith("farel_eval.cli"):
-        return LAYERS.index("cli")
-    if module in REPORTS or module.startswith("farel_eval.viewer"):
-        return LAYERS.index("reports")
-    return LAYERS.index("core")
+    if len(parts) == 1:
+        return 0  # the package's own __init__, which imports nothing
+    return LAYERS.index(parts[1])
 
 
 def imported(path: Path, module: str) -> set[str]:
@@ -36,13 +36,13 @@ def imported(path: Path, module: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module is not None:
             base = node.module if node.level == 0 else module.rsplit(".", node.level)[0] + "." + node.module
             found.add(base)
-            found |= {f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}".startswith("farel_eval")}
+            found |= {f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}".startswith(PACKAGE)}
     return found
 
 
 def modules() -> list[tuple[str, Path]]:
     found = [("farel_bench", REPO / "farel_bench.py")]
-    for path in sorted((REPO / "farel_eval").rglob("*.py")):
+    for path in sorted((REPO / PACKAGE).rglob("*.py")):
         parts = path.relative_to(REPO).with_suffix("").parts
         found.append((".".join(parts[:-1] if parts[-1] == "__init__" else parts), path))
     return found
@@ -51,6 +51,11 @@ def modules() -> list[tuple[str, Path]]:
 def is_module(name: str) -> bool:
     path = REPO / Path(*name.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def test_every_module_lives_in_a_layer_folder() -> None:
+    stray = [module for module, _ in modules() if module.count(".") == 1 and module.split(".")[1] not in LAYERS]
+    assert stray == []
 
 
 def test_no_module_imports_a_layer_above_its_own() -> None:
@@ -66,6 +71,16 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
 
 
 def test_the_layers_are_told_apart() -> None:
-    names = ("farel_eval.schemas.run", "farel_eval.engine", "farel_eval.suites.farel", "farel_eval.tables",
-             "farel_eval.viewer.pages", "farel_eval.cli.run", "pydantic")  # fmt: skip
-    assert [layer(name) for name in names] == [0, 1, 2, 3, 3, 4, None]
+    names = (
+        "typed_eval.schemas.run",
+        "typed_eval.core.tasks",
+        "typed_eval.providers.flow",
+        "typed_eval.store.storage",
+        "typed_eval.engine.runs",
+        "typed_eval.suites.farel.suite",
+        "typed_eval.reports.tables",
+        "typed_eval.reports.viewer.pages",
+        "typed_eval.cli.run",
+        "pydantic",
+    )
+    assert [layer(name) for name in names] == [0, 1, 2, 3, 4, 5, 6, 6, 7, None]

@@ -22,11 +22,14 @@ import pytest
 from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from farel_eval.engine import evaluate
-from farel_eval.schemas import Case, RunSettings, RunSummary, SampleRecord
-from farel_eval.storage import read_records
-from farel_eval.suites import lineage
-from farel_eval.suites.lineage import (
+from tests.conftest import FAREL_FIXTURES, PUBLISHED_MD5, PYTHON, REPO
+from tests.fake_openai import FakeOpenAI, completion, prompt_of, text
+from typed_eval.engine.evaluation import evaluate
+from typed_eval.schemas import Case, RunSettings, RunSummary, SampleRecord
+from typed_eval.store.storage import read_records
+from typed_eval.suites.lineage import suite as lineage
+from typed_eval.suites.lineage.importer import ResultImport, import_result_file
+from typed_eval.suites.lineage.suite import (
     DEFAULT_LENGTHS,
     LINEAGE_TASK,
     generate,
@@ -34,9 +37,6 @@ from farel_eval.suites.lineage import (
     relaxed_answer,
     strict_answer,
 )
-from farel_eval.suites.lineage_import import ResultImport, import_result_file
-from tests.conftest import FAREL_FIXTURES, PUBLISHED_MD5, PYTHON, REPO
-from tests.fake_openai import FakeOpenAI, completion, prompt_of, text
 
 TAG = "Enclose the selected answer number in the <ANSWER> tag, for example: <ANSWER>1</ANSWER>."
 

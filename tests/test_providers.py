@@ -18,12 +18,18 @@ from pydantic_ai.providers.openrouter import OpenRouterProvider
 
 import evaluator
 import farel_bench
-from farel_eval.errors import ModelSetupError
-from farel_eval.providers import forces_tool_choice, is_loopback, resolve_model, safe_url, without_forced_tool_choice
-from farel_eval.schemas import RunSummary, SampleRecord
-from farel_eval.transport import http_client
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Route, answer_key, completion, text, tool_call
+from typed_eval.core.errors import ModelSetupError
+from typed_eval.providers.resolve import (
+    forces_tool_choice,
+    is_loopback,
+    resolve_model,
+    safe_url,
+    without_forced_tool_choice,
+)
+from typed_eval.providers.transport import http_client
+from typed_eval.schemas import RunSummary, SampleRecord
 
 
 def test_openrouter_reported_cost_is_the_most_trusted() -> None:

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from farel_eval.stats import (
+from typed_eval.reports.stats import (
     binomial_draw,
     binomial_two_sided_p,
     bootstrap_ci,

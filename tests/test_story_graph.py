@@ -15,8 +15,8 @@ import pytest
 from pydantic_ai import Agent, ModelMessage, ModelResponse, ToolCallPart, ToolOutput
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from farel_eval.schemas import Case
-from farel_eval.suites.story_graph import (
+from typed_eval.schemas import Case
+from typed_eval.suites.story_graph.suite import (
     KINSHIP_TITLES,
     TASK,
     Edge,
@@ -67,7 +67,7 @@ def test_same_arguments_give_the_same_bytes() -> None:
 def test_same_bytes_in_a_fresh_process_with_another_hash_seed() -> None:
     code = (
         "import hashlib\n"
-        "from farel_eval.suites.story_graph import generate_cases\n"
+        "from typed_eval.suites.story_graph.suite import generate_cases\n"
         "data = ''.join(c.model_dump_json() + '\\n' for c in generate_cases(6, 3, 7)).encode('utf-8')\n"
         "print(hashlib.md5(data).hexdigest())\n"
     )

@@ -1,5 +1,5 @@
 """Suites as plug-ins: a benchmark published as its own package (built and installed by pip here, registered through
-the `farel_eval.suites` entry point) is listed, run with `-S`, stored with its version and parameters, resumed only
+the `typed_eval.suites` entry point) is listed, run with `-S`, stored with its version and parameters, resumed only
 with them, and ranked with its columns; and every built-in suite goes through the same path."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from farel_eval.runs import program_version
-from farel_eval.storage import load_runs
 from tests.conftest import PYTHON, REPO
+from typed_eval.engine.runs import program_version
+from typed_eval.store.storage import load_runs
 
 PACKAGE = {
     "pyproject.toml": """
@@ -28,7 +28,7 @@ PACKAGE = {
         name = "acme-bench"
         version = "1.2.3"
 
-        [project.entry-points."farel_eval.suites"]
+        [project.entry-points."typed_eval.suites"]
         acme = "acme_bench:SUITE"
         broken = "acme_bench:NOT_THERE"
     """,
@@ -114,7 +114,7 @@ def test_a_suite_package_is_listed_with_its_parameters_and_a_broken_one_is_said(
         "  -S seed=...  (default 0)",
         "  -S label=...  (default 'plain')",
     ]
-    assert "farel (farel-eval " + program_version() + "): " in listed.stdout
+    assert "farel (typed-eval " + program_version() + "): " in listed.stdout
 
 
 def test_a_suite_package_runs_with_s_is_stored_resumed_and_ranked_with_its_columns(site: Path, tmp_path: Path) -> None:

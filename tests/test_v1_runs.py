@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 import format_result
-from farel_eval.errors import ResultFileError
-from farel_eval.schemas import SampleRecord
-from farel_eval.scoring import score_records
-from farel_eval.storage import load_runs, read_records
 from tests.conftest import PYTHON, REPO
+from typed_eval.core.errors import ResultFileError
+from typed_eval.core.scoring import score_records
+from typed_eval.schemas import SampleRecord
+from typed_eval.store.storage import load_runs, read_records
 
 SHIPPED = REPO / "result"
 

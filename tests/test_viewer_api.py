@@ -26,9 +26,6 @@ from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, ToolCallPart,
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import evaluator
-from farel_eval.leaderboard import compare_runs
-from farel_eval.schemas import SampleRecord
-from farel_eval.storage import load_runs
 from tests.conftest import PYTHON, REPO
 from tests.viewer_runs import (
     CASES,
@@ -47,6 +44,9 @@ from tests.viewer_runs import (
     make_runs,
     task,
 )
+from typed_eval.reports.leaderboard import compare_runs
+from typed_eval.schemas import SampleRecord
+from typed_eval.store.storage import load_runs
 
 DISAGREE_AB = ["c02", "c04", "c05", "c07", "c08", "c10"]
 WRONG_AB = ["c02", "c04", "c05", "c07", "c08", "c09", "c10", ODD_ID]
@@ -628,7 +628,7 @@ def test_a_query_never_reads_a_run_reloaded_under_it(
 ) -> None:
     """Another request reloads the run (its file rewritten in another order, as a finished resume rewrites it)
     between the query that found a page's rows and the reading of their records: those still are the page's."""
-    from farel_eval.case_store import CaseStore
+    from typed_eval.store.case_store import CaseStore
 
     results = tmp_path / "result"
     shutil.copytree(runs.results, results)

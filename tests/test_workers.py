@@ -20,12 +20,12 @@ import pytest
 
 import evaluator
 import farel_bench
-from farel_eval.errors import EvaluatorError
-from farel_eval.schemas import RunSummary, SampleRecord
-from farel_eval.workers import WorkerPool, WorkerProcesses
 from tests.conftest import REPO
 from tests.fake_openai import FakeOpenAI, answer_key, completion, tool_call
 from tests.test_cli import cli
+from typed_eval.core.errors import EvaluatorError
+from typed_eval.engine.workers import WorkerPool, WorkerProcesses
+from typed_eval.schemas import RunSummary, SampleRecord
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
 KEY = answer_key(QUIZZES)
@@ -122,7 +122,7 @@ def test_a_part_of_a_reached_model_poses_on_past_a_first_sample_the_provider_rej
     from pydantic_ai.exceptions import ModelHTTPError, ModelRequestRejectedError
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-    from farel_eval.engine import evaluate_samples
+    from typed_eval.engine.evaluation import evaluate_samples
 
     rejected = QUIZZES[0].prompt.split("Select the correct answer:")[0]
 
@@ -185,7 +185,7 @@ def test_a_pool_serves_orders_in_turn_and_its_workers_end_with_it(tmp_path: Path
 
 
 def test_parts_taking_chunks_of_one_stream_pose_every_sample_once(tmp_path: Path) -> None:
-    from farel_eval.workers import CHUNK, _write_work, claimed_samples  # the stream the parts share
+    from typed_eval.engine.workers import CHUNK, _write_work, claimed_samples  # the stream the parts share
 
     samples = [(quiz.to_case(), repeat) for repeat in range(2) for quiz in QUIZZES[:30]]
     skipped = {(samples[3][0].id, 0), (samples[40][0].id, 1)}  # already recorded: not in the work file

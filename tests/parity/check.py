@@ -1,4 +1,4 @@
-"""python assertions of the parity case file, run by promptfoo and by farel-eval alike."""
+"""python assertions of the parity case file, run by promptfoo and by typed-eval alike."""
 
 
 def get_assert(output, context):

@@ -1,0 +1,53 @@
+"""Command line: `python main.py run --suite NAME --model M ...` evaluates a model on a suite's cases and stores the
+run; `suites` lists the suites installed, `generate` writes a suite's quizzes as its original generator does,
+`import` stores published results as runs, `models` lists a provider's models here, `view` serves the case
+viewer. A module per command.
+
+Every expected failure (bad input, unknown model, missing key, unreachable server, corrupt file) ends
+as one line on stderr and a non-zero exit; records already written stay on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import logging
+import sys
+import warnings
+from collections.abc import Sequence
+
+from typed_eval.cli import generate, imports, models, run, suites, view
+from typed_eval.cli.common import flags_of, prog, reported
+from typed_eval.core.errors import OneLineArgumentParser
+from typed_eval.core.plugins import PluginGroupWarning
+from typed_eval.core.terminal import printable
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineArgumentParser(
+        prog=prog(), description="Evaluate models on typed tasks (FaRel, lineage, story-graph, your own suites)."
+    )
+    commands = parser.add_subparsers(dest="command_name", required=True)
+    for command in (run, suites, generate, imports, models, view):
+        command.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    gc.freeze()  # what the imports made lives as long as the process: collections skip it, and so does the exit
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.flags = flags_of(parser)
+    logging.getLogger("genai-prices").addHandler(logging.NullHandler())  # its update failures: our one line says it
+    logging.getLogger("genai-prices").propagate = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("once", PluginGroupWarning)
+        warnings.showwarning = _one_line
+        return reported(args, lambda: args.command(args))
+
+
+def _one_line(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+    """A warning as one line on stderr, as the program's errors are."""
+    print(f"{prog()}: note: {printable(str(message))}", file=sys.stderr)

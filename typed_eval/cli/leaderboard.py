@@ -1,0 +1,169 @@
+"""`format_result.py` (and `typed-eval-leaderboard`): the leaderboard of stored runs in the terminal, markdown, CSV,
+JSON or one HTML page, and `--compare RUN_A RUN_B`, a paired comparison of two runs."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from typed_eval.core.errors import EvaluatorError, InputError, OneLineArgumentParser, ResultFileError
+from typed_eval.core.terminal import printable
+from typed_eval.reports.html_report import case_grids, render_html
+from typed_eval.reports.leaderboard import RANK_BY, build_board, compare_runs, load_run, newest_runs
+from typed_eval.reports.mode_matrix import mode_comparisons
+from typed_eval.reports.tables import (
+    comparison_json,
+    render_comparison,
+    render_csv,
+    render_json,
+    render_markdown,
+    render_modes_csv,
+    render_modes_json,
+    render_modes_markdown,
+    render_modes_rich,
+    render_rich,
+)
+from typed_eval.schemas import LeaderboardRow, ModeComparison
+from typed_eval.store.storage import load_runs
+
+__all__ = ["main"]
+
+PUBLIC_TABLE_SUITE = "farel"
+"""`--farel-only`: the suite whose public table (farel-bench's) the markdown keeps to."""
+
+
+def _parser() -> OneLineArgumentParser:
+    parser = OneLineArgumentParser(prog="format_result.py", description="Leaderboard of stored runs.")
+    parser.add_argument("dir", nargs="?", type=Path, default=Path("result"), help="results folder (default result)")
+    parser.add_argument(
+        "--format",
+        choices=["rich", "markdown", "csv", "json", "html"],
+        help="output format (default: rich on a terminal, markdown otherwise; html needs -o)",
+    )
+    parser.add_argument("-o", "--output", type=Path, help="write to this file (html: required)")
+    parser.add_argument(
+        "--farel-only",
+        action="store_true",
+        help="markdown with only the public FaRel table's columns (Nr, Model, FaRel, classes)",
+    )
+    parser.add_argument("--rank-by", choices=RANK_BY, default="score", help="rank runs by (default score)")
+    parser.add_argument("--latest", action="store_true", help="only the newest run per model, mode, suite, settings")
+    parser.add_argument("--wide", action="store_true", help="rich: one table with every column")
+    parser.add_argument(
+        "--modes",
+        action="store_true",
+        help="the model x mode table: each model's answer modes on the same cases, every pair of them compared",
+    )
+    parser.add_argument(
+        "--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="paired comparison of two run folders"
+    )
+    return parser
+
+
+def _comparison(paths: Sequence[Path], fmt: str | None) -> str:
+    comparison, row_a, row_b = compare_runs(*(load_run(path) for path in paths))
+    if fmt == "json":
+        return comparison_json(comparison, row_a, row_b)
+    if fmt not in (None, "rich"):
+        raise InputError(f"--compare prints text or json, not {fmt}")
+    return render_comparison(comparison, row_a, row_b)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.compare:
+            _write(_comparison(args.compare, args.format), args.output)
+            return 0
+        skipped: list[ResultFileError] = []
+
+        def skip(exc: ResultFileError) -> None:
+            print(f"format_result.py: error: {printable(str(exc))}", file=sys.stderr)  # and the others are shown
+            skipped.append(exc)
+
+        runs = load_runs(args.dir, skip)
+        shown = newest_runs(runs) if args.latest else runs
+        board = build_board(shown, rank_by=args.rank_by, on_error=skip)
+        rows = board.rows
+        if not rows and skipped:
+            return ResultFileError.exit_code
+        if not rows:
+            raise ResultFileError(f"no stored runs under {args.dir}: run `python main.py run` first")
+        fmt = args.format or ("rich" if sys.stdout.isatty() and args.output is None else "markdown")
+        kept = {row.path for row in rows}
+        modes = mode_comparisons([run for run in shown if str(run.path) in kept], board=board)
+        if args.modes and not modes:
+            raise ResultFileError(
+                f"no model under {args.dir} has runs in two answer modes on the same cases: run one with "
+                "`main.py run --mode tool --mode tag`"
+            )
+        if fmt == "html":
+            if args.output is None:
+                raise InputError("--format html writes a file: name it with -o FILE")
+            cases = case_grids(args.dir, board.rows)
+            _write(render_html(board.rows, board.examples, modes=modes, cases=cases), args.output)
+        elif args.modes:
+            _write_modes(modes, fmt, args.output)
+        elif fmt == "rich" and args.output is None:
+            render_rich(rows, Console(width=100_000) if args.wide else Console(), wide=args.wide)
+        else:
+            _write(_text(rows, fmt, args.farel_only, args.wide), args.output)
+        if skipped:  # the others are shown; the exit says that not every run was
+            return ResultFileError.exit_code
+    except EvaluatorError as exc:
+        print(f"format_result.py: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:  # the reader left (`| head`): end quietly, as `main.py` does
+        return _reader_left()
+    return 0
+
+
+EXIT_BROKEN_PIPE = 141
+"""What a shell reports for a process a closed pipe stopped (128 + SIGPIPE)."""
+
+
+def _reader_left() -> int:
+    """Point standard output at /dev/null, so the interpreter's last flush at exit fails no more."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
+
+
+def _text(rows: Sequence[LeaderboardRow], fmt: str, farel_only: bool, wide: bool) -> str:
+    if fmt == "rich":
+        console = Console(file=io.StringIO(), width=100_000 if wide else 100, color_system=None)
+        render_rich(rows, console, wide=wide)
+        return console.file.getvalue()  # type: ignore[attr-defined,no-any-return]
+    return {
+        "markdown": lambda: render_markdown(rows, only=PUBLIC_TABLE_SUITE if farel_only else None),
+        "csv": lambda: render_csv(rows),
+        "json": lambda: render_json(rows),
+    }[fmt]()
+
+
+def _write_modes(modes: Sequence[ModeComparison], fmt: str, output: Path | None) -> None:
+    if fmt == "rich" and output is None:
+        render_modes_rich(modes, Console())
+        return
+    if fmt == "rich":
+        console = Console(file=io.StringIO(), width=100, color_system=None)
+        render_modes_rich(modes, console)
+        _write(console.file.getvalue(), output)  # type: ignore[attr-defined]
+        return
+    render = {"markdown": render_modes_markdown, "csv": render_modes_csv, "json": render_modes_json}[fmt]
+    _write(render(modes), output)
+
+
+def _write(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()  # here, where a reader that left is caught, not at exit
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None

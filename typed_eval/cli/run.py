@@ -1,0 +1,464 @@
+"""`run`: pose a suite's cases to each `--model`, score the outputs, store each run, and report them; with
+`--workers`, the samples are posed by forked processes that call the library, each storing nothing itself."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from typed_eval.cli import common
+from typed_eval.cli.common import (
+    EXIT_DNF,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    EXIT_TRY_LATER,
+    MAX_CONCURRENCY,
+    RESULTS_DIR,
+    prog,
+)
+from typed_eval.cli.run_report import print_comparison, print_report
+from typed_eval.cli.suites import answer_modes, suite_from_args
+from typed_eval.core.attempts import UserPrices
+from typed_eval.core.datasets import Dataset
+from typed_eval.core.errors import EvaluatorError, InputError
+from typed_eval.core.suite import Suite, SuiteContext
+from typed_eval.core.tasks import Task
+from typed_eval.core.terminal import printable
+from typed_eval.engine.evaluation import CREDENTIALS_REFUSED, RunControl
+from typed_eval.engine.progress import Progress
+from typed_eval.engine.runs import INTERRUPTED, NothingToResume, RunOutcome, run
+from typed_eval.engine.workers import (
+    WorkerPool,
+    WorkerProcesses,
+    WorkerShare,
+    budget_share,
+    share_result_line,
+    stop_when_told,
+    write_record_line,
+)
+from typed_eval.providers.batches import BatchOptions
+from typed_eval.providers.flow import WAITED_TOO_LONG, Pacer
+from typed_eval.providers.local_server import DEFAULT_LOCAL_MODEL
+from typed_eval.providers.models import open_model
+from typed_eval.providers.prices import DEFAULT_UPDATE_URL
+from typed_eval.schemas import AnswerMode, RunSettings
+from typed_eval.suites.case_files.suite import judge_name, judged
+from typed_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
+
+CACHE_FILE = Path(".cache") / "responses.sqlite"
+SHORT_RUN_CASES = 45
+"""A local model's default run: 5 quizzes per FaRel-3 class (--full for all 450)."""
+TERMINATED = "terminated (SIGTERM)"
+LATEST = "latest"
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = commands.add_parser("run", help="pose a suite's cases to a model, score the outputs and store the run")
+    run.add_argument(
+        "--suite",
+        default="farel",
+        help="an installed suite (`suites` lists them; default farel: FaRel quizzes), a suite file (path/to/file.py "
+        "defining TASK and CASES or cases()), or a case file in promptfoo's format (path/to/cases.yaml)",
+    )
+    run.add_argument(
+        "-S",
+        dest="suite_param",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a suite parameter (repeatable; `suites` lists each suite's): -S length=4 -S seed=7",
+    )
+    model = run.add_argument_group("model")
+    model.add_argument(
+        "--model",
+        action="append",
+        help="a pydantic-ai model string (openai:gpt-4o-mini, openrouter:..., anthropic:..., google:..., ollama:NAME, "
+        "test), any model name with --base-url, local:smollm2-135m | local:gemma3-270m | local:/path/x.gguf "
+        "(served here by llama-cpp-python), or replay:LOGFILE (default: local:smollm2-135m); repeat --model to "
+        "compare models on the identical cases, one stored run each",
+    )
+    model.add_argument(
+        "--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (llama.cpp, vLLM)"
+    )
+    model.add_argument(
+        "--api-key", help="API key (never written to results); default: the provider's environment variable"
+    )
+    model.add_argument(
+        "--mode",
+        action="append",
+        choices=["tool", "native", "prompted", "text", "tag", "all"],
+        help="answer through a tool call (default), JSON schema output, a schema stated in the prompt, or text "
+        "read by the suite's reader (tag: the <ANSWER> tag, read as farel-bench or lineage-bench reads it); repeat "
+        "--mode (or --mode all: every mode the suite poses) to compare modes on the identical cases, one stored run "
+        "each; with no --model and no --mode, the embedded model in tool and tag mode",
+    )
+    model.add_argument(
+        "--retries",
+        type=common.non_negative,
+        help="corrective retries after an invalid output (default: 3; 0 in tag mode, as farel-bench and lineage-bench)",
+    )
+    model.add_argument(
+        "--system-prompt",
+        nargs="?",
+        const=DEFAULT_SYSTEM_PROMPT,
+        default=None,
+        help="a system prompt; the bare flag uses farel-bench's default one",
+    )
+    model.add_argument(
+        "--temperature", type=common.finite, default=0.01, help="sampling temperature (default 0.01, as farel-bench)"
+    )
+    model.add_argument(
+        "--model-seed", type=int, default=42, help="sampling seed where the provider takes one (default 42)"
+    )
+    model.add_argument(
+        "--max-tokens", type=common.positive, help="maximum output tokens per request (default: the provider's)"
+    )
+    model.add_argument(
+        "--tool-choice",
+        choices=["required", "auto"],
+        help="force the answer tool call or leave it to the model (default: force, and fall back to "
+        "auto if the server refuses)",
+    )
+    model.add_argument(
+        "--price-in", type=common.price, help="USD per million input tokens, for models with no known price"
+    )
+    model.add_argument(
+        "--price-out", type=common.price, help="USD per million output tokens, for models with no known price"
+    )
+    model.add_argument(
+        "--judge-model",
+        help="case files: the model that grades llm-rubric assertions; novelty: the model that rates each answer's "
+        "coherence (default: the run's model)",
+    )
+    data = run.add_argument_group("cases")
+    data.add_argument(
+        "--quizzes", metavar="FILE", help="farel, lineage: a quiz CSV file, or - for standard input (default: generate)"
+    )
+    data.add_argument(
+        "--length",
+        type=common.lengths,
+        help="farel: generate degrees 1..LENGTH (default 3); lineage: people per quiz, sizes 4 to 2048 separated "
+        "by commas (default 8,16,32,64); the suite parameter length (-S length=...)",
+    )
+    data.add_argument("--number", type=common.positive, help="farel, lineage: quizzes per class (default 50)")
+    data.add_argument("--people", type=common.positive, help="story-graph: named people per story (default 8)")
+    data.add_argument("--count", type=common.positive, help="story-graph: number of stories (default 20)")
+    data.add_argument("--seed", type=int, help="generator seed (default 42)")
+    data.add_argument(
+        "--questions", type=Path, metavar="FILE", help="novelty: one question a line (default: the shipped ones)"
+    )
+    data.add_argument(
+        "--max-answers", type=common.positive, help="novelty: accepted answers per question at most (default 20)"
+    )
+    data.add_argument(
+        "--coherence-threshold",
+        type=common.coherence,
+        help="novelty: an answer the judge scores at or below this (1-10) ends the loop (default 3, Aidan Bench's)",
+    )
+    data.add_argument(
+        "--novelty-threshold",
+        type=common.share,
+        help="novelty: an answer whose novelty (1 - its highest cosine similarity to an accepted answer) is below "
+        "this ends the loop (default 0.1, Aidan Bench's)",
+    )
+    model.add_argument(
+        "--embedding-model",
+        help="novelty: a model at an OpenAI-compatible embeddings endpoint (with --embedding-base-url), or "
+        "openai:NAME (default: all-MiniLM-L6-v2 on this machine, the novelty extra)",
+    )
+    model.add_argument("--embedding-base-url", help="novelty: the embeddings endpoint, e.g. http://127.0.0.1:8080/v1")
+    model.add_argument(
+        "--embedding-api-key",
+        help="novelty: the embeddings endpoint's key (default: --api-key when it is --base-url's host, else "
+        "OPENAI_API_KEY; never written to results)",
+    )
+    data.add_argument("--no-shuffle", action="store_true", help="keep statement and option order (default: shuffled)")
+    data.add_argument(
+        "--unambiguous",
+        action="store_true",
+        help="name the two 'cousin Nx removed' classes of degree >= 5 apart (not farel-bench parity)",
+    )
+    data.add_argument("--limit", type=common.positive, help="pose only N quizzes, spread evenly over the classes")
+    data.add_argument(
+        "--repeats", type=common.positive, default=1, help="pose every case K times (scores are means; default 1)"
+    )
+    out = run.add_argument_group("run")
+    model.add_argument(
+        "--chat-format", help="local models: llama-cpp-python chat handler (default chatml-function-calling)"
+    )
+    model.add_argument("--pull", action="store_true", help="ollama: pull the model first if Ollama does not have it")
+    data.add_argument(
+        "--full", action="store_true", help="local models: all quizzes (default with a local: model: 45, 5 per class)"
+    )
+    out.add_argument(
+        "--concurrency",
+        type=common.concurrency,
+        help=f"requests in flight (default 8; 1 for local models; at most {MAX_CONCURRENCY:,})",
+    )
+    out.add_argument(
+        "--workers",
+        type=common.positive,
+        default=1,
+        help="pose the samples in N processes (each with --concurrency requests in flight) into one run: "
+        "for servers faster than one core can drive (default 1)",
+    )
+    out.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where runs are stored (default result)")
+    out.add_argument("--quiet", action="store_true", help="no progress display")
+    faults = run.add_argument_group("faults, budgets and cache")
+    faults.add_argument(
+        "--rpm", type=common.rate,
+        help="cap the run at N requests a minute from the start (the provider's stated limits are kept besides, "
+        "and read as they come)",
+    )  # fmt: skip
+    faults.add_argument("--tpm", type=common.rate, help="cap the run at N tokens a minute from the start")
+    faults.add_argument(
+        "--max-wait", type=common.seconds, default=600.0, metavar="SECONDS",
+        help="stop the run as partial (resumable) once requests have waited this long for capacity, or for an "
+        "outage to end, with nothing answered (default 600)",
+    )  # fmt: skip
+    faults.add_argument(
+        "--max-transport-retries",
+        type=common.non_negative,
+        help="resend a request after HTTP 429/5xx, a timeout or a dropped connection, with "
+        "exponential backoff and jitter, honouring Retry-After (default 2, for every provider)",
+    )
+    faults.add_argument(
+        "--request-timeout",
+        type=common.seconds,
+        help="seconds one request may take before it counts as failed (default: the provider SDK's, 600)",
+    )
+    faults.add_argument(
+        "--batch",
+        action="store_true",
+        help="send every request through the provider's batch API (OpenAI, Anthropic, Google): batch prices "
+        "(about half), results within 24 h; pending batches are kept in the run, and --resume collects them",
+    )
+    faults.add_argument(
+        "--batch-poll",
+        type=common.seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="--batch: first check of a batch after this many seconds, then 1.5x longer each time, up to 10 min",
+    )
+    faults.add_argument(
+        "--update-prices",
+        nargs="?",
+        const=DEFAULT_UPDATE_URL,
+        metavar="URL",
+        help="price with genai-prices' latest data (downloaded from its repository, or URL) for models released "
+        "after install; default: the installed data, for reproducible costs (recorded in the run)",
+    )
+    faults.add_argument("--max-cost", type=common.price, help="stop starting samples once this many USD are spent")
+    faults.add_argument("--max-requests", type=common.positive, help="stop starting samples after this many requests")
+    faults.add_argument(
+        "--cache",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="reuse responses to identical requests, kept in RESULTS_DIR/.cache (default: no cache)",
+    )
+    faults.add_argument(
+        "--resume",
+        nargs="?",
+        const=LATEST,
+        metavar="RUN_DIR",
+        help="continue the latest unfinished run with the same model, mode, settings and dataset "
+        "(or the run in RUN_DIR): finished samples are kept, the rest are posed",
+    )
+    faults.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="pose again only the samples recorded as error (failed calls) of that run, keeping one record each",
+    )
+    run.set_defaults(command=command_run)
+
+
+def command_run(args: argparse.Namespace) -> int:
+    keys = {"embedding_api_key": args.embedding_api_key} if args.embedding_api_key is not None else {}
+    context = SuiteContext(
+        cache_path=args.results_dir / CACHE_FILE if args.cache else None, request_timeout=args.request_timeout,
+        base_url=args.base_url, api_key=args.api_key, keys=keys,
+    )  # fmt: skip
+    found, task, dataset = suite_from_args(args, context)
+    modes = answer_modes(args.mode, found.suite, default_run=args.model is None)
+    if (args.price_in is None) != (args.price_out is None):
+        raise InputError("give both --price-in and --price-out (USD per million tokens), or neither")
+    if args.batch and args.cache:
+        raise InputError("--batch with --cache: a batch's status changes while the cache would answer the same")
+    if args.workers > 1 and args.batch:
+        raise InputError("--workers with --batch: a batch run waits on the provider, not on this machine's cores")
+    if args.workers > 1 and any(name.startswith("local:") for name in args.model or [DEFAULT_LOCAL_MODEL]):
+        raise InputError("--workers with a local: model: its server answers one request at a time; use --workers 1")
+    if args.batch and (args.max_cost is not None or args.max_requests is not None):
+        raise InputError(
+            "--batch sends every sample at once and a batch is priced when it ends, so --max-cost and "
+            "--max-requests cannot stop it in time: use --limit"
+        )
+    models: list[str] = list(dict.fromkeys(args.model or [DEFAULT_LOCAL_MODEL]))
+    if args.resume not in (None, LATEST) and len(models) * len(modes) > 1:
+        one = "one --model" if len(modes) == 1 else "one --model and one --mode"
+        raise InputError(f"--resume RUN_DIR continues one run: give {one}, or --resume alone for each model's")
+    short = any(name.startswith("local:") for name in models)  # the embedded model is slow: a short default
+    limit = args.limit if args.limit is not None or args.full or not short else SHORT_RUN_CASES
+    if limit is not None:
+        dataset = dataset.limited(limit)
+    pacer = Pacer(rpm=args.rpm, tpm=args.tpm, max_wait_s=args.max_wait, shared=args.workers > 1)
+    if args.workers == 1:
+        return asyncio.run(_run(args, models, modes, found.suite, task, dataset, pacer))
+    with WorkerPool(args.workers, _serving(args, task, dataset, pacer)) as pool:
+        return asyncio.run(_run(args, models, modes, found.suite, task, dataset, pacer, pool=pool))
+
+
+def _serving(args: argparse.Namespace, task: Task[Any], dataset: Dataset, pacer: Pacer) -> Callable[[str], int]:
+    """A forked worker's side of `--workers`: the library posing its part of the work file its owner names for one of
+    the command's models, with its share of the budgets, quietly (its records go to its owner)."""
+
+    def serve(order: str) -> int:
+        name, mode, work = json.loads(order)
+
+        async def pose() -> int:
+            control = budget_share(RunControl(max_cost=args.max_cost, max_requests=args.max_requests, pacer=pacer),
+                                   args.workers)  # fmt: skip
+            with stop_when_told(lambda: control.stop(TERMINATED)), _stopped_by_signals(control.stop):
+                outcome = await _run_model(args, name, mode, task, dataset, control, None, share=Path(work))
+            share_result_line(outcome.result)
+            return 0
+
+        return common.reported(args, lambda: asyncio.run(pose()))
+
+    return serve
+
+
+@contextmanager
+def _stopped_by_signals(stop: Callable[[str], None]) -> Iterator[None]:
+    """Ctrl-C stops sending and lets requests in flight finish (a second one stops at once); SIGTERM (a service
+    manager) and SIGHUP (the terminal or ssh session closed) do as the first Ctrl-C."""
+    loop = asyncio.get_running_loop()
+
+    def first_interrupt() -> None:
+        stop(INTERRUPTED)
+        loop.remove_signal_handler(signal.SIGINT)
+
+    loop.add_signal_handler(signal.SIGINT, first_interrupt)
+    loop.add_signal_handler(signal.SIGTERM, stop, TERMINATED)
+    loop.add_signal_handler(signal.SIGHUP, stop, TERMINATED)
+    try:
+        yield
+    finally:
+        for handled in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.remove_signal_handler(handled)
+
+
+async def _run(
+    args: argparse.Namespace, models: Sequence[str], modes: Sequence[AnswerMode], suite: Suite[Any], task: Task[Any],
+    dataset: Dataset, pacer: Pacer, *, pool: WorkerPool | None = None,
+) -> int:  # fmt: skip
+    """Each of `models` in each of `modes` in turn on the identical cases, a stored run each, under one progress
+    display; then the comparison. With `pool`, each run is posed by it and this process. Every run keeps `pacer`'s
+    pace, started afresh for each run (shared with the workers, which never reset it)."""
+    current = RunControl()
+    stopped: list[str] = []
+
+    def stop(reason: str) -> None:
+        stopped.append(reason)
+        current.stop(reason)
+
+    outcomes: list[RunOutcome] = []
+    code = 0
+    with _stopped_by_signals(stop), Progress(quiet=args.quiet) as progress:
+        for name, mode in ((name, mode) for name in models for mode in modes):
+            if stopped:
+                break
+            current = RunControl(max_cost=args.max_cost, max_requests=args.max_requests, pacer=pacer)  # per run
+            pacer.reset()
+            try:
+                outcome = await _run_model(args, name, mode, task, dataset, current, progress, pool=pool)
+            except NothingToResume as exc:
+                if len(models) * len(modes) == 1:
+                    raise
+                which = name if len(modes) == 1 else f"{name} in {mode} mode"
+                print(f"{prog()}: {which}: nothing to resume ({exc})", file=sys.stderr)
+                continue
+            except EvaluatorError as exc:
+                if exc.parameter != "mode" or len(modes) == 1:
+                    raise
+                print(f"{prog()}: {name} skipped in {mode} mode: {printable(exc.message)}", file=sys.stderr)
+                continue  # `--mode all`: a mode this model cannot answer in is left out, the others are run
+            outcomes.append(outcome)
+            progress.finish()  # its last figures before its report, not after
+            reported = _outcome_code(outcome, suite)  # every run's report, whichever failed before
+            code = code or reported
+    if not outcomes and not stopped:
+        raise NothingToResume("none of the models has an unfinished run with these settings")
+    if len(outcomes) > 1:
+        print_comparison([o.run_dir for o in outcomes], modes)
+    return code
+
+
+async def _run_model(
+    args: argparse.Namespace, name: str, mode: AnswerMode, task: Task[Any], dataset: Dataset, control: RunControl,
+    progress: Progress | None, *, pool: WorkerPool | None = None, share: Path | None = None,
+) -> RunOutcome:  # fmt: skip
+    """One model's run in one mode through the library; `share`: a worker's part of it (no progress, records to its
+    owner)."""
+    prices = UserPrices(args.price_in, args.price_out) if args.price_in is not None else None
+    settings = RunSettings(
+        base_url=args.base_url, mode=mode, retries=args.retries, temperature=args.temperature,
+        seed=args.model_seed, max_tokens=args.max_tokens, system_prompt=args.system_prompt, repeats=args.repeats,
+        tool_choice=args.tool_choice, concurrency=args.concurrency, price_in=args.price_in, price_out=args.price_out,
+        chat_format=args.chat_format, batch=args.batch, update_prices=args.update_prices,
+        request_timeout=args.request_timeout, max_transport_retries=args.max_transport_retries,
+    )  # fmt: skip
+
+    def status(text: str) -> None:
+        if not args.quiet:
+            print(text, file=sys.stderr)
+
+    cache_path = args.results_dir / CACHE_FILE if args.cache else None
+    async with open_model(
+        name, settings, api_key=args.api_key, cache_path=cache_path, pull=args.pull, console=Console(stderr=True),
+        on_status=status, task=task,
+    ) as prepared, judged(
+        task, args.judge_model, prepared, cache_path=cache_path, request_timeout=args.request_timeout, prices=prices,
+        temperature=args.temperature,
+    ) as task:  # fmt: skip
+        workers = WorkerProcesses(pool, lambda work: json.dumps([name, mode, str(work)])) if pool is not None else None
+        return await run(
+            task, dataset, prepared, settings, results_dir=args.results_dir,
+            resume=True if args.resume == LATEST else (args.resume or False), retry_errors=args.retry_errors,
+            control=control, on_record=progress.advance if progress is not None else write_record_line,
+            on_start=(lambda total, _: progress.start(total, prepared.resolved.name, control.traffic))
+            if progress is not None
+            else None,
+            batch=BatchOptions(poll_interval_s=args.batch_poll) if args.batch else None,
+            workers=WorkerShare(share) if share is not None else workers, judge_model=judge_name(task),
+        )  # fmt: skip
+
+
+def _outcome_code(outcome: RunOutcome, suite: Suite[Any]) -> int:
+    """Report one model's run; its exit code (0, or why it stopped)."""
+    final, run_dir = outcome.summary, outcome.run_dir
+    if final.status == "dnf":
+        where = f" at {final.settings.base_url}" if final.settings.base_url else ""
+        print(printable(f"{prog()}: error: model {final.model}{where} could not be reached: {final.reason} "
+                        f"(run stored as DNF in {run_dir})"), file=sys.stderr)  # fmt: skip
+        return EXIT_DNF
+    print_report(final, run_dir, suite)
+    if final.reason is not None and final.reason.startswith(CREDENTIALS_REFUSED):
+        print(printable(f"{prog()}: error: {final.reason} (run stored as partial in {run_dir})"), file=sys.stderr)
+        return EXIT_DNF
+    if final.reason is not None and final.reason.startswith(WAITED_TOO_LONG):
+        print(f"{prog()}: {final.reason} (run stored as partial in {run_dir})", file=sys.stderr)
+        return EXIT_TRY_LATER
+    if final.reason in (INTERRUPTED, TERMINATED):
+        kept = f"finished samples are kept in {run_dir} (--resume continues)"
+        print(f"{prog()}: {final.reason}; {kept}", file=sys.stderr)
+        return EXIT_INTERRUPTED if final.reason == INTERRUPTED else EXIT_TERMINATED
+    return 0

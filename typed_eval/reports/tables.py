@@ -1,0 +1,482 @@
+"""Leaderboard rows rendered as text: rich tables that fit a 100-column terminal (or one wide table), farel-bench's
+markdown table with our columns after its own, CSV and JSON; and a paired comparison of two runs."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+from rich import box
+from rich.console import Console, JustifyMethod
+from rich.table import Table
+from rich.text import Text
+
+from typed_eval.core.terminal import json_printable, printable
+from typed_eval.reports.analysis import ALPHA, Comparison
+from typed_eval.schemas import LeaderboardRow, ModeComparison
+
+__all__ = [
+    "class_header",
+    "comparison_json",
+    "render_comparison",
+    "render_csv",
+    "render_json",
+    "render_markdown",
+    "render_rich",
+]
+
+NOTES = (
+    "Grp 1: tied with the best run (paired test at 0.05, Holm-corrected). Cases a/b: a partial or limited run, "
+    "not ranked. Chance: the score of random answers. Fav. pos.: the score of always choosing the option "
+    "position the model chose most (#n, or last)."
+)
+
+
+def class_header(name: str) -> str:
+    """Class names as the public FaRel table writes its headers: "grandchild" -> "grand-child"."""
+    return re.sub(r"grand(?=[a-z])", "grand-", name)
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def _usd(value: float | None, row: LeaderboardRow) -> str:
+    if row.status == "dnf":
+        return "DNF"
+    if row.cost_sources == ["local"]:
+        return "$0 (local)"
+    if value is None:
+        return "unknown"
+    return f"${value:.6f}" if value < 1 else f"${value:,.2f}"
+
+
+def _cost(row: LeaderboardRow) -> str:
+    if row.status == "dnf" or row.cost_usd is None or row.cost_sources == ["local"]:
+        return _usd(row.cost_usd, row)
+    return ("" if row.cost_complete else ">=") + _usd(row.cost_usd, row)
+
+
+def _label(row: LeaderboardRow) -> str:
+    marks = [row.mode, *(["imported"] if row.imported else []), *(["batch"] if row.batch else [])]
+    if row.status == "partial":
+        marks.append("partial")
+    elif not row.complete and row.status == "finished":
+        marks.append("incomplete")
+    return f"{row.model} ({', '.join(marks)})"
+
+
+def _cases(row: LeaderboardRow) -> str:
+    scored = (row.samples - row.errors) // max(row.repeats, 1)
+    text = str(row.cases) if row.complete else f"{scored}/{row.cases}"
+    return text + (f"x{row.repeats}" if row.repeats > 1 else "")
+
+
+def _ci(row: LeaderboardRow) -> str:
+    return "" if row.score_ci95 is None else f"{row.score_ci95[0]:.1f}-{row.score_ci95[1]:.1f}"
+
+
+def _favourite(row: LeaderboardRow) -> str:
+    if row.favourite_position is None:
+        return ""
+    position = row.favourite_position
+    return f"{row.favourite_position_score:.1f} {'last' if position == 'last' else '#' + position}"
+
+
+def _percent(value: float | None) -> str:
+    return "" if value is None else f"{value:.1f}%"
+
+
+def _latency(row: LeaderboardRow) -> str:
+    if row.latency_median_s is None or row.latency_p95_s is None:
+        return ""
+    return f"{row.latency_median_s:.1f} / {row.latency_p95_s:.1f}"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One leaderboard column: its header and how a row's cell reads."""
+
+    header: str
+    cell: Callable[[LeaderboardRow], str]
+    text: bool = False
+    """Left-aligned (names); numbers are right-aligned."""
+
+
+def _dnf(cell: Callable[[LeaderboardRow], str]) -> Callable[[LeaderboardRow], str]:
+    return lambda row: "DNF" if row.status == "dnf" else cell(row)
+
+
+NR = Column("Nr", lambda r: "" if r.rank is None else str(r.rank))
+MODEL = Column("Model", _label, text=True)
+GROUP = Column("Grp", lambda r: "" if r.rank_group is None else str(r.rank_group))
+CASES = Column("Cases", _cases)
+CI = Column("95% CI", _ci)
+CHANCE = Column("Chance", lambda r: _num(r.chance, 1))
+FAVOURITE = Column("Fav. pos.", _favourite)
+VALID = Column("Valid 1st", _dnf(lambda r: _percent(r.valid_first_try)))
+VALID_FINAL = Column("Valid final", _dnf(lambda r: _percent(r.valid_after_retries)))
+RETRIES = Column("Retries", lambda r: str(r.corrective_retries))
+INVALID = Column("Invalid", lambda r: str(r.invalid_outputs))
+MISSING = Column("Missing", lambda r: str(r.missing))
+ERRORS = Column("Errors", lambda r: str(r.errors))
+COST = Column("Cost", _cost)
+PER_CORRECT = Column("$/correct", lambda r: _usd(r.cost_per_correct_usd, r))
+PARETO = Column("Pareto", lambda r: {True: "yes", False: "no", None: ""}[r.pareto])
+LATENCY = Column("p50 / p95 s", _latency)
+CONSISTENCY = Column("Consistent", lambda r: _percent(r.consistency))
+USAGE = Column(
+    "Req / In Tok / Out Tok",
+    lambda r: " / ".join("unknown" if n is None else str(n) for n in (r.requests, r.input_tokens, r.output_tokens)),
+    text=True,
+)
+RUN = Column("Run", lambda r: r.run_id, text=True)
+NO_RETRY = Column("Score, no retry", _dnf(lambda r: _num(r.score_by_retries[0]) if r.score_by_retries else ""))
+"""The score had no corrective retry been allowed: next to the final score, what the retries bought."""
+
+
+def retry_cost_share(row: LeaderboardRow) -> float | None:
+    """Percent of the run's cost spent on corrective retries; None when either cost is unknown (or the run free)."""
+    if row.retry_cost_usd is None or not row.cost_usd:
+        return None
+    return 100 * row.retry_cost_usd / row.cost_usd
+
+
+RETRY_COST = Column("Retry cost", lambda r: _percent(retry_cost_share(r)))
+"""The share of the run's cost spent on corrective retries."""
+MODEL_AND_RUN = Column("Model / run", lambda r: f"{_label(r)}\n{r.run_id}", text=True)
+
+
+RELAXED = Column("Relaxed", _dnf(lambda r: _num(r.score_relaxed)))
+"""The score with the relaxed reading counted (lineage: `compute_metrics.py --relaxed`), for suites that show it."""
+
+
+def suite_title(suite: str, rows: Sequence[LeaderboardRow]) -> str:
+    """What a suite's tables are titled: its score's name when it has one (`FaRel`), else the suite's name."""
+    titles = [r.title for r in rows if r.suite == suite and r.title != "Score"]
+    return titles[0] if titles else suite
+
+
+def _score_column(rows: Sequence[LeaderboardRow]) -> Column:
+    return Column(rows[0].title if rows else "Score", _dnf(lambda r: _num(r.score)))
+
+
+def metric_columns(rows: Sequence[LeaderboardRow]) -> list[str]:
+    """The metrics the rows' suite shows as columns, in the order its runs name them."""
+    return list(dict.fromkeys(name for row in rows for name in row.columns))
+
+
+def _class_columns(rows: Sequence[LeaderboardRow]) -> list[Column]:
+    """A column per group (FaRel: per class) unless the suite leaves them out, then one per metric the suite shows
+    (lineage: per problem size, `lineage-8`..., as `compute_metrics.py` prints; novelty: its total novelty and
+    accepted answers, Aidan Bench's figures)."""
+    names: dict[str, None] = {}
+    for row in rows:
+        if row.group_columns:
+            names.update(dict.fromkeys(row.classes))
+    groups = [Column(class_header(name), _group_cell(name)) for name in names]
+    return groups + [Column(name, _metric_cell(name)) for name in metric_columns(rows)]
+
+
+def _group_cell(name: str) -> Callable[[LeaderboardRow], str]:
+    return lambda row: "" if row.status == "dnf" else _num(row.classes.get(name))
+
+
+def _metric_cell(name: str) -> Callable[[LeaderboardRow], str]:
+    return lambda row: "" if row.status == "dnf" else _num(row.metrics.get(name))
+
+
+def _relaxed(rows: Sequence[LeaderboardRow]) -> list[Column]:
+    return [RELAXED] if any(r.relaxed_column for r in rows) else []
+
+
+def _suites(rows: Sequence[LeaderboardRow]) -> list[str]:
+    return list(dict.fromkeys(r.suite for r in rows))
+
+
+def _by_suite(rows: Sequence[LeaderboardRow]) -> list[tuple[str, list[LeaderboardRow]]]:
+    return [(suite, [r for r in rows if r.suite == suite]) for suite in _suites(rows)]
+
+
+def _repeated(rows: Sequence[LeaderboardRow]) -> list[Column]:
+    return [CONSISTENCY] if any(r.repeats > 1 for r in rows) else []
+
+
+def _markdown_columns(rows: Sequence[LeaderboardRow]) -> list[Column]:
+    """farel-bench's columns first (Nr, Model, FaRel, classes), so its table is a prefix of ours; lineage-bench's
+    (Nr, Model, Lineage, a column per problem size) likewise, then the relaxed score."""
+    return [
+        NR, MODEL, _score_column(rows), *_class_columns(rows), *_relaxed(rows), CI, GROUP, CASES, CHANCE, FAVOURITE,
+        VALID, VALID_FINAL, RETRIES, INVALID, MISSING, ERRORS, COST, PER_CORRECT, PARETO, LATENCY, *_repeated(rows),
+        NO_RETRY, RETRY_COST, USAGE, RUN,
+    ]  # fmt: skip
+
+
+def render_markdown(rows: Sequence[LeaderboardRow], *, only: str | None = None) -> str:
+    """A pipe table per suite, laid out as farel-bench's published one (tabulate's: each column at least its
+    header + 2); with several suites, each table under a `### suite` heading.
+
+    `only` keeps just that suite's runs and its public table's columns (Nr, Model, score, groups: FaRel's).
+    """
+    tables: list[tuple[str, str]] = []
+    for suite, mine in _by_suite(rows):
+        if only is not None and suite != only:
+            continue
+        columns = _markdown_columns(mine)
+        tables.append(
+            (suite, _markdown_table(mine, columns[: 3 + len(_class_columns(mine))] if only is not None else columns))
+        )
+    if len(tables) == 1:
+        return tables[0][1]
+    return "\n".join(f"### {printable(suite)}\n\n{table}" for suite, table in tables)
+
+
+def _escape(cell: str) -> str:
+    """A `|` inside a cell (a model or class name) would end the cell: markdown writes it `\\|`; a control character
+    would reach the terminal: it is shown as its escape."""
+    return printable(cell).replace("|", "\\|")
+
+
+def _markdown_table(rows: Sequence[LeaderboardRow], columns: Sequence[Column]) -> str:
+    headers = [_escape(c.header) for c in columns]
+    body = [[_escape(c.cell(row)) for c in columns] for row in rows]
+    widths = [max(len(h) + 2, *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [cell.ljust(w) if c.text else cell.rjust(w) for c, cell, w in zip(columns, cells, widths, strict=True)]
+        return "| " + " | ".join(padded) + " |"
+
+    rule = (
+        "|"
+        + "|".join(":" + "-" * (w + 1) if c.text else "-" * (w + 1) + ":" for c, w in zip(columns, widths, strict=True))
+        + "|"
+    )
+    return "\n".join([line(headers), rule, *(line(r) for r in body)]) + "\n"
+
+
+def render_rich(rows: Sequence[LeaderboardRow], console: Console, *, wide: bool = False) -> None:
+    """Per suite: the headline table (scores, intervals, baselines, cost per correct answer, latency), the
+    scores per group, then format compliance and cost, each fitting 100 columns; `wide`: one table with
+    every column, as wide as it needs."""
+    for suite, mine in _by_suite(rows):
+        name = suite_title(suite, mine)
+        score, classes = _score_column(mine), _class_columns(mine)
+        if wide:
+            _rich_table(console, name, mine, _markdown_columns(mine), wrap=False, notes=NOTES)
+            continue
+        options = any(r.chance is not None for r in mine)  # no options to guess among (novelty): its own figures
+        baselines = [CHANCE, FAVOURITE] if options else classes
+        headline = [NR, GROUP, MODEL_AND_RUN, CASES, score, CI, *baselines, VALID, PER_CORRECT, LATENCY]
+        _rich_table(console, name, mine, headline + _repeated(mine), wrap=True, notes=NOTES)
+        if (classes or _relaxed(mine)) and options:
+            _rich_table(console, f"{name} by group", mine, [NR, MODEL, score, *_relaxed(mine), *classes], wrap=True)
+        compliance = [NR, MODEL, VALID, VALID_FINAL, NO_RETRY, RETRIES, RETRY_COST, INVALID, MISSING, ERRORS, COST,
+                      USAGE]  # fmt: skip
+        _rich_table(console, f"{name}: format compliance and cost", mine, compliance, wrap=True)
+
+
+def _rich_table(
+    console: Console,
+    title: str,
+    rows: Sequence[LeaderboardRow],
+    columns: Sequence[Column],
+    *,
+    wrap: bool,
+    notes: str | None = None,
+) -> None:
+    table = Table(
+        title=Text(printable(title)), title_justify="left", caption=notes, caption_justify="left", box=box.SIMPLE_HEAD,
+        pad_edge=False, padding=0, show_edge=False,
+    )  # fmt: skip
+    # cells are Text, never markup: a model named `[link=...]x[/link]` or holding `[/]` is shown as it is written
+    cells = [[printable(column.cell(row)) for column in columns] for row in rows]
+    for index, column in enumerate(columns):
+        header = printable(column.header)
+        if wrap and column.text:  # names fold onto more lines rather than push numbers off the screen
+            words = [len(word) for row in cells for word in row[index].split()]
+            name = column in (MODEL, MODEL_AND_RUN)
+            table.add_column(Text(header), overflow="fold", ratio=1 if name else None, min_width=min(max(words), 26))
+            continue
+        widest = max(len(row[index]) for row in cells)
+        if wrap:  # a header stacks over a narrower column: "great grand-child" as great / grand- / child
+            header = textwrap.fill(header, max(widest, *(len(part) for part in re.findall(r"[^\s-]+-?", header))))
+        justify: JustifyMethod = "left" if column.text else "right"
+        table.add_column(Text(header), justify=justify, no_wrap=True, min_width=widest)
+    for row in cells:
+        table.add_row(*(Text(cell) for cell in row))
+    console.print(table)
+    console.print()
+
+
+CSV_FIELDS = (
+    "samples", "correct", "incorrect", "missing", "errors", "valid_first_try", "corrective_retries", "invalid_outputs",
+    "requests", "input_tokens", "output_tokens", "cost_usd", "wall_s", "complete", "cases", "repeats",
+    "score_ci95_low", "score_ci95_high", "rank_group", "chance", "favourite_position", "favourite_position_score",
+    "cost_per_case_usd", "cost_per_correct_usd", "score_per_usd", "pareto", "latency_median_s", "latency_p95_s",
+    "valid_after_retries", "consistency", "rate_limited", "wait_s",
+)  # fmt: skip
+
+
+def _csv_value(value: object) -> object:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:.6f}".rstrip("0")
+    return value
+
+
+def render_csv(rows: Sequence[LeaderboardRow]) -> str:
+    """A line per run: the groups' scores, `CSV_FIELDS`, the relaxed score when a suite shows it, then each metric
+    a suite shows as a column."""
+    classes = list(dict.fromkeys(name for row in rows for name in row.classes))
+    metrics = [name for name in metric_columns(rows) if name not in (*CSV_FIELDS, "score_relaxed")]
+    fields = CSV_FIELDS + (("score_relaxed",) if any(r.relaxed_column for r in rows) else ()) + tuple(metrics)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["rank", "suite", "model", "mode", "run_id", "status", "imported", "score",
+                     *map(printable, classes), *fields])  # fmt: skip
+    for r in rows:
+        values = r.model_dump()
+        low, high = r.score_ci95 or (None, None)
+        values |= {"score_ci95_low": low, "score_ci95_high": high}
+        values |= {name: r.metrics.get(name) for name in metrics}
+        writer.writerow(
+            [r.rank, *map(printable, (r.suite, r.model)), r.mode, printable(r.run_id), r.status, r.imported]
+            + [_num(r.score)]
+            + [_num(r.classes.get(c)) for c in classes]
+            + [_csv_value(values[field]) for field in fields]
+        )
+    return out.getvalue()
+
+
+def render_json(rows: Sequence[LeaderboardRow]) -> str:
+    return json_printable(json.dumps([r.model_dump(mode="json") for r in rows], indent=2, ensure_ascii=False)) + "\n"
+
+
+def comparison_json(comparison: Comparison, a: LeaderboardRow, b: LeaderboardRow) -> str:
+    data = asdict(comparison) | {"a": _identity(a), "b": _identity(b)}
+    data["difference_ci95"] = list(comparison.difference_ci95)
+    return json_printable(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
+
+
+def _identity(row: LeaderboardRow) -> dict[str, object]:
+    return {"model": row.model, "mode": row.mode, "run_id": row.run_id, "path": row.path, "score": row.score}
+
+
+def render_comparison(comparison: Comparison, a: LeaderboardRow, b: LeaderboardRow) -> str:
+    """The paired comparison in a few lines: counts, the test, and the difference with its interval."""
+    c = comparison
+    test = "McNemar exact" if c.test == "mcnemar" else "sign test"
+    verdict = "a difference" if c.p_value < ALPHA else "no difference shown"
+    lines = [
+        f"A: {_label(a)}  {_num(a.score)}  [{a.run_id}]",
+        f"B: {_label(b)}  {_num(b.score)}  [{b.run_id}]",
+        f"paired cases {c.paired}: both right {c.both_correct}, only A {c.only_a}, only B {c.only_b}, "
+        f"neither {c.neither}",
+    ]
+    if c.test == "sign":
+        lines.append(f"A scored higher on {c.a_better} cases, B on {c.b_better}")
+    lines += [
+        f"{test}: p = {c.p_value:.4g} ({verdict} at {ALPHA})",
+        f"difference A - B: {c.difference:+.2f} points, 95% CI {c.difference_ci95[0]:+.2f} to "
+        f"{c.difference_ci95[1]:+.2f} (paired bootstrap)",
+    ]
+    return printable("\n".join(lines)) + "\n"
+
+
+MODE_HEADERS = ("Model", "Mode", "Score", "95% CI", "Valid 1st", "$/correct", "Best")
+PAIR_HEADERS = ("Model", "A", "B", "Paired", "Only A", "Only B", "p", "p (Holm)", "A - B", "95% CI")
+
+
+def _interval(values: Sequence[float] | None) -> str:
+    return "" if not values else f"{values[0]:.2f} to {values[1]:.2f}"
+
+
+def _p(value: float | None) -> str:
+    return "" if value is None else f"{value:.4g}"
+
+
+def mode_table_lines(comparisons: Sequence[ModeComparison]) -> tuple[list[list[str]], list[list[str]]]:
+    """The table's two parts as text cells: a line per model and mode, then a line per pair of modes."""
+    modes: list[list[str]] = []
+    pairs: list[list[str]] = []
+    for c in comparisons:
+        for mode, cell in c.modes.items():
+            cost = "" if cell.cost_per_correct_usd is None else f"${cell.cost_per_correct_usd:.6f}"
+            best = "best" if mode == c.best_mode else ""
+            modes.append([c.model, mode, _num(cell.score), _interval(cell.score_ci95), _percent(cell.valid_first_try),
+                          cost, best])  # fmt: skip
+        for p in c.versus:
+            difference = "" if p.difference is None else f"{p.difference:+.2f}"
+            pairs.append([c.model, p.a, p.b, str(p.paired), str(p.only_a), str(p.only_b), _p(p.p_value),
+                          _p(p.p_holm), difference, _interval(p.difference_ci95)])  # fmt: skip
+    return modes, pairs
+
+
+def _by_suite_modes(comparisons: Sequence[ModeComparison]) -> list[tuple[str, list[ModeComparison]]]:
+    suites = list(dict.fromkeys(c.suite for c in comparisons))
+    return [(suite, [c for c in comparisons if c.suite == suite]) for suite in suites]
+
+
+def _pipe_table(headers: Sequence[str], lines: Sequence[Sequence[str]]) -> str:
+    cells = [[_escape(cell) for cell in line] for line in [headers, *lines]]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(headers))]
+    text = ["| " + " | ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) + " |" for line in cells]
+    text.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(text) + "\n"
+
+
+def render_modes_markdown(comparisons: Sequence[ModeComparison]) -> str:
+    """Per suite: a line per model and mode, then each pair of a model's modes compared on paired cases."""
+    parts: list[str] = []
+    for suite, mine in _by_suite_modes(comparisons):
+        modes, pairs = mode_table_lines(mine)
+        parts.append(f"### {printable(suite)}: modes\n\n{_pipe_table(MODE_HEADERS, modes)}\n"
+                     f"{_pipe_table(PAIR_HEADERS, pairs)}")  # fmt: skip
+    return "\n".join(parts)
+
+
+def render_modes_rich(comparisons: Sequence[ModeComparison], console: Console) -> None:
+    for suite, mine in _by_suite_modes(comparisons):
+        modes, pairs = mode_table_lines(mine)
+        for title, headers, lines in ((f"{suite}: modes", MODE_HEADERS, modes),
+                                      (f"{suite}: modes compared on paired cases (Holm over each model's pairs)",
+                                       PAIR_HEADERS, pairs)):  # fmt: skip
+            table = Table(title=Text(printable(title)), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+            for index, header in enumerate(headers):
+                table.add_column(Text(header), justify="left" if index < 3 else "right")
+            for line in lines:
+                table.add_row(*(Text(printable(cell)) for cell in line))
+            console.print(table)
+
+
+def render_modes_csv(comparisons: Sequence[ModeComparison]) -> str:
+    """A line per pair of a model's modes, with each side's figures: one flat table."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["suite", "model", "a", "b", "run_a", "run_b", "score_a", "score_b", "valid_first_try_a",
+                     "valid_first_try_b", "cost_per_correct_usd_a", "cost_per_correct_usd_b", "paired", "only_a",
+                     "only_b", "p_value", "p_holm", "difference", "difference_ci95_low", "difference_ci95_high",
+                     "best_mode"])  # fmt: skip
+    for c in comparisons:
+        for p in c.versus:
+            a, b = c.modes[p.a], c.modes[p.b]
+            low, high = p.difference_ci95 or (None, None)
+            writer.writerow([_csv_value(v) for v in (
+                c.suite, c.model, p.a, p.b, a.run, b.run, a.score, b.score, a.valid_first_try, b.valid_first_try,
+                a.cost_per_correct_usd, b.cost_per_correct_usd, p.paired, p.only_a, p.only_b, p.p_value, p.p_holm,
+                p.difference, low, high, c.best_mode,
+            )])  # fmt: skip
+    return out.getvalue()
+
+
+def render_modes_json(comparisons: Sequence[ModeComparison]) -> str:
+    data = [c.model_dump(mode="json") for c in comparisons]
+    return json_printable(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"

@@ -1,0 +1,128 @@
+"""One leaderboard row per stored run: the data every table format is rendered from."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from typed_eval.schemas.record import AnswerMode
+from typed_eval.schemas.run import RunStatus
+
+__all__ = ["LeaderboardRow"]
+
+
+class LeaderboardRow(BaseModel):
+    """A run as the leaderboard shows it (and as `format_result.py --format json` prints it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rank: int | None
+    """Rank within the row's suite (by score unless told otherwise), ties sharing the smallest rank; None for
+    incomplete runs and for runs the ranking cannot place (no score; unknown cost in a cost ranking)."""
+    suite: str
+    task: str
+    model: str
+    mode: AnswerMode
+    run_id: str
+    status: RunStatus
+    imported: bool
+    score: float | None
+    """The headline, 0-100: macro accuracy for multiple-choice suites, mean score x 100 for scored tasks."""
+    title: str = "Score"
+    """What the suite calls its score (the score column's header: `FaRel`)."""
+    classes: dict[str, float | None]
+    """Group (FaRel: class) name -> mean score (0-100)."""
+    metrics: dict[str, float | None]
+    """Task-specific figures (story-graph: edge precision, recall, F1; lineage: `lineage-N`, the score of each
+    problem size); None for a figure that is not a finite number."""
+    columns: list[str] = []
+    """The metrics the suite shows as columns of the tables (its `Suite.columns`), in order."""
+    group_columns: bool = True
+    """Whether the tables show a column per group (`classes`)."""
+    relaxed_column: bool = False
+    """Whether the tables show `score_relaxed` (the suite reads text replies a relaxed way too)."""
+    samples: int
+    correct: int
+    partial: int
+    incorrect: int
+    missing: int
+    errors: int
+    ambiguous: int
+    """Cases recorded but left out of the score (FaRel: ambiguous quizzes)."""
+    valid_first_try: float | None
+    """Percent of answered samples whose first output was valid."""
+    corrective_retries: int
+    invalid_outputs: int
+    requests: int
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+    """None when unknown; a lower bound when `cost_complete` is False."""
+    cost_complete: bool
+    cost_sources: list[str]
+    batch: bool = False
+    """Sent through the provider's batch API (`--batch`), so priced at its batch price: compare costs knowingly."""
+    wall_s: float
+    dataset_md5: str
+    reason: str | None = None
+    path: str
+    cases: int = 0
+    """How many cases the run's dataset has (a run that scored fewer is not complete)."""
+    complete: bool = True
+    """False for a run that scored fewer cases (x repeats) than its dataset has: limited, stopped, or with failed
+    calls (which also leaves a group short)."""
+    repeats: int = 1
+    """How many times each case was posed; scores are means over repeats."""
+    consistency: float | None = None
+    """With repeats: percent of cases whose repeats all gave the same output."""
+    score_ci95: list[float] | None = None
+    """[low, high], 0-100: stratified bootstrap over cases (groups kept), seeded."""
+    class_ci95: dict[str, list[float]] = {}
+    """Group -> [low, high], 0-100: Wilson interval of the group's accuracy."""
+    rank_group: int | None = None
+    """Among complete runs on the same cases: 1 for the best and every run statistically tied with it (paired test
+    at 0.05, Holm-corrected), else 2; None for runs not compared."""
+    chance: float | None = None
+    """The score of answering at random: mean of 1/options per group, aggregated as the score is."""
+    positions: dict[str, int] = {}
+    """Option number ("1" = first) -> how many answers chose it; "last" -> how many chose the last option."""
+    favourite_position: str | None = None
+    """The position most answers chose: an option number, or "last" (quizzes with different numbers of options)."""
+    favourite_position_score: float | None = None
+    """The score of always choosing the model's favourite position."""
+    cost_per_case_usd: float | None = None
+    """None when the cost is unknown or only partly known."""
+    cost_per_correct_usd: float | None = None
+    """Cost per correct answer (scored tasks: per score point x 100); None when cost is unknown."""
+    score_per_usd: float | None = None
+    """The score divided by the cost of one case; None when that cost is unknown or zero."""
+    pareto: bool | None = None
+    """On the (cost per case, score) Pareto frontier of its suite's complete runs; None when cost is unknown or
+    the run is not complete."""
+    latency_median_s: float | None = None
+    """Seconds per case, from the first request to the final output, waits for capacity left out."""
+    latency_p95_s: float | None = None
+    rate_limited: int | None = None
+    """Responses the provider answered HTTP 429 (waited out); None when the run was not paced (imported, older)."""
+    wait_s: float | None = None
+    """Seconds requests waited for capacity or for an outage to end, added up: reported apart from latency."""
+    valid_after_retries: float | None = None
+    invalid_by_kind: dict[str, int] = {}
+    score_by_retries: list[float | None] = []
+    """Index r: the score had at most r corrective retries been allowed (a sample whose first valid output came
+    later counts as missing), r = 0 .. the most any sample used; empty without records."""
+    valid_by_retries: list[float | None] = []
+    """Index r: percent of answered samples with a valid output after at most r corrective retries."""
+    retry_requests: int | None = None
+    """The corrective retries (requests after each sample's first); None without records."""
+    retry_input_tokens: int | None = None
+    """Tokens of those requests (each resends the conversation so far); None when unknown (runs stored before
+    attempts kept their own usage, imports)."""
+    retry_output_tokens: int | None = None
+    retry_cost_usd: float | None = None
+    """What those requests cost; None when unknown."""
+    after_invalid: dict[str, dict[str, dict[str, int]]] = {}
+    """Attempt number (1 = the first) -> invalid kind -> what followed it: `fixed`, `same` (the same kind again),
+    `other` (another kind), `none` (no retry left)."""
+    score_relaxed: float | None = None
+    """Text modes: the score with the suite's relaxed reading counted (a missing reply that states its answer
+    another way scores what it states), as lineage-bench's `compute_metrics.py --relaxed`; None in other modes."""
