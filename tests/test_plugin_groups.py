@@ -1,0 +1,102 @@
+"""A plug-in registered before the rename, under the entry-point groups `farel_eval.suites` and `farel_eval.models`,
+keeps working: found, listed and run, with a one-line notice to register it under the new group."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PYTHON, REPO
+
+PYPROJECT = """
+    [build-system]
+    requires = ["setuptools>=77"]
+    build-backend = "setuptools.build_meta"
+
+    [project]
+    name = "old-bench"
+    version = "0.9.0"
+
+    [project.entry-points."farel_eval.suites"]
+    old = "old_bench:SUITE"
+
+    [project.entry-points."farel_eval.models"]
+    echo = "old_bench:resolve_echo"
+"""
+
+MODULE = '''
+    """A suite and a model string of a package made for the package's earlier name."""
+
+    from pydantic import BaseModel
+    from pydantic_ai.models.test import TestModel
+
+    import evaluator
+    from typed_eval.providers.resolve import ResolvedModel
+
+
+    class Params(BaseModel):
+        n: int = 3
+
+
+    class Answer(BaseModel):
+        word: str
+
+
+    def build(params: Params) -> tuple[evaluator.Task[Answer], list[evaluator.Case]]:
+        task = evaluator.Task(name="echo", output_type=Answer, score=lambda case, out: float(out.word == case.expected))
+        return task, [evaluator.Case(id=f"c{k}", prompt="Say a word.", expected="a") for k in range(params.n)]
+
+
+    def resolve_echo(rest: str) -> ResolvedModel:
+        return ResolvedModel(TestModel(custom_output_args={"word": rest}), f"echo:{rest}", None, True)
+
+
+    SUITE = evaluator.Suite(name="old", params=Params, build=build, description="An old plug-in")
+'''
+
+NOTICE = (
+    "main.py: note: the plug-in {name!r} of old-bench is registered under the entry-point group 'farel_eval.{group}', "
+    "which is now 'typed_eval.{group}': register it there\n"
+)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("old")
+    (root / "src").mkdir()
+    (root / "src" / "pyproject.toml").write_text(textwrap.dedent(PYPROJECT).lstrip())
+    (root / "src" / "old_bench.py").write_text(textwrap.dedent(MODULE).lstrip())
+    subprocess.run(
+        [PYTHON, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index", "--target",
+         str(root / "site"), str(root / "src")],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    return root / "site"
+
+
+def main_py(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    return subprocess.run(
+        [PYTHON, "main.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_a_suite_under_the_old_group_is_listed_with_one_notice(site: Path) -> None:
+    listed = main_py(site, "suites")
+    assert listed.returncode == 0, listed.stderr
+    assert "old (old-bench 0.9.0): An old plug-in" in listed.stdout.splitlines()
+    assert listed.stderr == NOTICE.format(name="old", group="suites")
+
+
+def test_a_suite_and_a_model_under_the_old_groups_run_and_store(site: Path, tmp_path: Path) -> None:
+    done = main_py(site, "run", "--suite", "old", "--model", "echo:a", "--results-dir", str(tmp_path), "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == NOTICE.format(name="old", group="suites") + NOTICE.format(name="echo", group="models")
+    (summary,) = tmp_path.glob("*/*/summary.json")
+    stored = json.loads(summary.read_text())
+    assert (stored["suite"], stored["model"], stored["scores"]["score"]) == ("old", "echo:a", 100.0)
