@@ -26,7 +26,9 @@ from typed_eval.providers.replay import replay_model
 from typed_eval.providers.resolve import ResolvedModel
 from typed_eval.schemas import Case, DatasetInfo, RunSettings, RunSummary
 from typed_eval.store.storage import imported_run_dir, model_slug
-from typed_eval.suites.lineage.suite import LINEAGE_TASK, SUITE, case_from_row, csv_line, csv_rows, numbered
+from typed_eval.suites.lineage.answers import LINEAGE_TASK
+from typed_eval.suites.lineage.generator import SUITE, csv_line, numbered
+from typed_eval.suites.lineage.quiz_files import case_from_row, csv_rows
 
 __all__ = [
     "NO_EFFORT",

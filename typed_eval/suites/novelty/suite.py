@@ -35,10 +35,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.errors import InputError, TaskError
-from typed_eval.core.suite import AnswerLine, Suite, SuiteContext, answer_lines
+from typed_eval.core.suite import AnswerLine, Suite, SuiteContext, SuiteFlag, answer_lines
 from typed_eval.core.tasks import Conversation, Score, Task, TextReader
 from typed_eval.providers.embeddings import EmbeddingError, TextEmbedder, novelty, open_embedder
 from typed_eval.schemas import AnswerMode, Case, SampleRecord
+from typed_eval.suites.flags import coherence, positive, share
 from typed_eval.suites.judge import Judge
 
 __all__ = [
@@ -358,4 +359,19 @@ NOVELTY = Suite(
     columns=["novelty", "answers"],
     group_columns=False,
     show_answer=show_answers,
+    flags=(
+        SuiteFlag("--questions", "questions", type=Path, metavar="FILE"),
+        SuiteFlag("--max-answers", "max_answers", type=positive),
+        SuiteFlag("--coherence-threshold", "coherence_threshold", type=coherence),
+        SuiteFlag("--novelty-threshold", "novelty_threshold", type=share),
+        SuiteFlag("--embedding-model", "embedding_model"),
+        SuiteFlag("--embedding-base-url", "embedding_base_url"),
+        SuiteFlag(
+            "--embedding-api-key",
+            "embedding_api_key",
+            key=True,
+            help="the embeddings endpoint's key (default: --api-key when it is --base-url's host, else OPENAI_API_KEY; "
+            "never written to results)",
+        ),
+    ),
 )

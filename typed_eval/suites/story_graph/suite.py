@@ -31,9 +31,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.errors import InputError
-from typed_eval.core.suite import AnswerLine, AnswerMark, Suite, answer_lines
+from typed_eval.core.suite import AnswerLine, AnswerMark, Suite, SuiteFlag, answer_lines
 from typed_eval.core.tasks import Score, Task
 from typed_eval.schemas import AnswerMode, Case, SampleRecord
+from typed_eval.suites.flags import positive
 
 __all__ = [
     "KINSHIP_TITLES",
@@ -1008,4 +1009,9 @@ STORY_GRAPH = Suite(
     build=_build,
     description="stories to relationship graphs: typed edges and members through one tool call (WeiXiaoTien's score)",
     show_answer=show_graph,
+    flags=(
+        SuiteFlag("--people", "people", type=positive),
+        SuiteFlag("--count", "count", type=positive),
+        SuiteFlag("--seed", "seed", type=int),
+    ),
 )
