@@ -27,7 +27,7 @@ from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, embeddings, text, tool_call
 from typed_eval.core.attempts import UserPrices
 from typed_eval.core.errors import InputError, TaskError
-from typed_eval.providers.embeddings import TextEmbedder, cosine, endpoint_embedder, local_embedder, novelty
+from typed_eval.providers.embeddings import TextEmbedder, cosine, endpoint_embedder, local_embedder
 from typed_eval.reports.html_report import render_html
 from typed_eval.reports.leaderboard import build_rows, load_run
 from typed_eval.reports.tables import render_csv, render_markdown
@@ -37,6 +37,7 @@ from typed_eval.suites.novelty.suite import (
     NoveltyOutput,
     NoveltySettings,
     answer_prompt,
+    novelty,
     novelty_dataset,
     novelty_task,
     read_questions,

@@ -65,7 +65,7 @@ def _count(value: int | None) -> str:
 
 
 def print_report(summary: RunSummary, run_dir: Path, suite: Suite[Any] | None = None) -> None:
-    """Per-group lines (farel-bench's for FaRel), the headline score, format compliance and totals."""
+    """Per-group lines (as the original benchmark prints them), the headline score, format compliance and totals."""
     scores = summary.scores
     for g in scores.groups:
         score = f"{g.score:.2f}" if g.score is not None else "n/a"

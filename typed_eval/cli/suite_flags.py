@@ -50,7 +50,7 @@ def add_suite_flags(parser: argparse.ArgumentParser, suites: Sequence[FoundSuite
                 spelling=spelling,
                 dest=spelling.param,
                 nargs=0 if spelling.value is not None else None,
-                type=spelling.type,
+                type=spelling.type or str,
                 metavar=spelling.metavar,
                 default=argparse.SUPPRESS,
                 help=argparse.SUPPRESS,

@@ -11,7 +11,8 @@ from typed_eval.core.datasets import Dataset, survey
 from typed_eval.core.errors import InputError
 from typed_eval.core.sources import read_csv_source
 from typed_eval.core.tasks import Task
-from typed_eval.schemas import Case, DatasetInfo, Quiz
+from typed_eval.schemas import Case, DatasetInfo
+from typed_eval.suites.farel.quiz import FarelQuiz
 from typed_eval.suites.multiple_choice import OptionAnswer, multiple_choice_task
 
 __all__ = ["FAREL_TASK", "generated_dataset", "quiz_of", "read_dataset"]
@@ -20,10 +21,10 @@ FAREL_TASK: Task[OptionAnswer | str] = multiple_choice_task("farel")
 """FaRel's task: an option number in the structured modes, farel-bench's `<ANSWER>` tag in tag mode."""
 
 
-def quiz_of(case: Case) -> Quiz:
+def quiz_of(case: Case) -> FarelQuiz:
     """The FaRel quiz a case was made from (its CSV line is what the dataset's MD5 covers)."""
     degree = case.metadata.get("degree")
-    return Quiz(
+    return FarelQuiz(
         id=case.id,
         class_name=case.group or "",
         prompt=case.prompt,
