@@ -17,9 +17,9 @@ from typed_eval.core.datasets import Dataset, survey
 from typed_eval.core.errors import InputError, OneLineArgumentParser
 from typed_eval.schemas import Case, DatasetInfo, GroupScore, Quiz
 from typed_eval.suites.lineage.names import (
-    _ALL_NAMES,
-    _FEW_NAMES,
-    _FEW_NAMES_UP_TO,
+    ALL_NAMES,
+    FEW_NAMES,
+    FEW_NAMES_UP_TO,
 )
 
 __all__ = [
@@ -175,7 +175,7 @@ def generate(
 
 def _generate(length: int, number: int, seed: int | None, *, shuffle: bool, template: str) -> Iterator[Case]:
     rng = random.Random(seed)
-    pool = _FEW_NAMES if length <= _FEW_NAMES_UP_TO else _ALL_NAMES
+    pool = FEW_NAMES if length <= FEW_NAMES_UP_TO else ALL_NAMES
     for _ in range(number):
         for relation in RELATIONS:
             prompt, options, correct = _quiz(rng, pool, length, relation, shuffle=shuffle, template=template)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import farel_bench
 
-__all__ = []
+__all__ = ["ALL_NAMES", "FEW_NAMES", "FEW_NAMES_UP_TO"]
 
 
-_FEW_NAMES_UP_TO = 200
+FEW_NAMES_UP_TO = 200
 """Up to this size lineage-bench draws from the first 100 names of each list (its quizzes from before the lists
 grew), beyond it from all 2,048."""
 
@@ -141,6 +141,6 @@ _MORE_FEMALE_NAMES = _names(
     "Lorrie Chandra Lilian Elle "
 )
 
-_FEW_NAMES = farel_bench.MALE_NAMES + farel_bench.FEMALE_NAMES
+FEW_NAMES = farel_bench.MALE_NAMES + farel_bench.FEMALE_NAMES
 """lineage-bench's first 100 names of each list are farel-bench's."""
-_ALL_NAMES = farel_bench.MALE_NAMES + _MORE_MALE_NAMES + farel_bench.FEMALE_NAMES + _MORE_FEMALE_NAMES
+ALL_NAMES = farel_bench.MALE_NAMES + _MORE_MALE_NAMES + farel_bench.FEMALE_NAMES + _MORE_FEMALE_NAMES
