@@ -144,8 +144,9 @@ def compile_assertion(raw: Any, *, render: Callable[[str], str], base: Path, whe
         raise TaskError(f"{where}: assertion key {unknown[0]!r} is not supported")
     weight = _weight(raw, where)
     threshold = raw.get("threshold")
-    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int | float)
-                                  or not math.isfinite(threshold)):  # fmt: skip
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, int | float) or not math.isfinite(threshold)
+    ):
         raise TaskError(f"{where}: threshold must be a finite number, got {threshold!r}")
     if threshold is not None and base_kind not in ("python", "llm-rubric"):
         raise TaskError(f"{where}: a threshold is read by python and llm-rubric assertions only")

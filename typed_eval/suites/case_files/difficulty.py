@@ -41,8 +41,10 @@ def difficulty_of(metadata: Any, prompt: str, where: str) -> Difficulty:
     if given is None:
         return Difficulty(context=context_level(prompt))
     if not isinstance(given, Mapping) or set(given) - {"reasoning", "format"}:
-        raise TaskError(f"{where}: metadata.difficulty takes reasoning (1, 2 or 4) and format (1, 2 or 3); "
-                        "context is measured from the prompt")  # fmt: skip
+        raise TaskError(
+            f"{where}: metadata.difficulty takes reasoning (1, 2 or 4) and format (1, 2 or 3); "
+            "context is measured from the prompt"
+        )
     reasoning, form = given.get("reasoning", 1), given.get("format", 1)
     if reasoning not in REASONING_LEVELS or isinstance(reasoning, bool):
         raise TaskError(f"{where}: difficulty reasoning must be 1, 2 or 4, got {reasoning!r}")

@@ -87,8 +87,9 @@ def dereferenced(document: Any, where: str) -> Any:
             elif isinstance(found, list) and key.isdigit() and int(key) < len(found):
                 found = found[int(key)]
             else:
-                raise TaskError(f"{where}: $ref {pointer!r} names nothing in the file (promptfoo reads it from "
-                                "the file's root)")  # fmt: skip
+                raise TaskError(
+                    f"{where}: $ref {pointer!r} names nothing in the file (promptfoo reads it from the file's root)"
+                )
         return found
 
     made = [0]

@@ -69,8 +69,12 @@ class CaseFileGrader:
         usage: TokenUsage | None = None
         cost: Cost | None = None
         for assertion in posed.assertions:
-            context = {"prompt": case.prompt, "vars": posed.variables, "test": posed.test,
-                       "config": assertion.spec.get("config", {})}  # fmt: skip
+            context = {
+                "prompt": case.prompt,
+                "vars": posed.variables,
+                "test": posed.test,
+                "config": assertion.spec.get("config", {}),
+            }
             if assertion.type == "llm-rubric":
                 if self.judge is None:
                     raise TaskError(f"case {case.id}: llm-rubric needs a judge model", parameter="judge_model")
@@ -82,8 +86,16 @@ class CaseFileGrader:
             if graded.cost is not None:
                 cost = graded.cost if cost is None else added_cost(cost, graded.cost)
             passed = bool(graded.passed) or assertion.weight == 0  # promptfoo: weight 0 never fails a test
-            results.append({"type": assertion.type, "weight": assertion.weight, "score": graded.score,
-                            "pass": passed, "reason": graded.reason, **graded.extra})  # fmt: skip
+            results.append(
+                {
+                    "type": assertion.type,
+                    "weight": assertion.weight,
+                    "score": graded.score,
+                    "pass": passed,
+                    "reason": graded.reason,
+                    **graded.extra,
+                }
+            )
         score, passed = test_result(results, posed.threshold)
         return Score(score, {"pass": passed, "assertions": results}, usage, cost)
 

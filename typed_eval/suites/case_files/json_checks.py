@@ -157,8 +157,9 @@ def json_check(kind: str, value: Any, inverse: bool) -> Check:
         problems = _schema_errors(validator, parsed)
         if (problems is None) == inverse:  # promptfoo: a schema failure scores 0 with Ajv's errors
             failure = f"JSON does not conform to the provided schema. Errors: {problems}"
-            return Graded(0.0, "Output is JSON that conforms to the provided schema" if inverse else failure,
-                          passed=False)  # fmt: skip
+            return Graded(
+                0.0, "Output is JSON that conforms to the provided schema" if inverse else failure, passed=False
+            )
         return verdict_of(True, "")
 
     def contains_json(output: Output, _: Mapping[str, Any]) -> Graded:

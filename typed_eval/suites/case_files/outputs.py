@@ -106,8 +106,10 @@ def output_schema_of(options: Mapping[str, Any], base: Path, where: str) -> tupl
         return {"type": "object"}, "final_result"
     inner = form.get("json_schema") if isinstance(form, Mapping) and form.get("type") == "json_schema" else None
     if not isinstance(inner, Mapping) or not isinstance(inner.get("schema"), dict):
-        raise TaskError(f"{where}: options.response_format must be {{type: json_schema, json_schema: {{name, schema}}}}"
-                        " or {type: json_object}")  # fmt: skip
+        raise TaskError(
+            f"{where}: options.response_format must be {{type: json_schema, json_schema: {{name, schema}}}}"
+            " or {type: json_object}"
+        )
     return inner["schema"], str(inner.get("name") or "final_result")
 
 

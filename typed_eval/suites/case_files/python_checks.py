@@ -67,8 +67,13 @@ def _parse_float(text: str) -> float:
 
 def _is_grading_result(result: Mapping[str, Any]) -> bool:
     """promptfoo's `isGradingResult`: pass a boolean, score a number, reason a string (and optional fields typed)."""
-    optional = {"namedScores": dict, "namedScoreWeights": dict, "tokensUsed": dict, "componentResults": list,
-                "comment": str}  # fmt: skip
+    optional = {
+        "namedScores": dict,
+        "namedScoreWeights": dict,
+        "tokensUsed": dict,
+        "componentResults": list,
+        "comment": str,
+    }
     return (
         isinstance(result.get("pass"), bool)
         and isinstance(result.get("score"), int | float)
@@ -87,8 +92,11 @@ def script_result(result: Any, inverse: bool, threshold: float | None) -> Graded
     if isinstance(result, bool) or lowered in ("true", "false"):
         raw = result is True or lowered == "true"
         passed = raw != inverse
-        return Graded(1.0 if passed else 0.0, "Assertion passed" if passed else
-                      f"Python code returned {'true' if raw else 'false'}", passed=passed)  # fmt: skip
+        return Graded(
+            1.0 if passed else 0.0,
+            "Assertion passed" if passed else f"Python code returned {'true' if raw else 'false'}",
+            passed=passed,
+        )
     if isinstance(result, str) and result.startswith("{"):
         try:
             result = json_parse(result)
@@ -99,8 +107,10 @@ def script_result(result: Any, inverse: bool, threshold: float | None) -> Graded
         if "pass_" in mapped and "pass" not in mapped:
             mapped["pass"] = mapped["pass_"]
         if not _is_grading_result(mapped):
-            raise ValueError("Python assertion must return a boolean, number, or {pass, score, reason} object. Got "
-                             f"instead: {json_text(result)}")  # fmt: skip
+            raise ValueError(
+                "Python assertion must return a boolean, number, or {pass, score, reason} object. Got "
+                f"instead: {json_text(result)}"
+            )
         raw, score, reason = mapped["pass"], float(mapped["score"]), mapped["reason"]
         if threshold is not None and score < threshold:
             raw = False
@@ -112,14 +122,17 @@ def script_result(result: Any, inverse: bool, threshold: float | None) -> Graded
         return Graded(score, shown, passed=passed)
     score = result if isinstance(result, int | float) else _parse_float(js_string(result))
     if math.isnan(score):
-        raise ValueError(f"Python assertion must return a boolean, number, or {{pass, score, reason}} object. "
-                         f"Instead got: {js_string(result)}")  # fmt: skip
+        raise ValueError(
+            f"Python assertion must return a boolean, number, or {{pass, score, reason}} object. "
+            f"Instead got: {js_string(result)}"
+        )
     if math.isinf(score):
         raise ValueError(f"Python assertion returned {js_string(score)}, not a finite score")
     raw = score > 0 if threshold is None else score >= threshold
     passed = raw != inverse
-    return Graded(float(score), "Assertion passed" if passed else f"Python code returned {str(raw).lower()}",
-                  passed=passed)  # fmt: skip
+    return Graded(
+        float(score), "Assertion passed" if passed else f"Python code returned {str(raw).lower()}", passed=passed
+    )
 
 
 _MODULES: dict[str, Any] = {}

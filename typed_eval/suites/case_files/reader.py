@@ -103,8 +103,10 @@ class Reader:
         out: dict[str, Any] = {}
         for name, value in given.items():
             if isinstance(value, list):
-                raise TaskError(f"{where}: var {name} is a list (promptfoo poses each value as its own test): "
-                                "write one test per value")  # fmt: skip
+                raise TaskError(
+                    f"{where}: var {name} is a list (promptfoo poses each value as its own test): "
+                    "write one test per value"
+                )
             if isinstance(value, str) and value.startswith("file://"):
                 value = self._var_file(value, f"{where}, var {name}")
             out[str(name)] = value

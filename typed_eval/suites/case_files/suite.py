@@ -92,8 +92,10 @@ def load_case_file(path: Path) -> tuple[Task[Any], Dataset]:
     cases: list[Case] = []
     posed: dict[str, Posed] = {}
     for number, raw in enumerate(tests, 1):
-        ids = [f"test-{number:0{max(3, len(str(len(tests))))}d}" + (f".p{k}" if len(prompts) > 1 else "")
-               for k in range(1, len(prompts) + 1)]  # fmt: skip
+        ids = [
+            f"test-{number:0{max(3, len(str(len(tests))))}d}" + (f".p{k}" if len(prompts) > 1 else "")
+            for k in range(1, len(prompts) + 1)
+        ]
         for case, graded in _test_cases(reader, number, raw, default, prompts, ids):
             cases.append(case)
             posed[case.id] = graded
@@ -131,11 +133,14 @@ def _test_cases(
         for k, spec in enumerate(specs, 1)
     )
     if not math.isfinite(sum(a.weight for a in assertions)):
-        raise TaskError(f"{where}: its assertion weights add up to more than a double holds (promptfoo would score "
-                        "the test 0): make them smaller")  # fmt: skip
+        raise TaskError(
+            f"{where}: its assertion weights add up to more than a double holds (promptfoo would score "
+            "the test 0): make them smaller"
+        )
     threshold = test.get("threshold")
-    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int | float)
-                                  or math.isnan(threshold)):  # fmt: skip
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, int | float) or math.isnan(threshold)
+    ):
         raise TaskError(f"{where}: threshold must be a number, got {threshold!r}")
     graded = Posed(assertions, variables, _plain(test), None if threshold is None else float(threshold))
     made: list[tuple[Case, Posed]] = []
@@ -150,8 +155,14 @@ def _test_cases(
             metadata["prompt"] = k
         if schema is not None:
             metadata["output_schema"], metadata["output_name"] = schema
-        case = Case(id=case_id, prompt=prompt, expected=[a.spec for a in assertions],
-                    group=f"format {difficulty.format}", metadata=metadata, weight=difficulty.total)  # fmt: skip
+        case = Case(
+            id=case_id,
+            prompt=prompt,
+            expected=[a.spec for a in assertions],
+            group=f"format {difficulty.format}",
+            metadata=metadata,
+            weight=difficulty.total,
+        )
         made.append((case, graded))
     return made
 
@@ -179,12 +190,14 @@ def _task(name: str, grader: CaseFileGrader) -> Task[Any]:
         key = json.dumps([schema, case.metadata.get("output_name")], sort_keys=True)
         if key not in structured:
             tool = tool_name_of(str(case.metadata.get("output_name") or "final_result"))
-            structured[key] = Task[Any](name=name, output_type=schema_output(schema, f"case {case.id}"), score=grader,
-                                        tool_name=tool)  # fmt: skip
+            structured[key] = Task[Any](
+                name=name, output_type=schema_output(schema, f"case {case.id}"), score=grader, tool_name=tool
+            )
         return structured[key], "text" if mode == "tag" else mode
 
-    return Task[Any](name=name, output_type=str, score=grader, instructions=_no_instructions, pose_as=pose_as,
-                     bounded_scores=False)  # fmt: skip
+    return Task[Any](
+        name=name, output_type=str, score=grader, instructions=_no_instructions, pose_as=pose_as, bounded_scores=False
+    )
 
 
 def _no_instructions(_: AnswerMode) -> str | None:
@@ -216,7 +229,9 @@ def show_assertions(record: SampleRecord) -> list[AnswerLine]:
 
 
 CASE_FILE = file_suite(
-    "case-file", load_case_file,
+    "case-file",
+    load_case_file,
     "a case file in promptfoo's format, scored by difficulty-weighted assertions (--suite FILE.yaml)",
-    CASE_FILE_SUFFIXES, show_answer=show_assertions,
-)  # fmt: skip
+    CASE_FILE_SUFFIXES,
+    show_answer=show_assertions,
+)

@@ -30,8 +30,9 @@ def _as_text(value: Any) -> str:
 def _lookup(name: str, variables: Mapping[str, Any], where: str) -> str:
     placeholder = "{{" + name + "}}"
     if "{#" in name or not _NAME.fullmatch(name):
-        raise TaskError(f"{where}: {placeholder} is not a {{{{name}}}} placeholder (filters and expressions are not "
-                        "supported)")  # fmt: skip
+        raise TaskError(
+            f"{where}: {placeholder} is not a {{{{name}}}} placeholder (filters and expressions are not supported)"
+        )
     value: Any = variables
     for key in name.split("."):
         if isinstance(value, Mapping) and key in value:
@@ -52,8 +53,10 @@ def render(template: str, variables: Mapping[str, Any], where: str) -> str:
             out.append(piece)
             continue
         if "{%" in piece or "{#" in piece:
-            raise TaskError(f"{where}: Nunjucks tags ({{% ... %}}) and comments ({{# ... #}}) are not supported, only "
-                            "{{name}} placeholders")  # fmt: skip
+            raise TaskError(
+                f"{where}: Nunjucks tags ({{% ... %}}) and comments ({{# ... #}}) are not supported, only "
+                "{{name}} placeholders"
+            )
         out.append(_PLACEHOLDER.sub(lambda m: _lookup(m.group(1).strip(), variables, where), piece))
     return "".join(out)
 

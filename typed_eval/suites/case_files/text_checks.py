@@ -57,34 +57,42 @@ def text_check(kind: str, value: Any, inverse: bool) -> Check:
                     if "deeply" in str(exc):
                         raise CannotCheck(f"the reply is JSON {exc}") from None
                     same = False
-                return verdict_of(same != inverse, f"Expected output {output.text!r} to {not_word(inverse)}equal "
-                                f"{json_text(expected_json)}")  # fmt: skip
+                return verdict_of(
+                    same != inverse,
+                    f"Expected output {output.text!r} to {not_word(inverse)}equal {json_text(expected_json)}",
+                )
 
             return equals_json
         expected = js_string(value)
-        return lambda output, _: verdict_of((output.text == expected) != inverse,
-                                          f"Expected output to {not_word(inverse)}equal {expected!r}")  # fmt: skip
+        return lambda output, _: verdict_of(
+            (output.text == expected) != inverse, f"Expected output to {not_word(inverse)}equal {expected!r}"
+        )
     if kind in ("contains", "icontains"):
         if not _is_contains_value(value):
             raise TaskError(f"{kind} needs a string or number value")
         text = js_string(value)
         if kind == "contains":
-            return lambda output, _: verdict_of((text in output.text) != inverse,
-                                              f"Expected output to {not_word(inverse)}contain {text!r}")  # fmt: skip
+            return lambda output, _: verdict_of(
+                (text in output.text) != inverse, f"Expected output to {not_word(inverse)}contain {text!r}"
+            )
         lowered = text.lower()
-        return lambda output, _: verdict_of((lowered in output.text.lower()) != inverse,
-                                          f"Expected output to {not_word(inverse)}contain {text!r}")  # fmt: skip
+        return lambda output, _: verdict_of(
+            (lowered in output.text.lower()) != inverse, f"Expected output to {not_word(inverse)}contain {text!r}"
+        )
     if not isinstance(value, str) or not value:
         raise TaskError(f"{kind} needs a string value")
     if kind == "starts-with":
-        return lambda output, _: verdict_of(output.text.startswith(value) != inverse,
-                                          f"Expected output to {not_word(inverse)}start with {value!r}")  # fmt: skip
+        return lambda output, _: verdict_of(
+            output.text.startswith(value) != inverse, f"Expected output to {not_word(inverse)}start with {value!r}"
+        )
     try:
         pattern = translate(value)
     except JsRegexError as exc:
         raise TaskError(f"regex /{value}/: {exc}") from None
-    return lambda output, _: verdict_of((pattern.search(utf16_units(output.text)) is not None) != inverse,
-                                      f"Expected output to {not_word(inverse)}match regex {value!r}")  # fmt: skip
+    return lambda output, _: verdict_of(
+        (pattern.search(utf16_units(output.text)) is not None) != inverse,
+        f"Expected output to {not_word(inverse)}match regex {value!r}",
+    )
 
 
 def list_check(kind: str, value: Any, inverse: bool) -> Check:

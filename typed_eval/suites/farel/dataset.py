@@ -38,8 +38,9 @@ def _csv_line(case: Case) -> bytes:
     return (farel_bench.csv_line(quiz_of(case)) + "\n").encode("utf-8")
 
 
-def generated_dataset(length: int, number: int, seed: int | None, *, shuffle: bool, template: str | None = None,
-                      unambiguous: bool = False) -> Dataset:  # fmt: skip
+def generated_dataset(
+    length: int, number: int, seed: int | None, *, shuffle: bool, template: str | None = None, unambiguous: bool = False
+) -> Dataset:
     """The quizzes `farel_bench.py -l length -n number -r seed [-s]` writes, and that CSV's MD5."""
     for name, value in (("length", length), ("number", number)):
         if value < 1:
@@ -77,6 +78,11 @@ def read_dataset(path: str) -> Dataset:
         raise InputError(f"malformed CSV: {exc}") from None
     if not sizes:
         raise InputError(f"malformed CSV: {where}: no quizzes found")
-    info = DatasetInfo(suite="farel", source="stdin" if path == "-" else "file", path=None if path == "-" else path,
-                       md5=hashlib.md5(raw).hexdigest(), cases=sum(sizes.values()))  # fmt: skip
+    info = DatasetInfo(
+        suite="farel",
+        source="stdin" if path == "-" else "file",
+        path=None if path == "-" else path,
+        md5=hashlib.md5(raw).hexdigest(),
+        cases=sum(sizes.values()),
+    )
     return Dataset(info, sizes, source)

@@ -228,13 +228,19 @@ def _length(text: str) -> int:
 def _argument_parser(prog: str) -> OneLineArgumentParser:
     parser = OneLineArgumentParser(prog=prog, description="Generate lineage-bench quizzes as CSV on stdout.")
     parser.add_argument(
-        "-l", "--length", type=_length, required=True, metavar=f"[{MIN_LENGTH}-{MAX_LENGTH}]",
+        "-l",
+        "--length",
+        type=_length,
+        required=True,
+        metavar=f"[{MIN_LENGTH}-{MAX_LENGTH}]",
         help="Number of people connected with lineage relationships in the quiz.",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "-p", "--prompt", default=DEFAULT_PROMPT,
+        "-p",
+        "--prompt",
+        default=DEFAULT_PROMPT,
         help=f"Prompt template of the quiz. The default prompt template is: {DEFAULT_PROMPT!r}",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "-s", "--shuffle", action="store_true", help="Shuffle the order of lineage relations in the quiz."
     )

@@ -104,8 +104,9 @@ def read_results(path: Path) -> list[ResultRun]:
     for number, row in csv_rows(text, str(path)):
         where = f"malformed result CSV: {path} row {number}"
         if len(row) != len(RESULT_COLUMNS):
-            raise InputError(f"{where}: expected {len(RESULT_COLUMNS)} fields ({', '.join(RESULT_COLUMNS)}), "
-                             f"got {len(row)}")  # fmt: skip
+            raise InputError(
+                f"{where}: expected {len(RESULT_COLUMNS)} fields ({', '.join(RESULT_COLUMNS)}), got {len(row)}"
+            )
         size, relation, correct, quiz, model, _, effort, system, response = row
         name = _value(model)
         if name is None:
@@ -129,8 +130,14 @@ def _dataset(found: ResultRun) -> Dataset:
     from `-s -l 8 -n 50 -r 42` quizzes shares its dataset with a run made here on them."""
     cases = found.cases
     groups, md5, source = survey(lambda: iter(cases), lambda case: csv_line(case).encode("utf-8"))
-    info = DatasetInfo(suite=SUITE, source="file", path=str(found.source), md5=md5, cases=len(cases),
-                       params={"problem_sizes": [found.problem_size]})  # fmt: skip
+    info = DatasetInfo(
+        suite=SUITE,
+        source="file",
+        path=str(found.source),
+        md5=md5,
+        cases=len(cases),
+        params={"problem_sizes": [found.problem_size]},
+    )
     return Dataset(info, groups, source)
 
 

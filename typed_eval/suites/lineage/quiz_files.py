@@ -90,8 +90,9 @@ def read_dataset(path: str) -> Dataset:
     cases: list[Case] = []
     for number, row in csv_rows(text, where):
         if len(row) != 4:
-            raise InputError(f"malformed CSV: {where} row {number}: expected 4 fields (size, relation, answer, quiz), "
-                             f"got {len(row)}")  # fmt: skip
+            raise InputError(
+                f"malformed CSV: {where} row {number}: expected 4 fields (size, relation, answer, quiz), got {len(row)}"
+            )
         size, relation, correct, quiz = row
         cases.append(case_from_row(size, relation, correct, quiz, f"malformed CSV: {where} row {number}"))
     if not cases:
@@ -99,6 +100,12 @@ def read_dataset(path: str) -> Dataset:
     cases = list(numbered(cases))
     groups, _, source = survey(lambda: iter(cases), None)
     sizes = list(dict.fromkeys(int(case.metadata["problem_size"]) for case in cases))
-    info = DatasetInfo(suite=SUITE, source="stdin" if path == "-" else "file", path=None if path == "-" else path,
-                       md5=hashlib.md5(raw).hexdigest(), cases=len(cases), params={"problem_sizes": sizes})  # fmt: skip
+    info = DatasetInfo(
+        suite=SUITE,
+        source="stdin" if path == "-" else "file",
+        path=None if path == "-" else path,
+        md5=hashlib.md5(raw).hexdigest(),
+        cases=len(cases),
+        params={"problem_sizes": sizes},
+    )
     return Dataset(info, groups, source)

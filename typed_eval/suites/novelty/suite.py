@@ -263,10 +263,18 @@ def novelty_task(
 ) -> Task[Any]:
     """The suite's task: each question's loop, posed in plain text whatever the run's mode (answers are sentences)."""
     loop = NoveltyLoop(embedder, settings or NoveltySettings(), judge)
-    reader = TextReader(_answer, feedback="Your reply was empty: answer the question in one short sentence.",
-                        invalid_kind="empty")  # fmt: skip
-    text = Task[Any](name=SUITE, output_type=str, score=loop.grade, reader=reader, instructions=_no_instructions,
-                     metrics=_metrics, session=loop)  # fmt: skip
+    reader = TextReader(
+        _answer, feedback="Your reply was empty: answer the question in one short sentence.", invalid_kind="empty"
+    )
+    text = Task[Any](
+        name=SUITE,
+        output_type=str,
+        score=loop.grade,
+        reader=reader,
+        instructions=_no_instructions,
+        metrics=_metrics,
+        session=loop,
+    )
     return replace(text, pose_as=lambda _case, _mode: (text, "text"))
 
 

@@ -100,9 +100,10 @@ def _carers(family: Family, below: int, exclude: Sequence[int] = ()) -> list[_Ca
     generation and other than `exclude` (the child's own parents)."""
     options: list[_Carers] = [c for c in family.couples if family.gen(c[0]) < below and c[0] not in exclude]
     options += [
-        (i,) for i in range(len(family.people))
+        (i,)
+        for i in range(len(family.people))
         if i not in family.spouse and 1 <= family.gen(i) < below and i not in exclude
-    ]  # fmt: skip
+    ]
     return options
 
 
@@ -125,9 +126,11 @@ def build_family(rng: random.Random, people: int) -> Family:
         else:
             _bear(family, names, rng, rng.choice([c for c in family.couples if family.gen(c[0]) <= 1]))
 
-    kinds = ["both"] if outsiders == 1 else ["adopt", "foster"] + [
-        rng.choice(("adopt", "foster", "both")) for _ in range(outsiders - 2)
-    ]  # fmt: skip
+    kinds = (
+        ["both"]
+        if outsiders == 1
+        else ["adopt", "foster"] + [rng.choice(("adopt", "foster", "both")) for _ in range(outsiders - 2)]
+    )
     for kind in kinds:
         carers = rng.choice(_carers(family, 2))
         child = _add(family, names, rng.random() < 0.5, family.gen(carers[0]) + 1)

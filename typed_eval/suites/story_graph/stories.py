@@ -87,8 +87,12 @@ def _state_family(story: _Story) -> None:
             for parent in couple:
                 story.both_ways(parent, Relation.PARENT, child)
             if rng.random() < 0.3:
-                story.say(BORN_TO_BOTH, **story.person("p", couple[0]), **story.person("q", couple[1]),
-                          **story.person("c", child))  # fmt: skip
+                story.say(
+                    BORN_TO_BOTH,
+                    **story.person("p", couple[0]),
+                    **story.person("q", couple[1]),
+                    **story.person("c", child),
+                )
                 continue
             for parent in couple:
                 side = PARENT_SIDE if rng.random() < 0.5 else CHILD_SIDE
@@ -104,8 +108,13 @@ def _state_family(story: _Story) -> None:
             story.say(SIBLING_PAIR, pair=pair, **story.person("a", a), **story.person("b", b))
         elif len(children) > 2:
             order = [family.people[i].name for i in rng.sample(children, len(children))]
-            story.say(SIBLING_GROUP, names=listing(order), first=order[0], count=number_word(len(order) - 1),
-                      rest=listing(order[1:]))  # fmt: skip
+            story.say(
+                SIBLING_GROUP,
+                names=listing(order),
+                first=order[0],
+                count=number_word(len(order) - 1),
+                rest=listing(order[1:]),
+            )
     for carers, child in family.adoptions:
         side = ADOPT_CARER_SIDE if rng.random() < 0.5 else ADOPT_CHILD_SIDE
         story.say(side, **carer_words(family, carers), **story.person("c", child))
@@ -175,9 +184,11 @@ def _state_godparent(story: _Story) -> None:
     """A godparent: a relation the enum has no word for, so `other`, both ways."""
     family = story.family
     pairs = [
-        (x, y) for x in range(len(family.people)) for y in range(len(family.people))
+        (x, y)
+        for x in range(len(family.people))
+        for y in range(len(family.people))
         if family.unrelated(x, y) and family.gen(x) < family.gen(y)
-    ]  # fmt: skip
+    ]
     if pairs:
         x, y = story.rng.choice(pairs)
         story.say(GODPARENT, **story.person("x", x), **story.person("y", y))

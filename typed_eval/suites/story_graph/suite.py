@@ -131,9 +131,11 @@ def _build(params: StoryGraphParams) -> tuple[Task[StoryGraph], Dataset]:
     except ValueError as exc:
         raise InputError(str(exc)) from None
     dataset = dataset_from_cases(
-        lambda: generate_cases(people, count, seed), suite="story-graph", source="generated",
+        lambda: generate_cases(people, count, seed),
+        suite="story-graph",
+        source="generated",
         params={"people": people, "count": count, "seed": seed},
-    )  # fmt: skip
+    )
     return TASK, dataset
 
 
