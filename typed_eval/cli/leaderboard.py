@@ -90,12 +90,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         runs = load_runs(args.dir, skip)
         shown = newest_runs(runs) if args.latest else runs
+        if args.suite is not None and runs:
+            shown = [run for run in shown if run.summary.suite == args.suite]  # each suite is ranked on its own
+            if not shown:
+                raise ResultFileError(f"no stored runs of suite {args.suite} under {args.dir}")
         board = build_board(shown, rank_by=args.rank_by, on_error=skip)
-        rows = [row for row in board.rows if args.suite in (None, row.suite)]
+        rows = board.rows
         if not rows and skipped:
             return ResultFileError.exit_code
-        if not rows and args.suite is not None and board.rows:
-            raise ResultFileError(f"no stored runs of suite {args.suite} under {args.dir}")
         if not rows:
             raise ResultFileError(f"no stored runs under {args.dir}: run `python main.py run` first")
         fmt = args.format or ("rich" if sys.stdout.isatty() and args.output is None else "markdown")
@@ -109,8 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if fmt == "html":
             if args.output is None:
                 raise InputError("--format html writes a file: name it with -o FILE")
-            cases = case_grids(args.dir, rows)
-            _write(render_html(rows, board.examples, modes=modes, cases=cases), args.output)
+            cases = case_grids(args.dir, board.rows)
+            _write(render_html(board.rows, board.examples, modes=modes, cases=cases), args.output)
         elif args.modes:
             _write_modes(modes, fmt, args.output)
         elif fmt == "rich" and args.output is None:

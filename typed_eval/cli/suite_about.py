@@ -50,8 +50,8 @@ def _value_text(value: object) -> str:
 
 def _flag_text(spelling: SuiteFlag) -> str:
     if spelling.value is not None:
-        return f"{spelling.flag} (-S {spelling.param}={_value_text(spelling.value)})"
-    return f"{spelling.flag} {spelling.metavar or spelling.param.upper()}"
+        return f"{spelling.flag} sets {_value_text(spelling.value)}"
+    return f"also {spelling.flag} {spelling.metavar or spelling.param.upper()}"
 
 
 def _parameter(suite: Suite[Any], name: str, info: FieldInfo, default: object) -> list[str]:
@@ -59,8 +59,8 @@ def _parameter(suite: Suite[Any], name: str, info: FieldInfo, default: object) -
     said = ["required" if info.is_required() else f"default {_value_text(default)}"]
     if choices:
         said.append(f"one of {', '.join(choices)}")
-    said += [f"flag {_flag_text(s)}" for s in suite.flags if s.param == name and not s.key]
-    lines = [f"  -S {name}={kind}  ({'; '.join(said)})"]
+    said += [_flag_text(s) for s in suite.flags if s.param == name and not s.key]
+    lines = [f"  -S {name}={kind}  {'; '.join(said)}"]
     if info.description:
         lines.append(f"      {info.description}")
     return lines
@@ -81,21 +81,21 @@ def describe(found: FoundSuite) -> list[str]:
     if secrets:
         lines.append("secrets (never stored):")
         for spelling in secrets:
-            lines.append(f"  {_flag_text(spelling)}")
+            lines.append(f"  {spelling.flag} {spelling.metavar or spelling.param.upper()}")
             if spelling.help:
                 lines.append(f"      {spelling.help}")
     if suite.paths:
         lines.append(f"files: --suite FILE{'|'.join(suite.paths)}")
     commands: list[str] = []
     if suite.generate is not None:
-        commands.append(f"  {prog()} generate {suite.name} ...  (its generator: -h lists its flags)")
+        commands.append(f"  {prog()} generate {suite.name} ...  its generator (-h lists its flags)")
     if suite.importer is not None:
         also = "".join(f"; also {prog()} {alias}" for alias in suite.importer.aliases)
-        commands.append(f"  {prog()} import {suite.name} ...  ({suite.importer.help}{also})")
+        commands.append(f"  {prog()} import {suite.name} ...  {suite.importer.help}{also}")
     if commands:
         lines += ["commands:", *commands]
     also = "".join(f"; also {flag}" for flag in suite.board_flags)
-    lines.append(f"leaderboard: format_result.py --suite {suite.name}  (its runs, its public table's columns{also})")
+    lines.append(f"leaderboard: format_result.py --suite {suite.name}  its runs, its public table's columns{also}")
     if suite.default:
         lines.append("default: `run` poses it when no --suite is given")
     return lines
