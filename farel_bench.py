@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from typed_eval.core.errors import OneLineArgumentParser
-from typed_eval.schemas import Quiz
+from typed_eval.suites.farel.quiz import FarelQuiz as Quiz
 
 __all__ = [
     "DEFAULT_TEMPLATE",

@@ -83,6 +83,8 @@ def store(
     summary = RunSummary(
         program_version="0.1.0",
         run_id=f"run-{model}-{minutes}",
+        suite="farel",
+        task="farel",
         model=model,
         mode="tool",
         status=status,
@@ -103,6 +105,7 @@ def store(
             repeats=repeats,
         ),
         dataset=DatasetInfo(
+            suite="farel",
             source="generated", md5=md5, cases=len({a.case for a in given}) if cases is None else cases, limit=limit
         ),
         scores=score_records(records),

@@ -27,7 +27,7 @@ from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, embeddings, text, tool_call
 from typed_eval.core.attempts import UserPrices
 from typed_eval.core.errors import InputError, TaskError
-from typed_eval.providers.embeddings import TextEmbedder, cosine, endpoint_embedder, local_embedder, novelty
+from typed_eval.providers.embeddings import TextEmbedder, cosine, endpoint_embedder, local_embedder
 from typed_eval.reports.html_report import render_html
 from typed_eval.reports.leaderboard import build_rows, load_run
 from typed_eval.reports.tables import render_csv, render_markdown
@@ -37,6 +37,7 @@ from typed_eval.suites.novelty.suite import (
     NoveltyOutput,
     NoveltySettings,
     answer_prompt,
+    novelty,
     novelty_dataset,
     novelty_task,
     read_questions,
@@ -161,7 +162,7 @@ def test_questions_are_read_one_a_line_and_the_settings_go_with_each_case(tmp_pa
     shipped = read_questions()
     assert len(shipped) == 12
     assert shipped[0] == "What could a small town do with a shopping mall that has stood empty for years?"
-    assert QUESTIONS_FILE.name == "questions.txt"
+    assert QUESTIONS_FILE.relative_to(QUESTIONS_FILE.parents[3]).as_posix() == "typed_eval/suites/novelty/questions.txt"
     mine = tmp_path / "q.txt"
     mine.write_text("\ufeff# mine\nWhy?\n\n  How?  \n", encoding="utf-8")
     assert read_questions(mine) == ["Why?", "How?"]

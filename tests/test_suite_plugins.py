@@ -30,8 +30,48 @@ PACKAGE = {
 
         [project.entry-points."typed_eval.suites"]
         acme = "acme_bench:SUITE"
+        acme-extra = "acme_bench.extra:SUITE"
         broken = "acme_bench:NOT_THERE"
     """,
+    "acme_bench/extra.py": '''
+        """The same questions, with the rest of a suite's surface declared: a flag of `run`, an importer of published
+        results with an alias command, and the leaderboard's older flag."""
+
+        import sys
+        from collections.abc import Sequence
+
+        from pydantic import BaseModel, Field
+
+        import evaluator
+        from acme_bench import build as build_questions
+        from typed_eval.core.suite import SuiteCommand, SuiteFlag
+
+
+        class Params(BaseModel):
+            n: int = Field(4, description="questions")
+            seed: int = 0
+            loud: bool = Field(False, description="shout the questions")
+
+
+        def build(params: Params):
+            return build_questions(params)
+
+
+        def import_answers(argv: Sequence[str], prog: str) -> int:
+            print(f"{prog} imports {list(argv)}")
+            return 3 if "--fail" in argv else 0
+
+
+        SUITE = evaluator.Suite(
+            name="acme-extra",
+            params=Params,
+            build=build,
+            description="Acme questions, whole surface",
+            flags=(SuiteFlag("--questions-count", "n", type=int), SuiteFlag("--loud", "loud", value=True)),
+            importer=SuiteCommand(run=import_answers, help="Acme's published answers", aliases=("import-acme",)),
+            board_flags=("--acme-only",),
+        )
+    ''',
     "acme_bench/__init__.py": '''
         """A benchmark of someone else's: is n even? Its own metric `hits` counts right answers."""
 
@@ -115,6 +155,37 @@ def test_a_suite_package_is_listed_with_its_parameters_and_a_broken_one_is_said(
         "  -S label=...  (default 'plain')",
     ]
     assert "farel (typed-eval " + program_version() + "): " in listed.stdout
+
+
+def test_a_suite_package_declares_its_flags_importer_and_leaderboard_flag(site: Path, tmp_path: Path) -> None:
+    results = tmp_path / "result"
+    done = run(site, "run", "--suite", "acme-extra", "--questions-count", "3", "--loud", "--model", "test",
+               "--results-dir", str(results), "--quiet")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (stored,) = load_runs(results)
+    assert stored.summary.dataset.suite_params == {"n": 3, "seed": 0, "loud": True}
+    assert "--questions-count" not in run(site, "run", "--help").stdout
+    shown = run(site, "suites", "acme-extra").stdout.splitlines()
+    assert shown[1:] == [
+        "modes (--mode): tool, native, prompted, text",
+        "parameters (-S KEY=VALUE):",
+        "  -S n=INT  default 4; also --questions-count N",
+        "      questions",
+        "  -S seed=INT  default 0",
+        "  -S loud=BOOL  default false; --loud sets true",
+        "      shout the questions",
+        "commands:",
+        "  main.py import acme-extra ...  Acme's published answers; also main.py import-acme",
+        "leaderboard: format_result.py --suite acme-extra  its runs, its public table's columns; also --acme-only",
+    ]
+    wrong = run(site, "run", "--suite", "acme", "--loud", "--model", "test", "--results-dir", str(tmp_path / "r"))
+    assert (wrong.returncode, wrong.stderr) == (2, "main.py: error: --loud belongs to the acme-extra suite, not acme\n")
+    imported = run(site, "import", "acme-extra", "a.csv", "--fail")
+    assert (imported.returncode, imported.stdout) == (3, "main.py imports ['a.csv', '--fail']\n")
+    alias = run(site, "import-acme", "b.csv")
+    assert (alias.returncode, alias.stdout) == (0, "main.py imports ['b.csv']\n")
+    board = run(site, "format_result.py", str(results), "--format", "json", "--acme-only")
+    assert [row["suite"] for row in json.loads(board.stdout)] == ["acme-extra"]
 
 
 def test_a_suite_package_runs_with_s_is_stored_resumed_and_ranked_with_its_columns(site: Path, tmp_path: Path) -> None:

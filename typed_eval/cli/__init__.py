@@ -27,7 +27,7 @@ __all__ = ["build_parser", "main"]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineArgumentParser(
-        prog=prog(), description="Evaluate models on typed tasks (FaRel, lineage, story-graph, your own suites)."
+        prog=prog(), description="Evaluate models on typed tasks: the suites installed (`suites`), or your own."
     )
     commands = parser.add_subparsers(dest="command_name", required=True)
     for command in (run, suites, generate, imports, models, view):
@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     gc.freeze()  # what the imports made lives as long as the process: collections skip it, and so does the exit
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(imports.spelled_out(sys.argv[1:] if argv is None else argv))
     args.flags = flags_of(parser)
     logging.getLogger("genai-prices").addHandler(logging.NullHandler())  # its update failures: our one line says it
     logging.getLogger("genai-prices").propagate = False

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from typed_eval.cli.suite_flags import given_keys, given_values
 from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.terminal import printable
@@ -58,9 +59,10 @@ def error_line(exc: EvaluatorError, flags: dict[str, str], redact: Redactor | No
 
 def reported(args: argparse.Namespace, command: Callable[[], int]) -> int:
     """A command's exit code, its expected failures said in one line (no key or URL credentials in it)."""
-    urls = [getattr(args, name, None) for name in ("base_url", "embedding_base_url", "update_prices")]
+    urls = [getattr(args, name, None) for name in ("base_url", "update_prices")]
     urls += [pair.partition("=")[2] for pair in getattr(args, "suite_param", None) or []]
-    keys = [getattr(args, "api_key", None), getattr(args, "embedding_api_key", None)]
+    urls += [str(value) for value in given_values(args)]
+    keys = [getattr(args, "api_key", None), *given_keys(args).values()]
     try:
         return command()
     except EvaluatorError as exc:
@@ -99,15 +101,6 @@ def non_negative(text: str) -> int:
     return value
 
 
-def lengths(text: str) -> list[int]:
-    """`3`, or a comma list of sizes (`8,16,32,64`) for lineage."""
-    values = [int(part) for part in text.split(",")]
-    for value in values:
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return values
-
-
 def finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
@@ -119,20 +112,6 @@ def price(text: str) -> float:
     value = finite(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
-    return value
-
-
-def coherence(text: str) -> int:
-    value = int(text)
-    if not 0 <= value <= 10:
-        raise argparse.ArgumentTypeError(f"must be 0 to 10 (the judge scores 1 to 10), got {value}")
-    return value
-
-
-def share(text: str) -> float:
-    value = finite(text)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be 0 to 1, got {text}")
     return value
 
 

@@ -13,14 +13,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     generate = commands.add_parser(
         "generate", help="write a suite's quizzes as CSV on stdout, the bytes its original generator writes"
     )
-    generate.add_argument("suite", help="a suite with a generator (farel: farel_bench.py's flags; lineage: "
-                          "lineage_bench.py's)")  # fmt: skip
+    generate.add_argument(
+        "suite", help="a suite with a generator (`suites NAME` shows it): its original generator's flags"
+    )
     generate.add_argument("arguments", nargs=argparse.REMAINDER, help="the generator's flags (-h lists them)")
     generate.set_defaults(command=command_generate)
 
 
 def command_generate(args: argparse.Namespace) -> int:
-    """The original generator's command line, writing the same bytes (`farel_bench.py`'s, `lineage_bench.py`'s)."""
+    """The suite's generator command line (`Suite.generate`), writing the bytes its original generator writes."""
     generators = {f.suite.name: f.suite.generate for f in find_suites(on_error=lambda _: None) if f.suite.generate}
     generate = generators.get(args.suite)
     if generate is None:

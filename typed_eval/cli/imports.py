@@ -1,109 +1,46 @@
-"""`import farel|lineage`: published results stored as runs, re-scored."""
+"""`import NAME ...`: published results stored as runs, by the importer the suite declares (`Suite.importer`), which
+reads the rest of the command line itself; a command an importer names as its alias (`main.py ALIAS ...`) is the
+same as `import NAME ...`."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import sys
-from pathlib import Path
+from collections.abc import Sequence
 
-from typed_eval.cli.common import FLAG_OF, RESULTS_DIR, error_line
-from typed_eval.core.datasets import Dataset
-from typed_eval.core.errors import EvaluatorError
-from typed_eval.core.terminal import printable
-from typed_eval.reports.leaderboard import relaxed_score
-from typed_eval.store.storage import latest_records
-from typed_eval.suites.farel.importer import import_log_file
-from typed_eval.suites.farel.logs import log_files
-from typed_eval.suites.farel.suite import generated_dataset, read_dataset
-from typed_eval.suites.lineage.importer import import_result_file, result_files
+from typed_eval.cli.common import prog
+from typed_eval.core.errors import InputError
+from typed_eval.core.suite import FoundSuite, SuiteCommand, find_suites
 
-FLAGS = {"quizzes": "--quizzes", "results_dir": "--results-dir", **FLAG_OF}
-"""The flags of the import commands, for an error about one file that the others outlive."""
+
+def _importers(installed: Sequence[FoundSuite]) -> dict[str, SuiteCommand]:
+    return {found.suite.name: found.suite.importer for found in installed if found.suite.importer is not None}
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    sources = commands.add_parser("import", help="store published results as runs, re-scored").add_subparsers(
-        dest="source", required=True
-    )
-    _farel_arguments(sources.add_parser("farel", help="farel-bench log files, re-scored and checked"))
-    results = sources.add_parser(
-        "lineage", help="lineage-bench result CSVs: a run per model, problem size and reasoning effort"
-    )
-    results.add_argument("paths", nargs="+", metavar="PATH", help="result CSV files, or folders searched for *.csv")
-    results.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where runs are stored (default result)")
-    results.set_defaults(command=command_import_lineage)
-    _farel_arguments(commands.add_parser("import-farel", help="the same as `import farel`"))
-
-
-def _farel_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="log files, or folders searched for *.log")
-    parser.add_argument(
-        "--quizzes", metavar="FILE", help="the FaRel CSV the logs were run on (default: the published FaRel-3 dataset)"
-    )
-    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where runs are stored (default result)")
+    importers = _importers(find_suites(on_error=lambda _: None))
+    names = ", ".join(f"{name} ({importer.help})" for name, importer in importers.items())
+    parser = commands.add_parser("import", help="store published results as runs, re-scored: " + (names or "none"))
+    parser.add_argument("source", metavar="SUITE", help="a suite with an importer (`suites NAME` shows it)")
+    parser.add_argument("arguments", nargs=argparse.REMAINDER, help="the importer's arguments (-h lists them)")
     parser.set_defaults(command=command_import)
+    for name, importer in importers.items():
+        for alias in importer.aliases:
+            commands.add_parser(alias, help=f"the same as `import {name}`", add_help=False)
 
 
-def command_import_lineage(args: argparse.Namespace) -> int:
-    """Each (model, problem size, reasoning effort) of each result file as an imported run; importing a file again
-    stores nothing new. A file that cannot be imported is one line and makes the exit 2; the others are imported."""
-    code = 0
-    for path in result_files(args.paths):
-        try:
-            asyncio.run(_import_results(path, args.results_dir))
-        except EvaluatorError as exc:
-            print(error_line(exc, FLAGS), file=sys.stderr)
-            code = max(code, exc.exit_code)
-    return code
-
-
-async def _import_results(path: Path, results_dir: Path) -> None:
-    """One result file's runs, each stored unless the same content is already (a line each, as it goes)."""
-    async for done in import_result_file(path, results_dir):
-        head = f"{path}: {done.run.model}, lineage-{done.run.problem_size}"
-        if done.already:
-            print(printable(f"{head}: already imported in {done.run_dir}"))
-            continue
-        scores = done.summary.scores
-        strict, relaxed = scores.score, relaxed_score(latest_records(done.run_dir), scores.aggregate)
-        print(printable(f"{head}: {scores.samples} responses, score {_score(strict)}, relaxed {_score(relaxed)} "
-                        f"(missing {scores.missing}); stored in {done.run_dir}"))  # fmt: skip
-
-
-def _score(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}"
+def spelled_out(argv: Sequence[str]) -> list[str]:
+    """The command line with an importer's alias (`ALIAS ...`) spelled as `import NAME ...`."""
+    if argv:
+        for name, importer in _importers(find_suites(on_error=lambda _: None)).items():
+            if argv[0] in importer.aliases:
+                return ["import", name, *argv[1:]]
+    return list(argv)
 
 
 def command_import(args: argparse.Namespace) -> int:
-    """Import each log as a run, whatever the others hold; the exit is 2 when a log cannot be imported (bad input),
-    else 1 when one's counts differ from its summary lines."""
-    dataset = read_dataset(args.quizzes) if args.quizzes else generated_dataset(3, 50, 42, shuffle=True)
-    code = 0
-    for path in log_files(args.paths):
-        try:
-            code = max(code, 0 if _import_one(path, dataset, args.results_dir) else 1)
-        except EvaluatorError as exc:
-            print(error_line(exc, FLAGS), file=sys.stderr)
-            code = max(code, exc.exit_code)
-    return code
-
-
-def _import_one(path: Path, dataset: Dataset, results_dir: Path) -> bool:
-    done = asyncio.run(import_log_file(path, dataset, results_dir))
-    if done.already:
-        print(printable(f"{path}: already imported in {done.run_dir}"))
-        return True
-    run_dir, source, farel = done.run_dir, done.summary.source_log, done.summary.scores.score
-    assert source is not None
-    head = f"{path}: {source.replies} replies, FaRel {farel:.2f}" if farel is not None else f"{path}:"
-    if source.matches_log_summary is None:
-        print(f"{head}; no summary lines in the log to check against ({'; '.join(source.notes)}); stored in {run_dir}")
-        return True
-    if source.matches_log_summary:
-        print(f"{head}; re-scored counts match the log's summary lines; stored in {run_dir}")
-        return True
-    print(f"{head}; re-scored counts DIFFER from the log's summary lines (stored in {run_dir}):")
-    for line in source.mismatches:
-        print(f"  {line}")
-    return False
+    """The suite's importer, handed the rest of the command line."""
+    importers = _importers(find_suites(on_error=lambda _: None))
+    importer = importers.get(args.source)
+    if importer is None:
+        raise InputError(f"no importer for suite {args.source!r}: use {' or '.join(importers) or 'none'}")
+    return importer.run(args.arguments, prog())

@@ -6,12 +6,14 @@ from __future__ import annotations
 import io
 import os
 import sys
+from argparse import SUPPRESS
 from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
 
 from typed_eval.core.errors import EvaluatorError, InputError, OneLineArgumentParser, ResultFileError
+from typed_eval.core.suite import find_suites
 from typed_eval.core.terminal import printable
 from typed_eval.reports.html_report import case_grids, render_html
 from typed_eval.reports.leaderboard import RANK_BY, build_board, compare_runs, load_run, newest_runs
@@ -33,9 +35,6 @@ from typed_eval.store.storage import load_runs
 
 __all__ = ["main"]
 
-PUBLIC_TABLE_SUITE = "farel"
-"""`--farel-only`: the suite whose public table (farel-bench's) the markdown keeps to."""
-
 
 def _parser() -> OneLineArgumentParser:
     parser = OneLineArgumentParser(prog="format_result.py", description="Leaderboard of stored runs.")
@@ -47,10 +46,13 @@ def _parser() -> OneLineArgumentParser:
     )
     parser.add_argument("-o", "--output", type=Path, help="write to this file (html: required)")
     parser.add_argument(
-        "--farel-only",
-        action="store_true",
-        help="markdown with only the public FaRel table's columns (Nr, Model, FaRel, classes)",
+        "--suite",
+        metavar="NAME",
+        help="only that suite's runs; markdown: only its public table's columns (Nr, Model, score, groups)",
     )
+    for found in find_suites(on_error=lambda _: None):  # older spellings of `--suite NAME` a suite keeps
+        for flag in found.suite.board_flags:
+            parser.add_argument(flag, dest="suite", action="store_const", const=found.suite.name, help=SUPPRESS)
     parser.add_argument("--rank-by", choices=RANK_BY, default="score", help="rank runs by (default score)")
     parser.add_argument("--latest", action="store_true", help="only the newest run per model, mode, suite, settings")
     parser.add_argument("--wide", action="store_true", help="rich: one table with every column")
@@ -88,6 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         runs = load_runs(args.dir, skip)
         shown = newest_runs(runs) if args.latest else runs
+        if args.suite is not None and runs:
+            shown = [run for run in shown if run.summary.suite == args.suite]  # each suite is ranked on its own
+            if not shown:
+                raise ResultFileError(f"no stored runs of suite {args.suite} under {args.dir}")
         board = build_board(shown, rank_by=args.rank_by, on_error=skip)
         rows = board.rows
         if not rows and skipped:
@@ -112,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif fmt == "rich" and args.output is None:
             render_rich(rows, Console(width=100_000) if args.wide else Console(), wide=args.wide)
         else:
-            _write(_text(rows, fmt, args.farel_only, args.wide), args.output)
+            _write(_text(rows, fmt, args.suite, args.wide), args.output)
         if skipped:  # the others are shown; the exit says that not every run was
             return ResultFileError.exit_code
     except EvaluatorError as exc:
@@ -133,13 +139,13 @@ def _reader_left() -> int:
     return EXIT_BROKEN_PIPE
 
 
-def _text(rows: Sequence[LeaderboardRow], fmt: str, farel_only: bool, wide: bool) -> str:
+def _text(rows: Sequence[LeaderboardRow], fmt: str, suite: str | None, wide: bool) -> str:
     if fmt == "rich":
         console = Console(file=io.StringIO(), width=100_000 if wide else 100, color_system=None)
         render_rich(rows, console, wide=wide)
         return console.file.getvalue()  # type: ignore[attr-defined,no-any-return]
     return {
-        "markdown": lambda: render_markdown(rows, only=PUBLIC_TABLE_SUITE if farel_only else None),
+        "markdown": lambda: render_markdown(rows, only=suite),
         "csv": lambda: render_csv(rows),
         "json": lambda: render_json(rows),
     }[fmt]()

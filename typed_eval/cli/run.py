@@ -26,11 +26,12 @@ from typed_eval.cli.common import (
     prog,
 )
 from typed_eval.cli.run_report import print_comparison, print_report
-from typed_eval.cli.suites import answer_modes, suite_from_args
+from typed_eval.cli.suite_flags import add_suite_flags, given_keys
+from typed_eval.cli.suites import answer_modes, default_suite, suite_from_args
 from typed_eval.core.attempts import UserPrices
 from typed_eval.core.datasets import Dataset
 from typed_eval.core.errors import EvaluatorError, InputError
-from typed_eval.core.suite import Suite, SuiteContext
+from typed_eval.core.suite import Suite, SuiteContext, find_suites
 from typed_eval.core.tasks import Task
 from typed_eval.core.terminal import printable
 from typed_eval.engine.evaluation import CREDENTIALS_REFUSED, RunControl
@@ -51,31 +52,34 @@ from typed_eval.providers.local_server import DEFAULT_LOCAL_MODEL
 from typed_eval.providers.models import open_model
 from typed_eval.providers.prices import DEFAULT_UPDATE_URL
 from typed_eval.schemas import AnswerMode, RunSettings
-from typed_eval.suites.case_files.suite import judge_name, judged
+from typed_eval.suites.judge import judge_name, judged
 from typed_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
 
 CACHE_FILE = Path(".cache") / "responses.sqlite"
 SHORT_RUN_CASES = 45
-"""A local model's default run: 5 quizzes per FaRel-3 class (--full for all 450)."""
+"""A local model's default run: 45 cases spread evenly over the groups (--full for all)."""
 TERMINATED = "terminated (SIGTERM)"
 LATEST = "latest"
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = commands.add_parser("run", help="pose a suite's cases to a model, score the outputs and store the run")
+    installed = find_suites(on_error=lambda _: None)  # a broken plug-in is said by `suites`, and by its own name
+    default = default_suite(installed)
     run.add_argument(
         "--suite",
-        default="farel",
-        help="an installed suite (`suites` lists them; default farel: FaRel quizzes), a suite file (path/to/file.py "
-        "defining TASK and CASES or cases()), or a case file in promptfoo's format (path/to/cases.yaml)",
+        default=default,
+        help=f"an installed suite (`suites` lists them, `suites NAME` shows one's parameters; default {default}), a "
+        "suite file (path/to/file.py defining TASK and CASES or cases()), or a case file (path/to/cases.yaml)",
     )
     run.add_argument(
         "-S",
         dest="suite_param",
         action="append",
         metavar="KEY=VALUE",
-        help="a suite parameter (repeatable; `suites` lists each suite's): -S length=4 -S seed=7",
+        help="a suite parameter (repeatable; `suites NAME` lists a suite's): -S length=4 -S seed=7",
     )
+    add_suite_flags(run, installed)
     model = run.add_argument_group("model")
     model.add_argument(
         "--model",
@@ -96,25 +100,23 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="append",
         choices=["tool", "native", "prompted", "text", "tag", "all"],
         help="answer through a tool call (default), JSON schema output, a schema stated in the prompt, or text "
-        "read by the suite's reader (tag: the <ANSWER> tag, read as farel-bench or lineage-bench reads it); repeat "
+        "read by the suite's reader (tag: the suite's own answer tag, read as its original benchmark reads it); repeat "
         "--mode (or --mode all: every mode the suite poses) to compare modes on the identical cases, one stored run "
         "each; with no --model and no --mode, the embedded model in tool and tag mode",
     )
     model.add_argument(
         "--retries",
         type=common.non_negative,
-        help="corrective retries after an invalid output (default: 3; 0 in tag mode, as farel-bench and lineage-bench)",
+        help="corrective retries after an invalid output (default: 3; 0 in tag mode, as the original benchmarks)",
     )
     model.add_argument(
         "--system-prompt",
         nargs="?",
         const=DEFAULT_SYSTEM_PROMPT,
         default=None,
-        help="a system prompt; the bare flag uses farel-bench's default one",
+        help="a system prompt; the bare flag uses the multiple-choice suites' default one",
     )
-    model.add_argument(
-        "--temperature", type=common.finite, default=0.01, help="sampling temperature (default 0.01, as farel-bench)"
-    )
+    model.add_argument("--temperature", type=common.finite, default=0.01, help="sampling temperature (default 0.01)")
     model.add_argument(
         "--model-seed", type=int, default=42, help="sampling seed where the provider takes one (default 42)"
     )
@@ -135,58 +137,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     model.add_argument(
         "--judge-model",
-        help="case files: the model that grades llm-rubric assertions; novelty: the model that rates each answer's "
-        "coherence (default: the run's model)",
+        help="the model a suite's LLM judge grades with, for the suites that judge (default: the run's model)",
     )
     data = run.add_argument_group("cases")
-    data.add_argument(
-        "--quizzes", metavar="FILE", help="farel, lineage: a quiz CSV file, or - for standard input (default: generate)"
-    )
-    data.add_argument(
-        "--length",
-        type=common.lengths,
-        help="farel: generate degrees 1..LENGTH (default 3); lineage: people per quiz, sizes 4 to 2048 separated "
-        "by commas (default 8,16,32,64); the suite parameter length (-S length=...)",
-    )
-    data.add_argument("--number", type=common.positive, help="farel, lineage: quizzes per class (default 50)")
-    data.add_argument("--people", type=common.positive, help="story-graph: named people per story (default 8)")
-    data.add_argument("--count", type=common.positive, help="story-graph: number of stories (default 20)")
-    data.add_argument("--seed", type=int, help="generator seed (default 42)")
-    data.add_argument(
-        "--questions", type=Path, metavar="FILE", help="novelty: one question a line (default: the shipped ones)"
-    )
-    data.add_argument(
-        "--max-answers", type=common.positive, help="novelty: accepted answers per question at most (default 20)"
-    )
-    data.add_argument(
-        "--coherence-threshold",
-        type=common.coherence,
-        help="novelty: an answer the judge scores at or below this (1-10) ends the loop (default 3, Aidan Bench's)",
-    )
-    data.add_argument(
-        "--novelty-threshold",
-        type=common.share,
-        help="novelty: an answer whose novelty (1 - its highest cosine similarity to an accepted answer) is below "
-        "this ends the loop (default 0.1, Aidan Bench's)",
-    )
-    model.add_argument(
-        "--embedding-model",
-        help="novelty: a model at an OpenAI-compatible embeddings endpoint (with --embedding-base-url), or "
-        "openai:NAME (default: all-MiniLM-L6-v2 on this machine, the novelty extra)",
-    )
-    model.add_argument("--embedding-base-url", help="novelty: the embeddings endpoint, e.g. http://127.0.0.1:8080/v1")
-    model.add_argument(
-        "--embedding-api-key",
-        help="novelty: the embeddings endpoint's key (default: --api-key when it is --base-url's host, else "
-        "OPENAI_API_KEY; never written to results)",
-    )
-    data.add_argument("--no-shuffle", action="store_true", help="keep statement and option order (default: shuffled)")
-    data.add_argument(
-        "--unambiguous",
-        action="store_true",
-        help="name the two 'cousin Nx removed' classes of degree >= 5 apart (not farel-bench parity)",
-    )
-    data.add_argument("--limit", type=common.positive, help="pose only N quizzes, spread evenly over the classes")
+    data.add_argument("--limit", type=common.positive, help="pose only N cases, spread evenly over the groups")
     data.add_argument(
         "--repeats", type=common.positive, default=1, help="pose every case K times (scores are means; default 1)"
     )
@@ -196,7 +150,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     model.add_argument("--pull", action="store_true", help="ollama: pull the model first if Ollama does not have it")
     data.add_argument(
-        "--full", action="store_true", help="local models: all quizzes (default with a local: model: 45, 5 per class)"
+        "--full",
+        action="store_true",
+        help="local models: all cases (default with a local: model: 45, spread over the groups)",
     )
     out.add_argument(
         "--concurrency",
@@ -281,10 +237,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def command_run(args: argparse.Namespace) -> int:
-    keys = {"embedding_api_key": args.embedding_api_key} if args.embedding_api_key is not None else {}
     context = SuiteContext(
         cache_path=args.results_dir / CACHE_FILE if args.cache else None, request_timeout=args.request_timeout,
-        base_url=args.base_url, api_key=args.api_key, keys=keys,
+        base_url=args.base_url, api_key=args.api_key, keys=given_keys(args),
     )  # fmt: skip
     found, task, dataset = suite_from_args(args, context)
     modes = answer_modes(args.mode, found.suite, default_run=args.model is None)

@@ -40,11 +40,14 @@ def _meaning(rows: Sequence[LeaderboardRow]) -> list[str]:
             where = _position(row.favourite_position)
             favourite = f", always {where} (its favourite position) {row.favourite_position_score:.2f}"
         verdict = "above both" if row.score > max(row.chance, row.favourite_position_score or 0) else "not above both"
-        lines.append(f"{row.model} in {row.mode} mode: {row.score:.2f} against chance {row.chance:.2f}{favourite}: "
-                     f"{verdict}")  # fmt: skip
+        lines.append(
+            f"{row.model} in {row.mode} mode: {row.score:.2f} against chance {row.chance:.2f}{favourite}: {verdict}"
+        )
     if lines:
-        lines.append("(a score not above both shows no sign of reading the question: random answers, or one position "
-                     "chosen whatever is asked, score as much)")  # fmt: skip
+        lines.append(
+            "(a score not above both shows no sign of reading the question: random answers, or one position "
+            "chosen whatever is asked, score as much)"
+        )
     return lines
 
 
@@ -65,7 +68,7 @@ def _count(value: int | None) -> str:
 
 
 def print_report(summary: RunSummary, run_dir: Path, suite: Suite[Any] | None = None) -> None:
-    """Per-group lines (farel-bench's for FaRel), the headline score, format compliance and totals."""
+    """Per-group lines (as the original benchmark prints them), the headline score, format compliance and totals."""
     scores = summary.scores
     for g in scores.groups:
         score = f"{g.score:.2f}" if g.score is not None else "n/a"
@@ -110,8 +113,9 @@ def print_report(summary: RunSummary, run_dir: Path, suite: Suite[Any] | None = 
     )
     pacing = totals.pacing
     if pacing is not None and (pacing.rate_limited or pacing.waits or pacing.outages):
-        stated = ", ".join(f"{value:.0f} {unit}" for value, unit in ((pacing.stated_rpm, "rpm"),
-                                                                    (pacing.stated_tpm, "tpm")) if value)  # fmt: skip
+        stated = ", ".join(
+            f"{value:.0f} {unit}" for value, unit in ((pacing.stated_rpm, "rpm"), (pacing.stated_tpm, "tpm")) if value
+        )
         print(
             f"pacing: {pacing.rate_limited} answers 429 (waited out, none an error), {pacing.waits} requests waited "
             f"{pacing.wait_s:.1f} s in all, {pacing.outages} outages ({pacing.outage_s:.1f} s, "

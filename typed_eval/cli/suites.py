@@ -1,5 +1,6 @@
-"""`suites`: every suite installed, with its parameters; and the suite a `run` names, its `-S key=value` parameters
-and the older flags that spell some of them (`--length`, `--number`, `--people`...)."""
+"""`suites`: every suite installed, with its parameters; `suites NAME`: one suite's whole surface (its `-S`
+parameters with type, default, choices and help, the flags that spell them, its modes, its commands); and the suite
+a `run` names, with its parameters from `-S key=value` and the suite's flags."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from typed_eval.cli.common import prog
+from typed_eval.cli.suite_about import describe
+from typed_eval.cli.suite_flags import spelled_params
 from typed_eval.core.datasets import Dataset
 from typed_eval.core.errors import InputError, TaskError
 from typed_eval.core.suite import FoundSuite, Suite, SuiteContext, find_suites, open_suite, suite_named
@@ -16,22 +19,20 @@ from typed_eval.core.tasks import Task
 from typed_eval.core.terminal import printable
 from typed_eval.schemas import AnswerMode
 
-SPELLED = (
-    "quizzes", "length", "number", "people", "count", "seed", "questions", "max_answers", "coherence_threshold",
-    "novelty_threshold", "embedding_model", "embedding_base_url", "unambiguous",
-)  # fmt: skip
-"""Flags of `run` that spell the suite parameter of their name: `--people 12` is `-S people=12`."""
-NEGATED = {"no_shuffle": "shuffle"}
-"""Flags that set a parameter to False: `--no-shuffle` is `-S shuffle=false`."""
-
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     suites = commands.add_parser("suites", help="list the suites installed, with their parameters and defaults")
+    suites.add_argument("name", nargs="?", help="show this suite's parameters, flags, modes and commands")
     suites.set_defaults(command=command_suites)
 
 
 def command_suites(args: argparse.Namespace) -> int:
-    """Each suite: its name, package and version, description, then a line per parameter with its default."""
+    """Each suite: its name, package and version, description, then a line per parameter with its default; with a
+    name, that suite in full."""
+    if args.name is not None:
+        found, _ = suite_named(args.name)
+        print(printable("\n".join(describe(found))))
+        return 0
     broken: list[TaskError] = []
 
     def report(exc: TaskError) -> None:
@@ -63,37 +64,18 @@ def parameter_values(pairs: Sequence[str]) -> dict[str, str]:
     return values
 
 
-def _spelled(args: argparse.Namespace, found: FoundSuite) -> dict[str, object]:
-    """The parameters the older flags give; a flag the suite has no parameter for is one line naming the suites
-    that take it."""
-    fields = found.suite.params.model_fields
-    given: dict[str, object] = {}
-    flags = [(dest, dest, getattr(args, dest)) for dest in SPELLED]
-    flags += [(dest, key, False if getattr(args, dest) else None) for dest, key in NEGATED.items()]
-    for dest, key, value in flags:
-        if value is None or (value is False and dest not in NEGATED):
-            continue
-        flag = "--" + dest.replace("_", "-")
-        if key not in fields:
-            takers = [f.suite.name for f in find_suites(on_error=lambda _: None) if key in f.suite.params.model_fields]
-            where = f"the {' and '.join(takers)} suite{'s' if len(takers) > 1 else ''}" if takers else "no suite"
-            raise InputError(f"{flag} belongs to {where}, not {found.suite.name}")
-        given[key] = _one_or_text(value, fields[key].annotation)
-    return given
-
-
-def _one_or_text(value: object, annotation: Any) -> object:
-    """`--length 3` for a one-number parameter is 3; several (`3,4`) go as text, for the parameter to refuse."""
-    if isinstance(value, list) and "list" not in str(annotation):
-        return value[0] if len(value) == 1 else ",".join(map(str, value))
-    return value
+def default_suite(installed: Sequence[FoundSuite]) -> str | None:
+    """The suite `run` poses when no `--suite` is given: the first installed one that says it is the default."""
+    return next((found.suite.name for found in installed if found.suite.default), None)
 
 
 def suite_from_args(args: argparse.Namespace, context: SuiteContext) -> tuple[FoundSuite, Task[Any], Dataset]:
     """The suite `--suite` names with its parameters (`-S`, the older flags, a file named as the suite); then its
     task and dataset."""
+    if args.suite is None:
+        raise InputError("no --suite given, and no installed suite is the default: `suites` lists them")
     found, from_name = suite_named(args.suite)
-    values: dict[str, object] = {**from_name, **_spelled(args, found), **parameter_values(args.suite_param or [])}
+    values = {**from_name, **spelled_params(args, found.suite), **parameter_values(args.suite_param or [])}
     try:
         params = found.suite.parse(values)
     except InputError as exc:  # it names the parameter as -S spells it, not as a flag of `run`

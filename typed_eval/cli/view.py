@@ -66,8 +66,9 @@ def command_view(args: argparse.Namespace) -> int:
     try:
         print(f"serving http://{shown}:{port}/", flush=True)
         if not loopback:
-            print(f"{prog()}: serving every network on {args.host}: anyone who reaches it sees the runs",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"{prog()}: serving every network on {args.host}: anyone who reaches it sees the runs", file=sys.stderr
+            )
         server.run(sockets=[listener])
     finally:
         for signum, handler in previous.items():

@@ -67,7 +67,7 @@ class Dataset:
         return Dataset(info, self.group_sizes, self._source, self._limit)
 
     def limited(self, limit: int) -> Dataset:
-        """A quick run that still scores every group (unlike the first rows of a FaRel file, all of one class)."""
+        """A quick run that still scores every group (unlike the first rows of a quiz file, all of one class)."""
         if limit < 1:
             raise InputError(f"must be at least 1, got {limit}", parameter="limit")
         return Dataset(self.info.model_copy(update={"limit": limit}), self.group_sizes, self._source, limit)
@@ -78,7 +78,7 @@ def _group(case: Case) -> str:
 
 
 def case_line(case: Case) -> bytes:
-    """A case as one canonical JSON line: what a dataset's MD5 is taken over (suites other than FaRel)."""
+    """A case as one canonical JSON line: what a dataset's MD5 is taken over (unless its suite makes its own)."""
     try:
         return case.model_dump_json().encode("utf-8") + b"\n"
     except PydanticSerializationError as exc:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typed_eval.core.errors import TaskError
 from typed_eval.schemas import Aggregate, Compliance, GroupScore, InvalidKind, SampleRecord, Scores, Totals
 
-__all__ = ["UNGROUPED", "ScoreBook", "counted_score", "score_records"]
+__all__ = ["UNGROUPED", "ScoreBook", "counted_score", "relaxed_score", "score_records", "with_relaxed_reading"]
 
 UNGROUPED = "all"
 """The group of cases that name none."""
@@ -206,3 +206,17 @@ def counted_score(record: SampleRecord) -> float | None:
     if record.status == "error" or record.excluded or (record.score is None and record.status != "missing"):
         return None
     return record.score or 0.0
+
+
+def with_relaxed_reading(record: SampleRecord) -> SampleRecord:
+    """A missing reply that the task's relaxed reading reads, scored as that reading scores it; others as they are."""
+    if record.status != "missing" or record.relaxed_score is None:
+        return record
+    value = record.relaxed_score
+    status = "correct" if value == 1.0 else "incorrect" if value == 0.0 else "partial"
+    return record.model_copy(update={"status": status, "score": value, "output": record.relaxed_output})
+
+
+def relaxed_score(records: Iterable[SampleRecord], aggregate: Aggregate) -> float | None:
+    """The score (0-100) with the relaxed reading counted (`with_relaxed_reading`)."""
+    return score_records((with_relaxed_reading(r) for r in records), aggregate=aggregate).score

@@ -31,7 +31,7 @@ def files_named(paths: Iterable[str], suffix: str, kind: str) -> list[Path]:
 
 
 def read_csv_source(path: str, what: str) -> tuple[bytes, str, str]:
-    """The bytes of `what` (e.g. "FaRel CSV") in a file, or on standard input when `path` is `-` (read once), with
+    """The bytes of `what` (e.g. "quiz CSV") in a file, or on standard input when `path` is `-` (read once), with
     their text and where they came from (for errors)."""
     if path == "-":
         if sys.stdin is None or sys.stdin.isatty():

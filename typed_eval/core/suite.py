@@ -31,8 +31,11 @@ __all__ = [
     "AnswerLine",
     "FileParams",
     "FoundSuite",
+    "StoredFormat",
     "Suite",
+    "SuiteCommand",
     "SuiteContext",
+    "SuiteFlag",
     "answer_lines",
     "file_suite",
     "find_suites",
@@ -73,6 +76,56 @@ class AnswerLine:
 
 
 @dataclass(frozen=True)
+class SuiteFlag:
+    """A flag of `run` that is another spelling of one of the suite's `-S` parameters, kept where the docs promised
+    it: `--people 12` is `-S people=12`. `run --help` leaves it out; `suites NAME` shows it.
+
+    `type` reads the flag's text (raising `ValueError` with the reason; default: the text as it is, for the parameter
+    to validate); with `value`, the flag takes no argument and sets the parameter to it (`--no-shuffle`:
+    `shuffle=False`). `key=True`: the flag gives a secret the suite reads from `SuiteContext.keys` under `param`,
+    never a parameter and never stored. Suites that declare the same flag spell it alike (the first one's `type`)."""
+
+    flag: str
+    param: str
+    type: Callable[[str], object] | None = None
+    value: bool | None = None
+    metavar: str | None = None
+    help: str = ""
+    """Default: the parameter's description."""
+    key: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.flag.startswith("--") or len(self.flag) < 3:
+            raise TaskError(f"a suite's flag is spelled --name, got {self.flag!r}")
+
+
+@dataclass(frozen=True)
+class SuiteCommand:
+    """A command line of the suite's own, such as its importer of published results (`main.py import NAME ...`):
+    `run(argv, prog)` reads `argv` itself and gives the exit code; `help` is its line in the program's help;
+    `aliases` are commands of the program that run it too (`main.py ALIAS ...`)."""
+
+    run: Callable[[Sequence[str], str], int]
+    help: str
+    aliases: tuple[str, ...] = ()
+
+
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StoredFormat:
+    """How runs stored in an earlier schema version that only this suite wrote read as the next version's JSON:
+    `summary` and `record` each take one object of `version` to version + 1; `record_start` is how each record
+    line of that version begins (a run resumed after an upgrade holds newer lines after them)."""
+
+    version: int
+    summary: Callable[[JsonObject], JsonObject]
+    record: Callable[[JsonObject], JsonObject]
+    record_start: str
+
+
+@dataclass(frozen=True)
 class Suite(Generic[ParamsT]):
     """A benchmark: its parameters (a pydantic model whose defaults are the suite's), and `build(params)` (or
     `build(params, context)`) giving its `Task` and cases (any iterable of `Case`, lazy allowed, or a `Dataset`).
@@ -85,6 +138,11 @@ class Suite(Generic[ParamsT]):
     `headline(summary)` names the headline score, `paths` are file suffixes `--suite FILE` opens with this suite
     (the file going to the `path` parameter), `generate(argv, prog)` is the suite's generator command line, and
     `show_answer(record)` is a record's answer as the case viewer shows it (default: the output's JSON).
+
+    What the command line and the store read of it: `flags` are `run`'s other spellings of its parameters,
+    `importer` its command storing published results as runs (`main.py import NAME ...`), `board_flags` the
+    leaderboard's flags that mean `--suite NAME` (older spellings), `formats` how runs it stored in an earlier
+    schema version read today, and `default` True makes it the suite `run` poses when no `--suite` is given.
     """
 
     name: str
@@ -102,12 +160,21 @@ class Suite(Generic[ParamsT]):
     paths: tuple[str, ...] = ()
     generate: Callable[[Sequence[str], str], int] | None = None
     show_answer: Callable[[SampleRecord], Sequence[AnswerLine]] | None = None
+    flags: tuple[SuiteFlag, ...] = ()
+    importer: SuiteCommand | None = None
+    board_flags: tuple[str, ...] = ()
+    formats: tuple[StoredFormat, ...] = ()
+    default: bool = False
 
     def __post_init__(self) -> None:
         if not self.name.strip():
             raise TaskError("a suite needs a name")
         if not (isinstance(self.params, type) and issubclass(self.params, BaseModel)):
             raise TaskError(f"suite {self.name!r}: params must be a pydantic model class, got {self.params!r}")
+        fields = self.params.model_fields
+        for flag in self.flags:
+            if not flag.key and flag.param not in fields:
+                raise TaskError(f"suite {self.name!r}: flag {flag.flag} spells no parameter ({flag.param!r})")
 
     def parse(self, values: Mapping[str, object]) -> ParamsT:
         """The parameters from `key=value` texts (or values): an unknown key or a bad value is one line naming it."""

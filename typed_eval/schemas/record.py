@@ -20,8 +20,8 @@ __all__ = [
 
 AnswerMode = Literal["tool", "native", "prompted", "text", "tag"]
 """How the model must answer: a typed tool call, a JSON-schema response format, a schema stated in the
-prompt, or plain text read by the task's reader. `tag` is FaRel's name for its text mode (farel-bench's
-`<ANSWER>` tag), kept so its runs read as they always did."""
+prompt, or plain text read by the task's reader. `tag` is the text mode of the suites whose original benchmark asks
+for its answer in a tag (`<ANSWER>`), kept so their runs read as they always did."""
 
 SampleStatus = Literal["correct", "partial", "incorrect", "missing", "error"]
 """From the score: `correct` 1, `partial` between 0 and 1, `incorrect` 0. `missing`: no valid output after
@@ -103,16 +103,16 @@ class SampleRecord(_Record):
     repeat: int = 0
     """Which posing of the case this is (0, 1, ... with `repeats`); a record is keyed by (case_id, repeat)."""
     group: str | None = None
-    """The case's group (FaRel: the relation class); scores are also reported per group."""
+    """The case's group (a multiple-choice suite's class); scores are also reported per group."""
     prompt: str | None = Field(default=None, exclude_if=lambda prompt: prompt is None)
     """The text posed (the case's prompt), so a record can be read on its own; left out when not known (runs made
     before prompts were recorded, published logs that do not hold them)."""
     expected: JsonValue = None
-    """What the scorer compared the output with, as JSON (FaRel: the correct option number)."""
+    """What the scorer compared the output with, as JSON (multiple choice: the correct option number)."""
     metadata: dict[str, JsonValue] = {}
-    """The case's metadata (FaRel: degree and options)."""
+    """The case's metadata (multiple choice: its options)."""
     excluded: bool = False
-    """Recorded but left out of the score (FaRel: an ambiguous quiz, whose correct option's text repeats)."""
+    """Recorded but left out of the score (e.g. an ambiguous quiz, whose correct option's text repeats)."""
     weight: float = Field(default=1.0, exclude_if=lambda weight: weight == 1.0)
     """The case's weight in the score (its `Case.weight`): scores are means weighted by it. Left out when 1, so
     records of unweighted cases are written as before."""

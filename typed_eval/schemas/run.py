@@ -26,7 +26,8 @@ __all__ = [
 
 SCHEMA_VERSION = 2
 """Version of the summary and record files; bump it, and add a migration (`typed_eval.store.migrations`), on any
-breaking change. Version 1 was FaRel only (quizzes, classes, tag mode); 2 is the typed-task format."""
+breaking change. Version 1 was one suite's only (its suite declares how its runs read today); 2 is the typed-task
+format."""
 
 RunStatus = Literal["finished", "partial", "dnf"]
 """`dnf`: the model could not be reached at all (did not finish); `partial`: stopped before the end."""
@@ -37,7 +38,7 @@ class _Model(BaseModel):
 
 
 class GroupScore(_Model):
-    """Counts and mean score of one group (FaRel: a class, as farel-bench's `C, I, M, A` summary line)."""
+    """Counts and mean score of one group (a multiple-choice suite's class: correct, incorrect, missing, all)."""
 
     group: str
     correct: int = 0
@@ -48,7 +49,7 @@ class GroupScore(_Model):
     errors: int = 0
     """Failed calls: left out of the score and counted here."""
     excluded: int = 0
-    """Cases recorded but left out of the score (FaRel: ambiguous quizzes)."""
+    """Cases recorded but left out of the score (e.g. ambiguous quizzes)."""
     score: float | None = None
     """Mean score of the scored cases (correct, partial, incorrect, missing), weighted by case weight, 0-100: for a
     multiple-choice suite, the accuracy. None when none was scored."""
@@ -117,7 +118,7 @@ class Totals(_Model):
 
 
 Aggregate = Literal["macro", "mean"]
-"""How the headline score is made: the mean of the group scores (multiple choice: macro accuracy, FaRel-L),
+"""How the headline score is made: the mean of the group scores (multiple choice: macro accuracy),
 or the mean score over all scored cases."""
 
 
@@ -129,11 +130,11 @@ class Scores(_Model):
     """The headline, 0-100, made as `aggregate` says; None when nothing was scored."""
     aggregate: Aggregate = "macro"
     macro_score: float | None
-    """Plain mean of the group scores (0-100): for FaRel, the FaRel score."""
+    """Plain mean of the group scores (0-100): for a multiple-choice suite, its macro accuracy."""
     mean_score: float | None
     """Mean score over all scored cases, weighted by case weight (a case file: sum(R x D) / sum(D)), 0-100."""
     metrics: dict[str, float | None] = Field(default_factory=dict)
-    """Task-specific run-wide figures (story-graph: edge precision, recall and F1, in percent); None for a figure
+    """Task-specific run-wide figures (e.g. a graph's edge precision, recall and F1, in percent); None for a figure
     that is not a finite number (NaN, an infinity)."""
     samples: int
     correct: int
@@ -149,16 +150,16 @@ class Scores(_Model):
 class DatasetInfo(_Model):
     """Which cases were posed: enough to regenerate or recognise them."""
 
-    suite: str = "farel"
-    """The suite the cases came from: `farel`, `story-graph`, or a suite file's name."""
+    suite: str
+    """The suite the cases came from: an installed suite's name, or a suite file's."""
     source: Literal["generated", "file", "stdin", "code"]
     """`code`: cases handed to the library directly."""
     path: str | None = None
     md5: str
-    """MD5 of the cases (FaRel: of the dataset as farel-bench CSV bytes; the published FaRel-3 is 0b08876d...)."""
+    """MD5 of the cases (a suite with a published dataset: of its file's bytes, so the two can be compared)."""
     cases: int
     params: dict[str, JsonValue] = Field(default_factory=dict)
-    """The generator's arguments (FaRel: length, number, seed, shuffle)."""
+    """The generator's arguments (e.g. length, number, seed, shuffle)."""
     limit: int | None = None
     suite_params: dict[str, JsonValue] | None = Field(default=None, exclude_if=lambda params: params is None)
     """The suite's parameters as the run was made with them (`-S key=value`); None for cases handed to the library."""
@@ -167,15 +168,16 @@ class DatasetInfo(_Model):
 
 
 class SourceLog(_Model):
-    """Where an imported run came from, and whether re-scoring it gave the log's own counts."""
+    """Where an imported run came from (a published log), and whether re-scoring it gave the log's own counts."""
 
     path: str
-    format: Literal["api", "llama.cpp"]
+    format: str
+    """The log's format, as the suite's importer names it."""
     replies: int
     matches_log_summary: bool | None
     """None when the log has no summary lines to check against."""
     mismatches: list[str] = Field(default_factory=list)
-    """One line per class whose re-scored counts differ from the log's summary line."""
+    """One line per group whose re-scored counts differ from the log's summary line."""
     notes: list[str] = Field(default_factory=list)
 
 
@@ -249,8 +251,8 @@ class RunSummary(_Model):
     schema_version: int = SCHEMA_VERSION
     program_version: str
     run_id: str
-    suite: str = "farel"
-    task: str = "farel"
+    suite: str
+    task: str
     """The task's name (its output type and scorer)."""
     model: str
     mode: AnswerMode

@@ -1,107 +1,61 @@
 """Stored-format migrations: each takes one schema version's JSON to the next, so every old run still loads.
 
-Version 1 (FaRel only): quizzes with `quiz_id`, `class_name`, `options`, `correct`, `answer`; scores per class.
-Version 2 (typed tasks): cases with `case_id`, `group`, `expected`, `metadata`, `output`, `score`; scores per group.
-A v1 run is read as the v2 run it would have been: same counts, same scores, same ranks.
+A version older than the typed-task format (2) was written when the program posed one suite only: that suite
+declares how its runs read today (`Suite.formats`), and is found through its declaration, as every suite is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["MIGRATIONS", "migrate_record", "migrate_summary"]
+from typed_eval.core.suite import StoredFormat, find_suites
+from typed_eval.schemas import SCHEMA_VERSION
+
+__all__ = ["UnknownFormat", "migrate_record", "migrate_summary", "migrated_record", "stored_formats"]
 
 JsonObject = dict[str, Any]
 
 
-def _record_1_to_2(old: JsonObject) -> JsonObject:
-    status = old["status"]
-    correct = old["correct"]
-    metadata: JsonObject = {"options": old["options"]}
-    if old.get("degree") is not None:
-        metadata["degree"] = old["degree"]
-    answer = old.get("answer")
-    output: Any = None
-    if answer is not None and old["mode"] == "tag":
-        output = answer
-    elif answer is not None:
-        output = {"reasoning": old.get("reasoning"), "answer": int(answer)}
-    relaxed = old.get("relaxed_answer")
-    new: JsonObject = {
-        "case_id": old["quiz_id"],
-        "group": old["class_name"],
-        "expected": correct,
-        "metadata": metadata,
-        "excluded": old.get("ambiguous", False),
-        "mode": old["mode"],
-        "status": status,
-        "output": output,
-        "score": {"correct": 1.0, "incorrect": 0.0}.get(status),
-        "relaxed_output": relaxed,
-        "relaxed_score": (1.0 if relaxed == str(correct) else 0.0) if relaxed is not None else None,
-        "attempts": [{k: v for k, v in attempt.items() if k != "answer"} for attempt in old["attempts"]],
-    }
-    kept = ("corrective_retries", "usage", "cost", "latency_s", "transport_retries", "cache_hits", "error")
-    new.update({key: old[key] for key in kept if key in old})
-    return new
+class UnknownFormat(Exception):
+    """No installed suite declares how runs of a schema version read."""
 
 
-def _group_1_to_2(old: JsonObject) -> JsonObject:
-    return {
-        "group": old["class_name"],
-        "correct": old.get("correct", 0),
-        "incorrect": old.get("incorrect", 0),
-        "missing": old.get("missing", 0),
-        "errors": old.get("errors", 0),
-        "excluded": old.get("ambiguous", 0),
-        "score": old.get("accuracy"),
-    }
+def stored_formats() -> list[StoredFormat]:
+    """Every earlier format the installed suites declare (a broken plug-in declares none)."""
+    return [stored for found in find_suites(on_error=lambda _: None) for stored in found.suite.formats]
 
 
-def _summary_1_to_2(old: JsonObject) -> JsonObject:
-    new = dict(old)
-    new["schema_version"] = 2
-    new["suite"] = "farel"
-    new["task"] = "farel"
-    new["excluded_case_ids"] = new.pop("ambiguous_quiz_ids", [])
-    dataset = dict(old["dataset"])
-    params = {key: dataset.pop(key) for key in ("length", "number", "seed", "shuffle") if key in dataset}
-    dataset["params"] = {key: value for key, value in params.items() if value is not None}
-    dataset["cases"] = dataset.pop("quizzes")
-    dataset["suite"] = "farel"
-    new["dataset"] = dataset
-    scores = dict(old["scores"])
-    groups = [_group_1_to_2(c) for c in scores.pop("classes")]
-    scored = sum(g["correct"] + g["incorrect"] + g["missing"] for g in groups)
-    macro = scores.pop("macro_accuracy")
-    scores.update(
-        groups=groups,
-        score=macro,
-        aggregate="macro",
-        macro_score=macro,
-        mean_score=100 * sum(g["correct"] for g in groups) / scored if scored else None,
-        excluded=scores.pop("ambiguous", 0),
-    )
-    new["scores"] = scores
-    return new
+def _format(version: int, formats: Sequence[StoredFormat]) -> StoredFormat | None:
+    return next((stored for stored in formats if stored.version == version), None)
 
 
-MIGRATIONS: dict[int, tuple[Callable[[JsonObject], JsonObject], Callable[[JsonObject], JsonObject]]] = {
-    1: (_summary_1_to_2, _record_1_to_2),
-}
-"""From version N: (summary migration, record migration) to version N + 1."""
-
-
-def migrate_summary(data: JsonObject, version: int) -> JsonObject:
+def migrate_summary(data: JsonObject, version: int, formats: Sequence[StoredFormat] | None = None) -> JsonObject:
     """A summary of `version` as the current version's JSON."""
-    while version in MIGRATIONS:
-        data, version = MIGRATIONS[version][0](data), version + 1
+    from_version = version
+    known = stored_formats() if formats is None else formats
+    while (stored := _format(version, known)) is not None:
+        data, version = stored.summary(data), version + 1
+    if version == from_version and from_version < SCHEMA_VERSION:
+        raise UnknownFormat(f"no installed suite reads schema version {from_version}")
     return data
 
 
-def migrate_record(data: JsonObject, version: int) -> JsonObject:
+def migrate_record(data: JsonObject, version: int, formats: Sequence[StoredFormat] | None = None) -> JsonObject:
     """A record of `version` as the current version's JSON."""
-    while version in MIGRATIONS:
-        data, version = MIGRATIONS[version][1](data), version + 1
+    from_version = version
+    known = stored_formats() if formats is None else formats
+    while (stored := _format(version, known)) is not None:
+        data, version = stored.record(data), version + 1
+    if version == from_version and from_version < SCHEMA_VERSION:
+        raise UnknownFormat(f"no installed suite reads schema version {from_version}")
     return data
+
+
+def migrated_record(line: str, formats: Sequence[StoredFormat]) -> JsonObject | None:
+    """A record line of an earlier format, as the current version's JSON; None for a line of none of them."""
+    for stored in formats:
+        if line.startswith(stored.record_start):
+            return migrate_record(json.loads(line), stored.version, formats)
+    return None

@@ -11,7 +11,7 @@ import re
 import secrets
 import shutil
 import socket
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -21,8 +21,9 @@ from typing import IO
 from pydantic import ValidationError
 
 from typed_eval.core.errors import ResultFileError
+from typed_eval.core.suite import StoredFormat
 from typed_eval.schemas import SCHEMA_VERSION, RunSummary, SampleRecord
-from typed_eval.store.migrations import migrate_record, migrate_summary
+from typed_eval.store.migrations import UnknownFormat, migrate_summary, migrated_record, stored_formats
 
 __all__ = [
     "RECORDS_FILE",
@@ -185,6 +186,8 @@ def _load_summary(path: Path) -> RunSummary:
         )
     try:
         migrated = migrate_summary(data, version)
+    except UnknownFormat as exc:
+        raise ResultFileError(f"{path}: {exc}") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise ResultFileError(f"corrupt result file {path}: a version {version} summary without {exc}") from None
     try:
@@ -242,15 +245,18 @@ def rewrite_records(run_dir: Path, records: Iterable[SampleRecord]) -> None:
     partial.replace(path)
 
 
-_V1_RECORD = '{"quiz_id":'
-"""How every schema-version-1 record line starts (a resumed v1 run may hold v2 lines after them)."""
+_RECORD = '{"case_id":'
+"""How every record line this version writes starts; another is read through the earlier formats the suites
+declare (a resumed run may hold lines of both)."""
 
 
-def parse_record(line: str) -> SampleRecord:
+def parse_record(line: str, formats: Sequence[StoredFormat] | None = None) -> SampleRecord:
     """One line of a records file as a record of the current schema (raises pydantic's `ValidationError` or
-    `ValueError` when it is not one)."""
-    if line.startswith(_V1_RECORD):
-        return SampleRecord.model_validate(migrate_record(json.loads(line), 1))
+    `ValueError` when it is not one); `formats`: the earlier formats, when the caller has found them already."""
+    if not line.startswith(_RECORD):
+        migrated = migrated_record(line, stored_formats() if formats is None else formats)
+        if migrated is not None:
+            return SampleRecord.model_validate(migrated)
     return SampleRecord.model_validate_json(line)
 
 
@@ -259,13 +265,16 @@ def read_records(run_dir: Path) -> Iterator[SampleRecord]:
     newline: a run killed mid-write, which a resume cuts away) is not a record yet and is skipped; any other
     corrupt line raises `ResultFileError`."""
     path = run_dir / RECORDS_FILE
+    formats: list[StoredFormat] | None = None  # found once, at the first line of an earlier format
     try:
         with path.open(encoding="utf-8") as lines:
             for number, line in enumerate(lines, 1):
                 if not line.strip():
                     continue
+                if formats is None and not line.startswith(_RECORD):
+                    formats = stored_formats()
                 try:
-                    record = parse_record(line)
+                    record = parse_record(line, formats)
                 except (ValidationError, ValueError, KeyError, TypeError) as exc:
                     if not line.endswith("\n"):
                         return  # the last line, cut short: not a record yet

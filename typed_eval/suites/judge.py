@@ -84,8 +84,13 @@ class Judge:
         """Ask for a verdict of type `verdict`; a call that fails (not an invalid verdict) stops the run in one line."""
         key = (verdict, instructions)
         if key not in self._agents:
-            self._agents[key] = Agent(self._model, output_type=verdict, instructions=instructions,
-                                      model_settings=self._settings, retries=self._retries)  # fmt: skip
+            self._agents[key] = Agent(
+                self._model,
+                output_type=verdict,
+                instructions=instructions,
+                model_settings=self._settings,
+                retries=self._retries,
+            )
         given: VerdictT | None = None
         failure: str | None = None
         with capture_run_messages() as messages:
@@ -168,9 +173,15 @@ async def judged(
         yield task
         return
     async with open_judge(
-        judge_spec, run_model, cache_path=cache_path, request_timeout=request_timeout, prices=prices,
-        temperature=temperature, task=task, test_verdict=judging.test_verdict,
-    ) as judge:  # fmt: skip
+        judge_spec,
+        run_model,
+        cache_path=cache_path,
+        request_timeout=request_timeout,
+        prices=prices,
+        temperature=temperature,
+        task=task,
+        test_verdict=judging.test_verdict,
+    ) as judge:
         yield judging.judged_task(task, judge)
 
 
@@ -213,5 +224,10 @@ async def open_judge(
             settings["max_tokens"] = prepared.max_tokens
         if request_timeout is not None:
             settings["timeout"] = request_timeout
-        yield Judge(model, prepared.resolved.name, local=prepared.resolved.local,
-                    prices=prices if prepared is run_model else None, model_settings=settings)  # fmt: skip
+        yield Judge(
+            model,
+            prepared.resolved.name,
+            local=prepared.resolved.local,
+            prices=prices if prepared is run_model else None,
+            model_settings=settings,
+        )

@@ -144,6 +144,7 @@ def multiple_choice_task(name: str = "multiple-choice") -> Task[OptionAnswer | s
         tool_description="Submit the number of the selected answer option.",
         aggregate="macro",
         example={"answer": 1},
+        asks_once=("tag",),
     )
 
 

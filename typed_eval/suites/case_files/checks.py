@@ -113,8 +113,11 @@ class _Child:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.close()
-                return {"score": 0.0, "passed": False,
-                        "reason": f"the check ran past its time limit of {limit_s:g} s and was stopped"}  # fmt: skip
+                return {
+                    "score": 0.0,
+                    "passed": False,
+                    "reason": f"the check ran past its time limit of {limit_s:g} s and was stopped",
+                }
             ready, _, _ = select.select([descriptor], [], [], remaining)
             if not ready:
                 continue

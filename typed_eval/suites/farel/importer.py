@@ -15,8 +15,8 @@ from typed_eval.providers.replay import replay_model
 from typed_eval.providers.resolve import ResolvedModel
 from typed_eval.schemas import GroupScore, RunSettings, RunSummary, Scores, SourceLog
 from typed_eval.store.storage import SUMMARY_FILE, imported_run_dir, load_runs
+from typed_eval.suites.farel.dataset import FAREL_TASK, quiz_of
 from typed_eval.suites.farel.logs import ClassCounts, FarelLog, match_replies, parse_log, replies_by_question
-from typed_eval.suites.farel.suite import FAREL_TASK, quiz_of
 
 __all__ = ["LogImport", "count_mismatches", "import_log_file", "imported_run_id"]
 

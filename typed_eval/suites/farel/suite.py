@@ -3,85 +3,22 @@ multiple-choice cases. The dataset's MD5 is that of its farel-bench CSV bytes, a
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 import farel_bench
-from typed_eval.core.datasets import Dataset, survey
-from typed_eval.core.errors import InputError
-from typed_eval.core.sources import read_csv_source
-from typed_eval.core.suite import Suite
+from typed_eval.core.datasets import Dataset
+from typed_eval.core.suite import Suite, SuiteFlag
 from typed_eval.core.tasks import Task
-from typed_eval.schemas import Case, DatasetInfo, Quiz, RunSummary
-from typed_eval.suites.multiple_choice import OptionAnswer, multiple_choice_task, show_option
+from typed_eval.schemas import RunSummary
+from typed_eval.suites.farel.dataset import FAREL_TASK, generated_dataset, quiz_of, read_dataset
+from typed_eval.suites.farel.import_command import IMPORT_FAREL
+from typed_eval.suites.farel.stored_v1 import STORED_V1
+from typed_eval.suites.flags import QUIZ_FLAGS
+from typed_eval.suites.multiple_choice import OptionAnswer, show_option
 
 __all__ = ["FAREL", "FAREL_TASK", "FarelParams", "generated_dataset", "quiz_of", "read_dataset"]
-
-FAREL_TASK: Task[OptionAnswer | str] = multiple_choice_task("farel")
-"""FaRel's task: an option number in the structured modes, farel-bench's `<ANSWER>` tag in tag mode."""
-
-
-def quiz_of(case: Case) -> Quiz:
-    """The FaRel quiz a case was made from (its CSV line is what the dataset's MD5 covers)."""
-    degree = case.metadata.get("degree")
-    return Quiz(
-        id=case.id,
-        class_name=case.group or "",
-        prompt=case.prompt,
-        options=tuple(case.metadata["options"]),
-        correct=int(case.expected),
-        degree=degree if isinstance(degree, int) else None,
-    )
-
-
-def _csv_line(case: Case) -> bytes:
-    return (farel_bench.csv_line(quiz_of(case)) + "\n").encode("utf-8")
-
-
-def generated_dataset(length: int, number: int, seed: int | None, *, shuffle: bool, template: str | None = None,
-                      unambiguous: bool = False) -> Dataset:  # fmt: skip
-    """The quizzes `farel_bench.py -l length -n number -r seed [-s]` writes, and that CSV's MD5."""
-    for name, value in (("length", length), ("number", number)):
-        if value < 1:
-            raise InputError(f"must be at least 1, got {value}", parameter=name)
-    try:
-        prompt = farel_bench.decode_template(template) if template is not None else farel_bench.DEFAULT_TEMPLATE
-    except farel_bench.FarelFormatError as exc:
-        raise InputError(str(exc)) from None
-
-    def source() -> Iterator[Case]:
-        quizzes = farel_bench.generate(length, number, seed, shuffle=shuffle, template=prompt, unambiguous=unambiguous)
-        return (quiz.to_case() for quiz in quizzes)
-
-    try:
-        sizes, md5, source = survey(source, _csv_line)
-    except farel_bench.FarelLengthError as exc:
-        raise InputError(str(exc)) from None
-    params = {"length": length, "number": number, "seed": seed, "shuffle": shuffle}
-    if unambiguous:
-        params["unambiguous"] = True
-    info = DatasetInfo(suite="farel", source="generated", md5=md5, cases=sum(sizes.values()), params=params)
-    return Dataset(info, sizes, source)
-
-
-def read_dataset(path: str) -> Dataset:
-    """FaRel CSV from a file, or from standard input when `path` is `-` (read once, kept as text)."""
-    raw, text, where = read_csv_source(path, "FaRel CSV")
-
-    def source() -> Iterator[Case]:
-        return (quiz.to_case() for quiz in farel_bench.iter_csv(text.splitlines(), source=where))
-
-    try:
-        sizes, _, source = survey(source, None)
-    except farel_bench.FarelFormatError as exc:
-        raise InputError(f"malformed CSV: {exc}") from None
-    if not sizes:
-        raise InputError(f"malformed CSV: {where}: no quizzes found")
-    info = DatasetInfo(suite="farel", source="stdin" if path == "-" else "file", path=None if path == "-" else path,
-                       md5=hashlib.md5(raw).hexdigest(), cases=sum(sizes.values()))  # fmt: skip
-    return Dataset(info, sizes, source)
 
 
 class FarelParams(BaseModel):
@@ -137,4 +74,9 @@ FAREL = Suite(
     report_lines=_ambiguous,
     generate=_generate,
     show_answer=show_option,
+    flags=(*QUIZ_FLAGS, SuiteFlag("--unambiguous", "unambiguous", value=True)),
+    importer=IMPORT_FAREL,
+    board_flags=("--farel-only",),
+    formats=(STORED_V1,),
+    default=True,
 )

@@ -26,7 +26,9 @@ from typed_eval.providers.replay import replay_model
 from typed_eval.providers.resolve import ResolvedModel
 from typed_eval.schemas import Case, DatasetInfo, RunSettings, RunSummary
 from typed_eval.store.storage import imported_run_dir, model_slug
-from typed_eval.suites.lineage.suite import LINEAGE_TASK, SUITE, case_from_row, csv_line, csv_rows, numbered
+from typed_eval.suites.lineage.answers import LINEAGE_TASK
+from typed_eval.suites.lineage.generator import SUITE, csv_line, numbered
+from typed_eval.suites.lineage.quiz_files import case_from_row, csv_rows
 
 __all__ = [
     "NO_EFFORT",
@@ -102,8 +104,9 @@ def read_results(path: Path) -> list[ResultRun]:
     for number, row in csv_rows(text, str(path)):
         where = f"malformed result CSV: {path} row {number}"
         if len(row) != len(RESULT_COLUMNS):
-            raise InputError(f"{where}: expected {len(RESULT_COLUMNS)} fields ({', '.join(RESULT_COLUMNS)}), "
-                             f"got {len(row)}")  # fmt: skip
+            raise InputError(
+                f"{where}: expected {len(RESULT_COLUMNS)} fields ({', '.join(RESULT_COLUMNS)}), got {len(row)}"
+            )
         size, relation, correct, quiz, model, _, effort, system, response = row
         name = _value(model)
         if name is None:
@@ -127,8 +130,14 @@ def _dataset(found: ResultRun) -> Dataset:
     from `-s -l 8 -n 50 -r 42` quizzes shares its dataset with a run made here on them."""
     cases = found.cases
     groups, md5, source = survey(lambda: iter(cases), lambda case: csv_line(case).encode("utf-8"))
-    info = DatasetInfo(suite=SUITE, source="file", path=str(found.source), md5=md5, cases=len(cases),
-                       params={"problem_sizes": [found.problem_size]})  # fmt: skip
+    info = DatasetInfo(
+        suite=SUITE,
+        source="file",
+        path=str(found.source),
+        md5=md5,
+        cases=len(cases),
+        params={"problem_sizes": [found.problem_size]},
+    )
     return Dataset(info, groups, source)
 
 

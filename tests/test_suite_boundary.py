@@ -1,0 +1,47 @@
+"""Suites stay behind their boundary: outside `typed_eval/suites/`, no module of the package names a suite, in its
+code, its docstrings or its comments. The CLI, the store and the reports read what suites declare (`Suite`)."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import REPO
+
+PACKAGE = REPO / "typed_eval"
+SUITE_NAMES = re.compile(r"farel|lineage|(?<![a-z])story|promptfoo|novelty", re.IGNORECASE)
+"""The issue's `grep -rniE "farel|lineage|story|promptfoo|novelty"`, except that "story" inside another word
+("history", a conversation's messages) names no suite."""
+NOT_YET_CLEANED = ("reports/", "store/case_store.py")
+"""Cleaned on the reports branch: remove this exclusion once it is merged (the test must then pass as it is)."""
+LEFT_IN_THE_ENGINE = {
+    "engine/evaluation.py": "none in FaRel's tag mode (parity with farel-bench)",
+    "engine/runs.py": "(a farel-bench log's own summary lines)",
+}
+"""Two docstrings of the engine, which the settings branch rewrites: the tag-mode rule becomes `Task.asks_once`
+there. Remove this once it is merged (the test must then pass as it is)."""
+
+
+def offenders() -> list[str]:
+    found: list[str] = []
+    for path in sorted(PACKAGE.rglob("*")):
+        where = path.relative_to(PACKAGE).as_posix()
+        if not path.is_file() or where.startswith("suites/") or where.startswith(NOT_YET_CLEANED):
+            continue
+        if path.suffix not in (".py", ".html", ".css", ".js", ".txt", ".sql", ".j2", ".jinja"):
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if SUITE_NAMES.search(line) and not (where in LEFT_IN_THE_ENGINE and LEFT_IN_THE_ENGINE[where] in line):
+                found.append(f"typed_eval/{where}:{number}: {line.strip()}")
+    return found
+
+
+def test_no_module_outside_the_suites_names_a_suite() -> None:
+    assert offenders() == []
+
+
+def test_the_rule_finds_a_suite_named_outside_the_suites() -> None:
+    assert SUITE_NAMES.search('suite: str = "farel"')
+    assert SUITE_NAMES.search("the story-graph suite's edges")
+    assert SUITE_NAMES.search("Lineage") and SUITE_NAMES.search("promptfoo's format")
+    assert SUITE_NAMES.search("the NOVELTY score")
+    assert not SUITE_NAMES.search("the batch keeps each sample's message history")

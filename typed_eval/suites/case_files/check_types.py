@@ -1,0 +1,135 @@
+"""What the assertions' checks work with: the output graded, a verdict (`Graded`), a check, an assertion as read
+from the file, the judge's protocol; and the values a check is given (JSON and YAML text, files)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from typed_eval.core.errors import TaskError
+from typed_eval.schemas import Cost, TokenUsage
+from typed_eval.suites.case_files import yaml12
+from typed_eval.suites.case_files.js import (
+    JsonError,
+    json_parse,
+    json_stringify,
+)
+
+__all__ = [
+    "ASSERTION_TYPES",
+    "JSON_CHECKS",
+    "KNOWN_KEYS",
+    "LIST_CHECKS",
+    "REFUSED_KEYS",
+    "TEXT_CHECKS",
+    "Assertion",
+    "CannotCheck",
+    "Check",
+    "Graded",
+    "Output",
+    "Rubric",
+    "json_text",
+    "load_value_file",
+    "load_yaml",
+    "read_text",
+]
+
+
+TEXT_CHECKS = ("equals", "contains", "icontains", "starts-with", "regex")
+LIST_CHECKS = ("contains-any", "contains-all", "icontains-any", "icontains-all")
+JSON_CHECKS = ("is-json", "contains-json")
+ASSERTION_TYPES: tuple[str, ...] = (*TEXT_CHECKS, *LIST_CHECKS, *JSON_CHECKS, "python", "llm-rubric")
+"""The types a case file may use; all but `llm-rubric` also as `not-TYPE` (the pass inverted)."""
+
+REFUSED_KEYS = ("transform", "contextTransform")
+"""Assertion keys that would change what is checked with JavaScript: refused, never silently ignored."""
+KNOWN_KEYS = frozenset({"type", "value", "weight", "threshold", "config", "metric", "description", *REFUSED_KEYS})
+
+
+@dataclass(frozen=True)
+class Output:
+    """A model's output as assertions see it: the text (JSON, compact as JavaScript writes it, for a structured
+    output) and the value itself (the text, or the parsed object handed to `python`)."""
+
+    text: str
+    value: Any
+
+
+def load_yaml(text: str) -> Any:
+    """YAML 1.2 as promptfoo reads it (`typed_eval.suites.case_files.yaml12`); YamlError in one line."""
+    return yaml12.load(text)
+
+
+def json_text(value: Any) -> str:
+    """A value as JavaScript's JSON.stringify writes it (compact), which is what promptfoo compares text with."""
+    return json_stringify(value)
+
+
+@dataclass(frozen=True)
+class Graded:
+    """One assertion's result: a score (a python assertion's may lie outside [0, 1]), why, and whether it passed."""
+
+    score: float
+    reason: str
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Anything else worth storing with the result (a judge's name)."""
+    usage: TokenUsage | None = None
+    """What a judge's requests used, and cost: counted with the sample."""
+    cost: Cost | None = None
+    passed: bool | None = None
+    """None: the score decides (a judge's verdict passes at 0.5 or more, or at the assertion's threshold)."""
+
+
+class Rubric(Protocol):
+    """An LLM judge: grades a text against a rubric, giving a score in [0, 1] and its reason."""
+
+    async def __call__(self, rubric: str, output: str) -> Graded: ...
+
+
+class CannotCheck(Exception):
+    """A reply the check cannot evaluate (nested deeper than Python reads): the assertion scores 0 with why."""
+
+
+Check = Callable[[Output, Mapping[str, Any]], Graded]
+"""A deterministic check of an output; the mapping is promptfoo's assertion context (prompt, vars, test, config)."""
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """A checked assertion, ready to grade outputs."""
+
+    type: str
+    weight: float
+    spec: dict[str, Any]
+    """What the case stores and a check is rebuilt from: type, value (rendered), weight (and a script's path and
+    MD5, a threshold), JSON-compatible."""
+    threshold: float | None = None
+
+
+def load_value_file(reference: str, base: Path, where: str) -> Any:
+    """A `file://` value: JSON and YAML files parsed, anything else as text; relative to the case file."""
+    path = (base / reference.removeprefix("file://")).resolve()
+    if path.suffix in (".py", ".js", ".mjs", ".cjs", ".ts"):
+        raise TaskError(f"{where}: {reference}: a script is a value only of a python assertion")
+    text = read_text(path, reference, where)
+    if path.suffix == ".json":
+        try:
+            return json_parse(text)
+        except JsonError as exc:
+            raise TaskError(f"{where}: {reference} is not valid JSON: {exc}") from None
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            return load_yaml(text)
+        except yaml12.YamlError as exc:
+            raise TaskError(f"{where}: {reference} is not valid YAML: {exc}") from None
+    return text
+
+
+def read_text(path: Path, reference: str, where: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TaskError(f"{where}: cannot read {reference}: {getattr(exc, 'strerror', None) or exc}") from None
