@@ -106,7 +106,10 @@ def store(
         ),
         dataset=DatasetInfo(
             suite="farel",
-            source="generated", md5=md5, cases=len({a.case for a in given}) if cases is None else cases, limit=limit
+            source="generated",
+            md5=md5,
+            cases=len({a.case for a in given}) if cases is None else cases,
+            limit=limit,
         ),
         scores=score_records(records),
     )
