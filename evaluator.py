@@ -6,7 +6,7 @@ The importable core: no argument parsing, no printing.
     task = evaluator.Task(name="graph", output_type=Graph, score=grade)     # Graph: any pydantic model
     cases = [evaluator.Case(id="s1", prompt="...", expected=..., group="...")]
     result = asyncio.run(evaluator.evaluate(task, cases, "openai:gpt-4o-mini", mode="tool", retries=5))
-    # or: settings = evaluator.RunSettings(mode="tool", retries=5); evaluator.evaluate(task, cases, model, settings)
+    # or: config = evaluator.RunConfig(mode="tool", retries=5); evaluator.evaluate(task, cases, model, config)
     result.records[0].output, result.records[0].score, result.scores.score
 
 `evaluate()` poses and scores; `run()` does the same and stores the run (resumable) under a results folder.
@@ -25,10 +25,12 @@ from typed_eval.core.attempts import UserPrices
 from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.errors import EvaluatorError, InputError, ModelSetupError, ResultFileError, TaskError
 from typed_eval.core.scoring import score_records
+from typed_eval.core.settings import RunConfig
 from typed_eval.core.suite import AnswerLine, Suite, SuiteContext
 from typed_eval.core.tasks import Conversation, Score, Task, TextReader
-from typed_eval.engine.evaluation import EvaluationResult, RunControl, ToolChoice, default_retries, evaluate
+from typed_eval.engine.evaluation import EvaluationResult, ToolChoice, evaluate
 from typed_eval.engine.runs import RunOutcome, run
+from typed_eval.engine.settings import default_retries
 from typed_eval.providers.batches import BatchOptions
 from typed_eval.providers.flow import Pacer, PaceReport
 from typed_eval.providers.models import PreparedModel, open_model
@@ -73,7 +75,7 @@ __all__ = [
     "Quiz",
     "ResultFileError",
     "RunAnalysis",
-    "RunControl",
+    "RunConfig",
     "RunOutcome",
     "RunSettings",
     "RunSummary",
