@@ -185,3 +185,14 @@ def test_the_argument_namespace_stays_in_the_cli() -> None:
     }
     assert outside == {}
     assert _references_namespace(REPO / "typed_eval" / "cli" / "run.py") != []  # the check sees one where it is
+
+
+def test_evaluator_exports_one_page_of_names() -> None:
+    assert evaluator.__all__ == [
+        "Case", "EvaluationResult", "EvaluatorError", "InputError", "Pacer", "RunConfig", "RunOutcome", "RunSummary",
+        "SampleRecord", "Score", "Suite", "SuiteContext", "Task", "TaskError", "analyse", "compare", "evaluate",
+        "load_runs", "read_records", "run",
+    ]  # fmt: skip
+    assert len(evaluator.__all__) <= 20
+    public = {name for name in vars(evaluator) if not name.startswith("_") and name != "annotations"}
+    assert public == set(evaluator.__all__)
