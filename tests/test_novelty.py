@@ -161,7 +161,7 @@ def test_questions_are_read_one_a_line_and_the_settings_go_with_each_case(tmp_pa
     shipped = read_questions()
     assert len(shipped) == 12
     assert shipped[0] == "What could a small town do with a shopping mall that has stood empty for years?"
-    assert QUESTIONS_FILE.name == "novelty_questions.txt"
+    assert QUESTIONS_FILE.name == "questions.txt"
     mine = tmp_path / "q.txt"
     mine.write_text("\ufeff# mine\nWhy?\n\n  How?  \n", encoding="utf-8")
     assert read_questions(mine) == ["Why?", "How?"]
