@@ -4,8 +4,8 @@
     python examples/arithmetic_bench.py --model test --mode tool
     python examples/arithmetic_bench.py --model openai:gpt-4o-mini --number 20
 
-It makes its own multiple-choice items, hands them to `evaluator.evaluate`, and prints what comes
-back; nothing here knows about FaRel, result folders or the CLI.
+It makes its own multiple-choice items, hands them to `evaluate_quizzes` (`evaluator.evaluate` with the
+multiple-choice task), and prints what comes back; nothing here knows about FaRel, result folders or the CLI.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import random
 import sys
 
 import evaluator
-from evaluator import Quiz
+from typed_eval.schemas import Quiz
+from typed_eval.suites.multiple_choice import evaluate_quizzes
 
 OPERATIONS = {
     "addition": ("+", operator.add),
@@ -60,7 +61,7 @@ def main() -> int:
     if args.mode == "tag":
         quizzes = [q.model_copy(update={"prompt": q.prompt + "\nAnswer with <ANSWER>n</ANSWER>."}) for q in quizzes]
     try:
-        result = asyncio.run(evaluator.evaluate_quizzes(quizzes, args.model, mode=args.mode))
+        result = asyncio.run(evaluate_quizzes(quizzes, args.model, mode=args.mode))
     except evaluator.EvaluatorError as exc:
         print(f"arithmetic_bench: error: {exc}", file=sys.stderr)
         return 2

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 import evaluator
+from typed_eval.schemas import AnswerMode
 
 # --- the output type ------------------------------------------------------------------------------------------
 
@@ -259,7 +260,7 @@ def item_metrics(totals: Mapping[str, float]) -> dict[str, float]:
     }
 
 
-def instructions(mode: evaluator.AnswerMode) -> str:
+def instructions(mode: AnswerMode) -> str:
     ask = (
         "Extract the invoice in the user's text: the vendor, the currency, every line item (description in the "
         "singular, quantity, unit price), how it is paid and the total amount due, which you compute."

@@ -10,7 +10,8 @@ from pydantic_ai import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import evaluator
-from evaluator import Quiz
+from typed_eval.schemas import Quiz
+from typed_eval.suites.multiple_choice import evaluate_quizzes
 
 
 def quizzes() -> list[Quiz]:
@@ -34,8 +35,8 @@ def test_analyse_and_compare_records_of_the_library() -> None:
     posed = quizzes()
     right = {q.prompt: q.correct for q in posed}
     first = {q.prompt: 1 for q in posed}  # right on the 20 quizzes whose answer is 1
-    a = asyncio.run(evaluator.evaluate_quizzes(posed, answering(right)))
-    b = asyncio.run(evaluator.evaluate_quizzes(posed, answering(first)))
+    a = asyncio.run(evaluate_quizzes(posed, answering(right)))
+    b = asyncio.run(evaluate_quizzes(posed, answering(first)))
     run_a, run_b = evaluator.analyse(a.records), evaluator.analyse(b.records)
     assert run_a.score_ci95() == (100.0, 100.0)
     assert run_b.favourite_position == "1"
@@ -56,7 +57,7 @@ def test_repeats_in_the_library_give_each_case_k_records_and_a_consistency() -> 
         answer = len(calls) % 3 + 1 if prompt == "x 1?" else 2
         return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, json.dumps({"answer": answer}))])
 
-    result = asyncio.run(evaluator.evaluate_quizzes(posed, FunctionModel(respond), repeats=2, concurrency=1))
+    result = asyncio.run(evaluate_quizzes(posed, FunctionModel(respond), repeats=2, concurrency=1))
     assert [(r.case_id, r.repeat) for r in result.records] == [(q.id, k) for k in range(2) for q in posed]
     analysis = evaluator.analyse(result.records)
     assert analysis.repeats == 2

@@ -21,12 +21,12 @@ from pydantic_ai.usage import RequestUsage
 
 import evaluator
 import farel_bench
-from evaluator import BatchOptions, Case, Task
+from evaluator import Case, Task
 from tests.conftest import PYTHON, REPO
 from tests.fake_batches import FakeBatches, function_call, is_retry, prompt_of
 from typed_eval.core.attempts import sample_cost, sample_usage
 from typed_eval.engine.evaluation import evaluate_samples
-from typed_eval.providers.batches import PendingRequests, describe_states
+from typed_eval.providers.batches import BatchOptions, PendingRequests, describe_states
 from typed_eval.schemas import Cost, RunSummary, SampleRecord
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))

@@ -25,11 +25,17 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.profiles import ModelProfile
 
 import evaluator
-from evaluator import EvaluationResult, RunControl, UserPrices
+from evaluator import EvaluationResult
 from tests.conftest import without_usage
+from typed_eval.core.attempts import UserPrices
 from typed_eval.core.errors import EvaluatorError
 from typed_eval.schemas import AnswerMode, Attempt, Quiz, SampleRecord
-from typed_eval.suites.multiple_choice import TAG_INSTRUCTION
+from typed_eval.suites.multiple_choice import (
+    DEFAULT_SYSTEM_PROMPT,
+    TAG_INSTRUCTION,
+    evaluate_quizzes,
+    multiple_choice_task,
+)
 
 
 def quiz(n: int, *, correct: int = 2, class_name: str = "kin", options: Sequence[str] = ("a", "b", "c", "d")) -> Quiz:
@@ -70,9 +76,9 @@ def scripted(replies: dict[str, list[ModelResponse | Exception]], **model: Any) 
 
 
 def run(
-    quizzes: Iterable[Quiz], model: FunctionModel, settings: evaluator.RunSettings | None = None, **options: Any
+    quizzes: Iterable[Quiz], model: FunctionModel, settings: evaluator.RunConfig | None = None, **options: Any
 ) -> EvaluationResult:
-    return asyncio.run(evaluator.evaluate_quizzes(quizzes, model, settings, **options))
+    return asyncio.run(evaluate_quizzes(quizzes, model, settings, **options))
 
 
 def answer(record: SampleRecord) -> str | None:
@@ -330,8 +336,8 @@ def test_system_prompt_and_mode_instructions_reach_the_model() -> None:
         return call({"answer": 2})
 
     tagged = quiz(1).model_copy(update={"prompt": quiz(1).prompt + "\n" + TAG_INSTRUCTION})
-    run([tagged], FunctionModel(respond), system_prompt=evaluator.DEFAULT_SYSTEM_PROMPT)
-    assert seen["system"] == [evaluator.DEFAULT_SYSTEM_PROMPT]
+    run([tagged], FunctionModel(respond), system_prompt=DEFAULT_SYSTEM_PROMPT)
+    assert seen["system"] == [DEFAULT_SYSTEM_PROMPT]
     assert (
         seen["instructions"]
         == "Answer by calling the select_answer tool with the number of the selected answer option."
@@ -343,7 +349,7 @@ def test_cost_budget_needs_a_known_price() -> None:
     with pytest.raises(
         EvaluatorError, match="max_cost: needs a known price, and unknown is all that is known"
     ) as caught:
-        run([quiz(1), quiz(2)], scripted({"q1": [call({"answer": 2})]}), control=RunControl(max_cost=1.0))
+        run([quiz(1), quiz(2)], scripted({"q1": [call({"answer": 2})]}), max_cost=1.0)
     assert caught.value.parameter == "max_cost"
 
 
@@ -353,7 +359,7 @@ def test_request_budget_stops_new_samples() -> None:
         quizzes,
         scripted({q.id: [call({"answer": 2})] for q in quizzes}),
         concurrency=1,
-        control=RunControl(max_requests=3),
+        max_requests=3,
     )
     assert (result.status, result.reason, len(result.records)) == ("partial", "max_requests 3 reached", 3)
 
@@ -366,18 +372,18 @@ def test_bad_arguments_are_caller_errors() -> None:
     assert caught.value.parameter == "concurrency"
 
 
-# --- one settings object: RunSettings and its keyword overrides ------------------------------------------------
+# --- one config object: RunConfig and its keyword overrides ----------------------------------------------------
 
 
 def test_settings_and_keyword_overrides_are_one_thing() -> None:
-    """A `RunSettings` and the keywords that override its fields pose alike; the keyword wins."""
+    """A `RunConfig` and the keywords that override its fields pose alike; the keyword wins."""
     quizzes = [quiz(1), quiz(2)]
     replies = {"q1": [say("<ANSWER>2</ANSWER>")], "q2": [say("no tag")]}
     by_keyword = run(quizzes, scripted(replies), mode="tag", retries=0, concurrency=1)
-    settings = evaluator.RunSettings(mode="tag", retries=0, concurrency=1)
-    by_object = asyncio.run(evaluator.evaluate(evaluator.multiple_choice_task(), [q.to_case() for q in quizzes],
+    settings = evaluator.RunConfig(mode="tag", retries=0, concurrency=1)
+    by_object = asyncio.run(evaluator.evaluate(multiple_choice_task(), [q.to_case() for q in quizzes],
                                                scripted(replies), settings))  # fmt: skip
-    overridden = asyncio.run(evaluator.evaluate(evaluator.multiple_choice_task(), [q.to_case() for q in quizzes],
+    overridden = asyncio.run(evaluator.evaluate(multiple_choice_task(), [q.to_case() for q in quizzes],
                                                 scripted(replies), settings.model_copy(update={"retries": 5}),
                                                 retries=0))  # fmt: skip
     for result in (by_keyword, by_object, overridden):
@@ -389,7 +395,7 @@ def test_settings_and_keyword_overrides_are_one_thing() -> None:
 @pytest.mark.parametrize(
     ("changes", "parameter", "message"),
     [
-        ({"retires": 2}, "retires", "retires: unknown parameter: not one of this function's, nor a RunSettings field"),
+        ({"retires": 2}, "retires", "retires: unknown parameter: not one of this function's, nor a RunConfig field"),
         ({"mode": "xml"}, "mode", "mode: Input should be 'tool', 'native', 'prompted', 'text' or 'tag', got 'xml'"),
         ({"retries": "many"}, "retries", "retries: Input should be a valid integer, unable to parse string as an"),
         ({"retries": -1}, "retries", "retries: must be at least 0, got -1"),
@@ -402,7 +408,7 @@ def test_settings_and_keyword_overrides_are_one_thing() -> None:
     ],
 )
 def test_an_unknown_or_bad_setting_names_its_parameter(changes: dict[str, Any], parameter: str, message: str) -> None:
-    task, cases = evaluator.multiple_choice_task(), [quiz(1).to_case()]
+    task, cases = multiple_choice_task(), [quiz(1).to_case()]
     calls = [
         lambda: run([quiz(1)], scripted({}), **changes),
         lambda: asyncio.run(evaluator.run(task, cases, scripted({}), results_dir="/nonexistent", **changes)),
@@ -417,5 +423,5 @@ def test_an_unknown_or_bad_setting_names_its_parameter(changes: dict[str, Any], 
 
 def test_a_bad_value_in_a_settings_object_is_refused_too() -> None:
     with pytest.raises(evaluator.InputError) as refused:
-        run([quiz(1)], scripted({}), evaluator.RunSettings(concurrency=0))
+        run([quiz(1)], scripted({}), evaluator.RunConfig(concurrency=0))
     assert (refused.value.parameter, refused.value.message) == ("concurrency", "must be at least 1, got 0")

@@ -11,8 +11,8 @@ from types import ModuleType
 from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-import evaluator
 from tests.conftest import PYTHON, REPO
+from typed_eval.suites.multiple_choice import evaluate_quizzes
 
 
 def load_example() -> ModuleType:
@@ -40,7 +40,7 @@ def solver(messages: list[ModelMessage], _: AgentInfo) -> ModelResponse:
 def test_another_benchmark_scores_through_the_library() -> None:
     example = load_example()
     quizzes = example.arithmetic_quizzes(4, seed=3)
-    result = asyncio.run(evaluator.evaluate_quizzes(quizzes, FunctionModel(solver)))
+    result = asyncio.run(evaluate_quizzes(quizzes, FunctionModel(solver)))
     assert [(c.group, c.correct, c.score) for c in result.scores.groups] == [
         ("addition", 4, 100.0),
         ("subtraction", 4, 100.0),

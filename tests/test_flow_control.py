@@ -25,6 +25,7 @@ from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_ca
 from tests.fake_provider import Bucket, Rationed
 from typed_eval.providers.flow import Verdict, WaitedTooLong
 from typed_eval.schemas import RunSummary, SampleRecord
+from typed_eval.suites.multiple_choice import multiple_choice_task
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
 KEY = answer_key(QUIZZES)
@@ -241,7 +242,7 @@ def test_two_runs_in_one_process_share_the_pacer_they_are_handed() -> None:
 
     pacer = evaluator.Pacer(rpm=600)
     cases = [quiz.to_case() for quiz in QUIZZES[:20]]
-    task = evaluator.multiple_choice_task()
+    task = multiple_choice_task()
 
     async def both(url: str) -> list[evaluator.EvaluationResult]:
         model = OpenAIChatModel("m", provider=OpenAIProvider(base_url=url, api_key="k"))

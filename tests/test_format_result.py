@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 import format_result
-from evaluator import score_records
+from typed_eval.core.scoring import score_records
 from typed_eval.schemas import Cost, DatasetInfo, RunSettings, RunStatus, RunSummary, SampleRecord, TokenUsage
 from typed_eval.store.storage import RunWriter, StoredRun, load_runs
 

@@ -22,6 +22,7 @@ import farel_bench
 from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
 from typed_eval.schemas import RunSummary
+from typed_eval.suites.multiple_choice import evaluate_quizzes
 
 QUIZZES = list(farel_bench.generate(1, 10, 42, shuffle=True))
 KEY = answer_key(QUIZZES)
@@ -37,7 +38,7 @@ def model_at(server: FakeOpenAI) -> OpenAIChatModel:
 
 def run(server: FakeOpenAI, **options: Any) -> evaluator.EvaluationResult:
     settings = {"max_retries": 0}  # the SDK's own resends would hide each fault
-    return asyncio.run(evaluator.evaluate_quizzes(QUIZZES, model_at(server), model_settings=settings, **options))
+    return asyncio.run(evaluate_quizzes(QUIZZES, model_at(server), model_settings=settings, **options))
 
 
 @pytest.mark.parametrize(

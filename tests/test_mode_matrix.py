@@ -16,6 +16,7 @@ from pydantic_ai.usage import RequestUsage
 
 import evaluator
 from tests.conftest import PYTHON, REPO
+from typed_eval.core.attempts import UserPrices
 from typed_eval.reports.mode_matrix import mode_comparisons
 from typed_eval.store.storage import load_runs
 
@@ -140,7 +141,7 @@ def retrying() -> FunctionModel:
 
 def test_what_retries_bought_and_cost_is_read_from_the_stored_attempts(tmp_path: Path) -> None:
     cases = [evaluator.Case(id=f"c{k}", prompt=f"case {k}", expected=k) for k in NEEDS]
-    prices = evaluator.UserPrices(input_per_million=1.0, output_per_million=2.0)
+    prices = UserPrices(input_per_million=1.0, output_per_million=2.0)
     asyncio.run(evaluator.run(task(), cases, retrying(), results_dir=tmp_path, retries=2, prices=prices))
     (row,) = json.loads(cli("format_result.py", str(tmp_path), "--format", "json").stdout)
     assert (row["score"], row["score_by_retries"], row["valid_by_retries"]) == (75.0, [25.0, 50.0, 75.0],

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-import evaluator
 import farel_bench
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Route, answer_key, completion, tool_call
+from typed_eval.core.errors import ModelSetupError
 from typed_eval.schemas import RunSummary
+from typed_eval.suites.multiple_choice import evaluate_quizzes
 
 KEY = answer_key(list(farel_bench.generate(3, 50, 42, shuffle=True)))
 DETAILS = {"format": "gguf", "family": "qwen3", "parameter_size": "4B", "quantization_level": "Q4_K_M"}
@@ -184,8 +185,8 @@ def test_the_library_runs_ollama_model_strings(monkeypatch: pytest.MonkeyPatch) 
     quizzes = list(farel_bench.generate(3, 50, 42, shuffle=True))[:4]
     with FakeOpenAI(answering, ollama.routes()) as server:
         monkeypatch.setenv("OLLAMA_BASE_URL", host_of(server))
-        result = asyncio.run(evaluator.evaluate_quizzes(quizzes, "ollama:qwen3:4b", concurrency=2))
-        with pytest.raises(evaluator.ModelSetupError, match=r"^pull: Ollama at .* has no model 'llama3': pull it here"):
-            asyncio.run(evaluator.evaluate_quizzes(quizzes, "ollama:llama3"))
+        result = asyncio.run(evaluate_quizzes(quizzes, "ollama:qwen3:4b", concurrency=2))
+        with pytest.raises(ModelSetupError, match=r"^pull: Ollama at .* has no model 'llama3': pull it here"):
+            asyncio.run(evaluate_quizzes(quizzes, "ollama:llama3"))
     assert [r.status for r in result.records] == ["correct"] * 4
     assert result.scores.totals.cost_sources == ["local"]

@@ -16,7 +16,6 @@ from openai import AsyncOpenAI
 from pydantic_ai.models.openrouter import OpenRouterModel
 from pydantic_ai.providers.openrouter import OpenRouterProvider
 
-import evaluator
 import farel_bench
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Route, answer_key, completion, text, tool_call
@@ -30,6 +29,7 @@ from typed_eval.providers.resolve import (
 )
 from typed_eval.providers.transport import http_client
 from typed_eval.schemas import RunSummary, SampleRecord
+from typed_eval.suites.multiple_choice import evaluate_quizzes
 
 
 def test_openrouter_reported_cost_is_the_most_trusted() -> None:
@@ -40,7 +40,7 @@ def test_openrouter_reported_cost_is_the_most_trusted() -> None:
     ) as server:
         client = AsyncOpenAI(base_url=server.url, api_key="k")
         model = OpenRouterModel("deepseek/deepseek-chat", provider=OpenRouterProvider(openai_client=client))
-        result = asyncio.run(evaluator.evaluate_quizzes(quizzes, model, concurrency=2))
+        result = asyncio.run(evaluate_quizzes(quizzes, model, concurrency=2))
     assert [(r.cost.usd, r.cost.source) for r in result.records] == [(0.00125, "provider")] * 4
     assert result.scores.totals.cost_usd == pytest.approx(0.005)
     assert (result.scores.totals.cost_complete, result.scores.totals.cost_sources) == (True, ["provider"])
@@ -60,7 +60,7 @@ def test_openrouter_byok_cost_counts_the_upstream_charge(fee: float | None, upst
     with FakeOpenAI(lambda _: byok(fee, upstream)) as server:
         client = AsyncOpenAI(base_url=server.url, api_key="k")
         model = OpenRouterModel("deepseek/deepseek-chat", provider=OpenRouterProvider(openai_client=client))
-        result = asyncio.run(evaluator.evaluate_quizzes(quizzes, model))
+        result = asyncio.run(evaluate_quizzes(quizzes, model))
     assert [(r.cost.usd, r.cost.source) for r in result.records] == [(pytest.approx(total), "provider")]
 
 
@@ -119,7 +119,7 @@ def test_google_models_resend_a_failed_request_twice_like_the_others() -> None:
     with FakeOpenAI(lambda r: completion(text("unused")), routes=route) as server:
         base = server.url.removesuffix("/v1")
         resolved = resolve_model("google:gemini-2.0-flash", base_url=base, api_key="k", http_client=http_client())
-        (record,) = asyncio.run(evaluator.evaluate_quizzes([quiz], resolved.model)).records
+        (record,) = asyncio.run(evaluate_quizzes([quiz], resolved.model)).records
     assert (record.status, record.error, record.transport_retries, len(bodies)) == ("correct", None, 2, 3)
 
 

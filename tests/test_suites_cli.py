@@ -21,8 +21,9 @@ from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, ToolCallPart,
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import evaluator
-from evaluator import Attempt, Case, EvaluationResult, RunSummary, SampleRecord
+from evaluator import Case, EvaluationResult, RunSummary, SampleRecord
 from tests.conftest import PYTHON, REPO, without_usage
+from typed_eval.schemas import AnswerMode, Attempt
 
 
 def load_example() -> ModuleType:
@@ -308,7 +309,7 @@ def test_a_bad_payment_method_gets_a_corrective_retry_and_ends_correct() -> None
 
 
 @pytest.mark.parametrize("mode", ["tool", "native", "prompted", "text"])
-def test_the_offline_test_model_answers_the_example_in_every_mode(mode: evaluator.AnswerMode) -> None:
+def test_the_offline_test_model_answers_the_example_in_every_mode(mode: AnswerMode) -> None:
     cases = BENCH.cases(4)
     result = evaluate(cases, "test", mode=mode)
     example = answer(TASK.example)

@@ -21,9 +21,12 @@ from pydantic_ai.profiles import ModelProfile
 from pydantic_ai.providers.openai import OpenAIProvider
 
 import evaluator
-from evaluator import Attempt, Case, EvaluationResult, Score, Task, TextReader
+from evaluator import Case, EvaluationResult, Score, Task
 from tests.conftest import without_usage
 from tests.fake_openai import FakeOpenAI, Fault, completion, tool_call
+from typed_eval.core.tasks import TextReader
+from typed_eval.schemas import Attempt, Quiz
+from typed_eval.suites.multiple_choice import multiple_choice_task
 
 # --- output types -------------------------------------------------------------------------------------------
 
@@ -213,11 +216,11 @@ def test_retries_exhausted_on_a_nested_output_is_missing() -> None:
 
 
 def test_multiple_choice_never_coerces_an_answer() -> None:
-    quiz = evaluator.Quiz(id="q1", class_name="kin", prompt="Which?\n1. a\n2. b", options=("a", "b"), correct=2)
+    quiz = Quiz(id="q1", class_name="kin", prompt="Which?\n1. a\n2. b", options=("a", "b"), correct=2)
     replies = [call({"answer": True}, "select_answer"), call({"answer": "2"}, "select_answer"),
                call({"answer": 2.0}, "select_answer"), call({"answer": 2}, "select_answer")]  # fmt: skip
     model = scripted({quiz.prompt: replies})
-    record = evaluate(evaluator.multiple_choice_task(), [quiz.to_case()], model, retries=3).records[0]
+    record = evaluate(multiple_choice_task(), [quiz.to_case()], model, retries=3).records[0]
     assert kinds(record.attempts) == ["wrong_type", "wrong_type", "wrong_type", None]
     assert [a.feedback for a in record.attempts[:3]] == ["answer: Input should be a valid integer"] * 3
     assert (record.status, record.output) == ("correct", {"reasoning": None, "answer": 2})
@@ -454,7 +457,7 @@ def test_a_run_stopped_early_resumes_to_the_same_score(tmp_path: Path) -> None:
     whole = run(tmp_path / "whole")
     assert whole.summary.status == "finished"
     assert whole.summary.scores.score == pytest.approx(400 / 6)
-    first = run(tmp_path / "cut", control=evaluator.RunControl(max_requests=2))
+    first = run(tmp_path / "cut", max_requests=2)
     assert (first.summary.status, first.summary.reason, first.posed) == ("partial", "max_requests 2 reached", 6)
     assert len((first.run_dir / "samples.jsonl").read_text().splitlines()) == 2
     assert (first.run_dir / "summary.json").is_file()

@@ -26,6 +26,7 @@ from tests.test_cli import cli
 from typed_eval.core.errors import EvaluatorError
 from typed_eval.engine.workers import WorkerPool, WorkerProcesses
 from typed_eval.schemas import RunSummary, SampleRecord
+from typed_eval.suites.multiple_choice import multiple_choice_task
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
 KEY = answer_key(QUIZZES)
@@ -122,7 +123,11 @@ def test_a_part_of_a_reached_model_poses_on_past_a_first_sample_the_provider_rej
     from pydantic_ai.exceptions import ModelHTTPError, ModelRequestRejectedError
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-    from typed_eval.engine.evaluation import evaluate_samples
+    from typed_eval.core.settings import RunConfig
+    from typed_eval.engine.evaluation import pose_samples
+    from typed_eval.engine.settings import resolve_settings
+    from typed_eval.providers.models import PreparedModel
+    from typed_eval.providers.resolve import ResolvedModel
 
     rejected = QUIZZES[0].prompt.split("Select the correct answer:")[0]
 
@@ -134,8 +139,10 @@ def test_a_part_of_a_reached_model_poses_on_past_a_first_sample_the_provider_rej
 
     def part(reached: bool) -> evaluator.EvaluationResult:
         samples = [(quiz.to_case(), 0) for quiz in QUIZZES[:8]]
-        task, model = evaluator.multiple_choice_task(), FunctionModel(reply)
-        return asyncio.run(evaluate_samples(task, samples, model, reached=reached))
+        task = multiple_choice_task()
+        prepared = PreparedModel(ResolvedModel(FunctionModel(reply), "m", None, local=False))
+        settings = resolve_settings(RunConfig(), prepared, task, batch=False)
+        return asyncio.run(pose_samples(task, samples, prepared, settings, reached=reached))
 
     alone, part_of_run = part(reached=False), part(reached=True)
     assert (alone.status, alone.scores.samples) == ("dnf", 1)  # a run's first sample: the model cannot answer
@@ -143,7 +150,7 @@ def test_a_part_of_a_reached_model_poses_on_past_a_first_sample_the_provider_rej
 
 
 def test_a_worker_that_dies_fails_the_run_and_keeps_what_was_stored(tmp_path: Path) -> None:
-    cases, task = [quiz.to_case() for quiz in QUIZZES[:20]], evaluator.multiple_choice_task()
+    cases, task = [quiz.to_case() for quiz in QUIZZES[:20]], multiple_choice_task()
     with WorkerPool(2, serve=lambda order: 3) as pool:  # a worker that fails its order
         dead = WorkerProcesses(pool, order=str)
         with pytest.raises(EvaluatorError, match=r"worker 2 of 2 stopped without finishing its share \(exit 3\)"):

@@ -44,6 +44,7 @@ from pydantic_ai.usage import RequestUsage
 
 import evaluator
 from tests.conftest import PYTHON, REPO
+from typed_eval.core.attempts import UserPrices
 
 XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
 """A model's answer (alpha's note on c05) that would run if the viewer did not show it as text."""
@@ -115,7 +116,7 @@ MODELS = {
     "beta": lambda: answering("beta", fixed=frozenset({3}), errors=frozenset({9})),
     "gamma": lambda: answering(GAMMA),
 }
-PRICES = evaluator.UserPrices(input_per_million=1.0, output_per_million=2.0)
+PRICES = UserPrices(input_per_million=1.0, output_per_million=2.0)
 
 
 @dataclass(frozen=True)

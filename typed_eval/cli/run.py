@@ -25,41 +25,39 @@ from typed_eval.cli.common import (
     RESULTS_DIR,
     prog,
 )
+from typed_eval.cli.config import CACHE_FILE, LATEST, RunCommand, run_command
 from typed_eval.cli.run_report import print_comparison, print_report
 from typed_eval.cli.suite_flags import add_suite_flags, given_keys
 from typed_eval.cli.suites import answer_modes, default_suite, suite_from_args
-from typed_eval.core.attempts import UserPrices
 from typed_eval.core.datasets import Dataset
 from typed_eval.core.errors import EvaluatorError, InputError
+from typed_eval.core.settings import user_prices
 from typed_eval.core.suite import Suite, SuiteContext, find_suites
 from typed_eval.core.tasks import Task
 from typed_eval.core.terminal import printable
-from typed_eval.engine.evaluation import CREDENTIALS_REFUSED, RunControl
+from typed_eval.engine.collector import CREDENTIALS_REFUSED
+from typed_eval.engine.control import StopState
 from typed_eval.engine.progress import Progress
 from typed_eval.engine.runs import INTERRUPTED, NothingToResume, RunOutcome, run
 from typed_eval.engine.workers import (
     WorkerPool,
     WorkerProcesses,
     WorkerShare,
-    budget_share,
     share_result_line,
     stop_when_told,
     write_record_line,
 )
-from typed_eval.providers.batches import BatchOptions
-from typed_eval.providers.flow import WAITED_TOO_LONG, Pacer
-from typed_eval.providers.local_server import DEFAULT_LOCAL_MODEL
+from typed_eval.providers.flow import DEFAULT_MAX_WAIT_S, WAITED_TOO_LONG, Pacer
 from typed_eval.providers.models import open_model
 from typed_eval.providers.prices import DEFAULT_UPDATE_URL
-from typed_eval.schemas import AnswerMode, RunSettings
+from typed_eval.providers.transport import TrafficMeter
+from typed_eval.schemas import AnswerMode
 from typed_eval.suites.judge import judge_name, judged
 from typed_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
 
-CACHE_FILE = Path(".cache") / "responses.sqlite"
 SHORT_RUN_CASES = 45
 """A local model's default run: 45 cases spread evenly over the groups (--full for all)."""
 TERMINATED = "terminated (SIGTERM)"
-LATEST = "latest"
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -243,35 +241,27 @@ def command_run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     found, task, dataset = suite_from_args(args, context)
     modes = answer_modes(args.mode, found.suite, default_run=args.model is None)
-    if (args.price_in is None) != (args.price_out is None):
-        raise InputError("give both --price-in and --price-out (USD per million tokens), or neither")
-    if args.batch and args.cache:
-        raise InputError("--batch with --cache: a batch's status changes while the cache would answer the same")
-    if args.workers > 1 and args.batch:
-        raise InputError("--workers with --batch: a batch run waits on the provider, not on this machine's cores")
-    if args.workers > 1 and any(name.startswith("local:") for name in args.model or [DEFAULT_LOCAL_MODEL]):
-        raise InputError("--workers with a local: model: its server answers one request at a time; use --workers 1")
-    if args.batch and (args.max_cost is not None or args.max_requests is not None):
-        raise InputError(
-            "--batch sends every sample at once and a batch is priced when it ends, so --max-cost and "
-            "--max-requests cannot stop it in time: use --limit"
-        )
-    models: list[str] = list(dict.fromkeys(args.model or [DEFAULT_LOCAL_MODEL]))
-    if args.resume not in (None, LATEST) and len(models) * len(modes) > 1:
+    command = run_command(args)
+    if isinstance(command.resume, Path) and len(command.models) * len(modes) > 1:
         one = "one --model" if len(modes) == 1 else "one --model and one --mode"
         raise InputError(f"--resume RUN_DIR continues one run: give {one}, or --resume alone for each model's")
-    short = any(name.startswith("local:") for name in models)  # the embedded model is slow: a short default
-    limit = args.limit if args.limit is not None or args.full or not short else SHORT_RUN_CASES
+    short = any(name.startswith("local:") for name in command.models)  # the embedded model is slow: a short default
+    limit = command.limit if command.limit is not None or command.full or not short else SHORT_RUN_CASES
     if limit is not None:
         dataset = dataset.limited(limit)
-    pacer = Pacer(rpm=args.rpm, tpm=args.tpm, max_wait_s=args.max_wait, shared=args.workers > 1)
-    if args.workers == 1:
-        return asyncio.run(_run(args, models, modes, found.suite, task, dataset, pacer))
-    with WorkerPool(args.workers, _serving(args, task, dataset, pacer)) as pool:
-        return asyncio.run(_run(args, models, modes, found.suite, task, dataset, pacer, pool=pool))
+    config = command.config
+    max_wait_s = config.max_wait_s or DEFAULT_MAX_WAIT_S
+    pacer = Pacer(rpm=config.rpm, tpm=config.tpm, max_wait_s=max_wait_s, shared=command.workers > 1)
+    if command.workers == 1:
+        return asyncio.run(_run(command, modes, found.suite, task, dataset, pacer))
+    serve = _serving(command, task, dataset, pacer, lambda pose: common.reported(args, pose))
+    with WorkerPool(command.workers, serve) as pool:
+        return asyncio.run(_run(command, modes, found.suite, task, dataset, pacer, pool=pool))
 
 
-def _serving(args: argparse.Namespace, task: Task[Any], dataset: Dataset, pacer: Pacer) -> Callable[[str], int]:
+def _serving(
+    command: RunCommand, task: Task[Any], dataset: Dataset, pacer: Pacer, reported: Callable[[Callable[[], int]], int]
+) -> Callable[[str], int]:
     """A forked worker's side of `--workers`: the library posing its part of the work file its owner names for one of
     the command's models, with its share of the budgets, quietly (its records go to its owner)."""
 
@@ -279,14 +269,13 @@ def _serving(args: argparse.Namespace, task: Task[Any], dataset: Dataset, pacer:
         name, mode, work = json.loads(order)
 
         async def pose() -> int:
-            control = budget_share(RunControl(max_cost=args.max_cost, max_requests=args.max_requests, pacer=pacer),
-                                   args.workers)  # fmt: skip
-            with stop_when_told(lambda: control.stop(TERMINATED)), _stopped_by_signals(control.stop):
-                outcome = await _run_model(args, name, mode, task, dataset, control, None, share=Path(work))
+            stop = StopState()
+            with stop_when_told(lambda: stop.stop(TERMINATED)), _stopped_by_signals(stop.stop):
+                outcome = await _run_model(command, name, mode, task, dataset, stop, pacer, None, share=Path(work))
             share_result_line(outcome.result)
             return 0
 
-        return common.reported(args, lambda: asyncio.run(pose()))
+        return reported(lambda: asyncio.run(pose()))
 
     return serve
 
@@ -312,29 +301,36 @@ def _stopped_by_signals(stop: Callable[[str], None]) -> Iterator[None]:
 
 
 async def _run(
-    args: argparse.Namespace, models: Sequence[str], modes: Sequence[AnswerMode], suite: Suite[Any], task: Task[Any],
-    dataset: Dataset, pacer: Pacer, *, pool: WorkerPool | None = None,
-) -> int:  # fmt: skip
-    """Each of `models` in each of `modes` in turn on the identical cases, a stored run each, under one progress
-    display; then the comparison. With `pool`, each run is posed by it and this process. Every run keeps `pacer`'s
-    pace, started afresh for each run (shared with the workers, which never reset it)."""
-    current = RunControl()
+    command: RunCommand,
+    modes: Sequence[AnswerMode],
+    suite: Suite[Any],
+    task: Task[Any],
+    dataset: Dataset,
+    pacer: Pacer,
+    *,
+    pool: WorkerPool | None = None,
+) -> int:
+    """Each of the command's models in each of `modes` in turn on the identical cases, a stored run each, under one
+    progress display; then the comparison. With `pool`, each run is posed by it and this process. Every run keeps
+    `pacer`'s pace, started afresh for each run (shared with the workers, which never reset it)."""
+    current = StopState()
     stopped: list[str] = []
 
     def stop(reason: str) -> None:
         stopped.append(reason)
         current.stop(reason)
 
+    models = command.models
     outcomes: list[RunOutcome] = []
     code = 0
-    with _stopped_by_signals(stop), Progress(quiet=args.quiet) as progress:
+    with _stopped_by_signals(stop), Progress(quiet=command.quiet) as progress:
         for name, mode in ((name, mode) for name in models for mode in modes):
             if stopped:
                 break
-            current = RunControl(max_cost=args.max_cost, max_requests=args.max_requests, pacer=pacer)  # per run
+            current = StopState()  # per run
             pacer.reset()
             try:
-                outcome = await _run_model(args, name, mode, task, dataset, current, progress, pool=pool)
+                outcome = await _run_model(command, name, mode, task, dataset, current, pacer, progress, pool=pool)
             except NothingToResume as exc:
                 if len(models) * len(modes) == 1:
                     raise
@@ -358,43 +354,72 @@ async def _run(
 
 
 async def _run_model(
-    args: argparse.Namespace, name: str, mode: AnswerMode, task: Task[Any], dataset: Dataset, control: RunControl,
-    progress: Progress | None, *, pool: WorkerPool | None = None, share: Path | None = None,
-) -> RunOutcome:  # fmt: skip
+    command: RunCommand,
+    name: str,
+    mode: AnswerMode,
+    task: Task[Any],
+    dataset: Dataset,
+    stop: StopState,
+    pacer: Pacer,
+    progress: Progress | None,
+    *,
+    pool: WorkerPool | None = None,
+    share: Path | None = None,
+) -> RunOutcome:
     """One model's run in one mode through the library; `share`: a worker's part of it (no progress, records to its
     owner)."""
-    prices = UserPrices(args.price_in, args.price_out) if args.price_in is not None else None
-    settings = RunSettings(
-        base_url=args.base_url, mode=mode, retries=args.retries, temperature=args.temperature,
-        seed=args.model_seed, max_tokens=args.max_tokens, system_prompt=args.system_prompt, repeats=args.repeats,
-        tool_choice=args.tool_choice, concurrency=args.concurrency, price_in=args.price_in, price_out=args.price_out,
-        chat_format=args.chat_format, batch=args.batch, update_prices=args.update_prices,
-        request_timeout=args.request_timeout, max_transport_retries=args.max_transport_retries,
-    )  # fmt: skip
+    config = command.config.model_copy(update={"mode": mode})
+    traffic = TrafficMeter()
 
     def status(text: str) -> None:
-        if not args.quiet:
+        if not command.quiet:
             print(text, file=sys.stderr)
 
-    cache_path = args.results_dir / CACHE_FILE if args.cache else None
-    async with open_model(
-        name, settings, api_key=args.api_key, cache_path=cache_path, pull=args.pull, console=Console(stderr=True),
-        on_status=status, task=task,
-    ) as prepared, judged(
-        task, args.judge_model, prepared, cache_path=cache_path, request_timeout=args.request_timeout, prices=prices,
-        temperature=args.temperature,
-    ) as task:  # fmt: skip
-        workers = WorkerProcesses(pool, lambda work: json.dumps([name, mode, str(work)])) if pool is not None else None
+    async with (
+        open_model(
+            name,
+            config,
+            api_key=command.api_key,
+            cache_path=command.cache_path,
+            pull=command.pull,
+            console=Console(stderr=True),
+            on_status=status,
+            task=task,
+        ) as prepared,
+        judged(
+            task,
+            command.judge_model,
+            prepared,
+            cache_path=command.cache_path,
+            request_timeout=config.request_timeout,
+            prices=user_prices(config),
+            temperature=config.temperature,
+        ) as task,
+    ):
+        workers: WorkerProcesses | WorkerShare | None = None
+        if share is not None:
+            workers = WorkerShare(share, parts=command.workers)
+        elif pool is not None:
+            workers = WorkerProcesses(pool, lambda work: json.dumps([name, mode, str(work)]))
         return await run(
-            task, dataset, prepared, settings, results_dir=args.results_dir,
-            resume=True if args.resume == LATEST else (args.resume or False), retry_errors=args.retry_errors,
-            control=control, on_record=progress.advance if progress is not None else write_record_line,
-            on_start=(lambda total, _: progress.start(total, prepared.resolved.name, control.traffic))
+            task,
+            dataset,
+            prepared,
+            config,
+            results_dir=command.results_dir,
+            resume=command.resume,
+            retry_errors=command.retry_errors,
+            stop=stop,
+            on_record=progress.advance if progress is not None else write_record_line,
+            on_start=(lambda total, _: progress.start(total, prepared.resolved.name, traffic))
             if progress is not None
             else None,
-            batch=BatchOptions(poll_interval_s=args.batch_poll) if args.batch else None,
-            workers=WorkerShare(share) if share is not None else workers, judge_model=judge_name(task),
-        )  # fmt: skip
+            pacer=pacer,
+            traffic=traffic,
+            batch=command.batch,
+            workers=workers,
+            judge_model=judge_name(task),
+        )
 
 
 def _outcome_code(outcome: RunOutcome, suite: Suite[Any]) -> int:

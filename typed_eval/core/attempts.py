@@ -201,8 +201,13 @@ MOST_TOKENS = 100_000_000
 def untrue_usage(usage: RequestUsage) -> bool:
     """Usage a server reported that cannot be true: a negative count (pydantic-ai then keeps none of it, so the
     response says 0 input tokens, though every request sends a prompt) or an absurd one."""
-    counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
-              usage.output_reasoning_tokens)  # fmt: skip
+    counts = (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        usage.output_reasoning_tokens,
+    )
     if any(n < 0 or n > MOST_TOKENS for n in counts):
         return True
     return usage.input_tokens == 0 and not usage.unmeasured_requests

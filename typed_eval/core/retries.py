@@ -53,9 +53,11 @@ class RetryBook:
         if self._sessions:
             return
         first_valid = next((k for k, attempt in enumerate(attempts) if attempt.valid), None)
-        late = None if first_valid is None or first_valid == 0 else record.model_copy(
-            update={"status": "missing", "score": None, "output": None, "score_details": None}
-        )  # fmt: skip
+        late = (
+            None
+            if first_valid is None or first_valid == 0
+            else record.model_copy(update={"status": "missing", "score": None, "output": None, "score_details": None})
+        )
         for r, book in enumerate(self._books):
             book.add(late if late is not None and first_valid is not None and first_valid > r else record)
         if attempts:
@@ -73,8 +75,15 @@ class RetryBook:
             if attempt.valid or attempt.invalid_kind is None:
                 continue
             following = attempts[k + 1] if k + 1 < len(attempts) else None
-            what = ("none" if following is None else "fixed" if following.valid
-                    else "same" if following.invalid_kind == attempt.invalid_kind else "other")  # fmt: skip
+            what = (
+                "none"
+                if following is None
+                else "fixed"
+                if following.valid
+                else "same"
+                if following.invalid_kind == attempt.invalid_kind
+                else "other"
+            )
             kinds = self._after.setdefault(str(k + 1), {})
             counts = kinds.setdefault(attempt.invalid_kind, {"fixed": 0, "same": 0, "other": 0, "none": 0})
             counts[what] += 1

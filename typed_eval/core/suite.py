@@ -243,8 +243,14 @@ def file_suite(
     show_answer: Callable[[SampleRecord], Sequence[AnswerLine]] | None = None,
 ) -> Suite[FileParams]:
     """A suite whose cases are a file that `load` reads, opened by `--suite FILE` for the suffixes in `paths`."""
-    return Suite(name=name, params=FileParams, build=lambda params: load(params.path), description=description,
-                 paths=paths, show_answer=show_answer)  # fmt: skip
+    return Suite(
+        name=name,
+        params=FileParams,
+        build=lambda params: load(params.path),
+        description=description,
+        paths=paths,
+        show_answer=show_answer,
+    )
 
 
 @dataclass(frozen=True)
@@ -316,8 +322,11 @@ def open_suite(found: FoundSuite, params: BaseModel, context: SuiteContext | Non
     parameters (a resume compares them)."""
     suite = found.suite
     build = suite.build
-    positional = [p for p in inspect.signature(build).parameters.values() if p.kind in (p.POSITIONAL_ONLY,
-                  p.POSITIONAL_OR_KEYWORD)]  # fmt: skip
+    positional = [
+        p
+        for p in inspect.signature(build).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
     try:
         made = build(params, context or SuiteContext()) if len(positional) > 1 else build(params)
     except EvaluatorError:

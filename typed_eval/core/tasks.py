@@ -166,8 +166,10 @@ class Task(Generic[OutputT]):
         try:
             adapter: TypeAdapter[Any] = TypeAdapter(self.output_type)
         except Exception as exc:
-            raise TaskError(f"task {self.name!r}: output_type {self.output_type!r} is not a type pydantic validates: "
-                            f"{str(exc).splitlines()[0]}") from None  # fmt: skip
+            raise TaskError(
+                f"task {self.name!r}: output_type {self.output_type!r} is not a type pydantic validates: "
+                f"{str(exc).splitlines()[0]}"
+            ) from None
         object.__setattr__(self, "_adapter", adapter)
 
     @property
@@ -254,8 +256,9 @@ class Task(Generic[OutputT]):
             if inspect.isawaitable(verdict):
                 verdict = await verdict
         except Exception as exc:
-            raise TaskError(f"the scorer of task {self.name!r} failed on case {case.id!r}: "
-                            f"{type(exc).__name__}: {exc}") from exc  # fmt: skip
+            raise TaskError(
+                f"the scorer of task {self.name!r} failed on case {case.id!r}: {type(exc).__name__}: {exc}"
+            ) from exc
         result = verdict if isinstance(verdict, Score) else Score(_number(verdict, self.name, case.id))
         value = _number(result.value, self.name, case.id)
         if not math.isfinite(value) or (self.bounded_scores and not 0.0 <= value <= 1.0):
@@ -267,18 +270,24 @@ def _json_details(details: object, task: str, case_id: str) -> dict[str, Any]:
     """Details as JSON data, as a record stores them (NaN and infinities as null), so what is scored in memory is
     what a stored run scores again."""
     if not isinstance(details, Mapping):
-        raise TaskError(f"the scorer of task {task!r} gave details of type {type(details).__name__} for case "
-                        f"{case_id!r}: Score.details is a dict")  # fmt: skip
+        raise TaskError(
+            f"the scorer of task {task!r} gave details of type {type(details).__name__} for case "
+            f"{case_id!r}: Score.details is a dict"
+        )
     try:
         data: dict[str, Any] = json.loads(to_json(details, inf_nan_mode="null"))
     except ValueError as exc:  # pydantic's serialization error is one
-        raise TaskError(f"the scorer of task {task!r} gave details that are not JSON for case {case_id!r}: "
-                        f"{str(exc).splitlines()[0]}") from None  # fmt: skip
+        raise TaskError(
+            f"the scorer of task {task!r} gave details that are not JSON for case {case_id!r}: "
+            f"{str(exc).splitlines()[0]}"
+        ) from None
     return data
 
 
 def _number(value: object, task: str, case_id: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TaskError(f"the scorer of task {task!r} returned {value!r} for case {case_id!r}: return a float "
-                        "in [0, 1] or evaluator.Score")  # fmt: skip
+        raise TaskError(
+            f"the scorer of task {task!r} returned {value!r} for case {case_id!r}: return a float "
+            "in [0, 1] or evaluator.Score"
+        )
     return float(value)

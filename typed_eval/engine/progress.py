@@ -63,9 +63,14 @@ class Progress:
         self._rich: RichProgress | None = None
         if not quiet and console.is_terminal:
             self._rich = RichProgress(
-                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                TimeRemainingColumn(), _StatsColumn(self), console=console,
-            )  # fmt: skip
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                _StatsColumn(self),
+                console=console,
+            )
         self._task: TaskID | None = None
         self._began = False
         self._said: list[str] = []

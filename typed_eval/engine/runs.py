@@ -24,23 +24,18 @@ from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.errors import EvaluatorError, InputError, ResultFileError
 from typed_eval.core.scoring import ScoreBook
 from typed_eval.core.secrets import Redactor
-from typed_eval.core.settings import settings_with
+from typed_eval.core.settings import RunConfig, config_with
 from typed_eval.core.tasks import Task
-from typed_eval.engine.evaluation import (
-    EvaluationResult,
-    RunControl,
-    Sample,
-    batch_options,
-    evaluate_samples,
-    model_name,
-    prepared_model,
-    resolved_settings,
-)
+from typed_eval.engine.control import Budget, StopState
+from typed_eval.engine.evaluation import EvaluationResult, Sample, pose_samples
+from typed_eval.engine.resume import THIS_SEGMENT, NothingToResume, differences, run_to_continue
+from typed_eval.engine.settings import batch_options, model_name, prepared_model, resolve_settings
 from typed_eval.engine.workers import WorkerProcesses, WorkerShare, claimed_samples, pose_in_workers
 from typed_eval.providers.batches import PENDING_FILE, BatchOptions, PendingRequests
 from typed_eval.providers.flow import Pacer, PaceReport
 from typed_eval.providers.models import PreparedModel
 from typed_eval.providers.prices import updated_prices
+from typed_eval.providers.transport import TrafficMeter
 from typed_eval.schemas import Case, Pacing, RunSettings, RunStatus, RunSummary, SampleRecord, Scores, SourceLog
 from typed_eval.store.storage import (
     RECORDS_FILE,
@@ -71,16 +66,6 @@ __all__ = [
 
 INTERRUPTED = "interrupted by the user"
 
-_SAME_RUN_SETTINGS = (
-    "model", "mode", "retries", "temperature", "seed", "max_tokens", "system_prompt", "repeats", "judge_model",
-    "batch",
-)  # fmt: skip
-"""Settings that must match for a resume to continue a run (the task, the dataset's MD5 and limit too)."""
-_THIS_SEGMENT = (
-    "concurrency", "workers", "rpm", "tpm", "max_wait_s", "request_timeout", "max_transport_retries",
-)  # fmt: skip
-"""Settings of how a segment of a run is posed, which each resume gives anew."""
-
 
 def program_version() -> str:
     try:
@@ -98,53 +83,6 @@ class RunOutcome:
     result: EvaluationResult | None
     posed: int
     """Samples posed by this call (a resumed run poses only what is left)."""
-
-
-class NothingToResume(InputError):
-    """A resume (or a retry of errors) found no stored run of these settings to continue."""
-
-
-def _differences(summary: RunSummary, settings: RunSettings, task: Task[Any], dataset: Dataset) -> list[str]:
-    mine = settings.model_dump()
-    theirs = summary.settings.model_dump()
-    changed = [f"{k} {theirs[k]!r} != {mine[k]!r}" for k in _SAME_RUN_SETTINGS if theirs[k] != mine[k]]
-    if summary.task != task.name:
-        changed.append(f"task {summary.task!r} != {task.name!r}")
-    if (summary.dataset.md5, summary.dataset.limit) != (dataset.info.md5, dataset.info.limit):
-        changed.append("the dataset (its MD5 or limit) differs")
-    theirs_params, mine_params = summary.dataset.suite_params, dataset.info.suite_params
-    if theirs_params is not None and mine_params is not None and theirs_params != mine_params:
-        keys = dict.fromkeys([*theirs_params, *mine_params])
-        changed += [
-            f"suite parameter {k} {theirs_params.get(k)!r} != {mine_params.get(k)!r}"
-            for k in keys
-            if theirs_params.get(k) != mine_params.get(k)
-        ]
-    return changed
-
-
-def _run_to_continue(
-    resume: bool | str | Path, retry_errors: bool, results_dir: Path, settings: RunSettings, task: Task[Any],
-    dataset: Dataset,
-) -> StoredRun | None:  # fmt: skip
-    """The stored run a resume (or a retry of errors) continues, checked against this call's settings."""
-    if resume is False and not retry_errors:
-        return None
-    if not isinstance(resume, bool):
-        (found,) = load_runs(Path(resume) / SUMMARY_FILE)
-        if changed := _differences(found.summary, settings, task, dataset):
-            raise InputError(f"cannot continue {resume} with other settings: {'; '.join(changed)}", parameter="resume")
-        return found
-    folder = results_dir / model_slug(settings.model)
-    runs = load_runs(folder) if folder.exists() else []
-    wanted = {"finished", "partial", "dnf"} if retry_errors else {"partial", "dnf"}
-    matching = [r for r in runs if r.summary.status in wanted and not _differences(r.summary, settings, task, dataset)]
-    if not matching:
-        raise NothingToResume(
-            f"no {'stored' if retry_errors else 'unfinished'} run of {settings.model} in {settings.mode} mode "
-            f"with these settings and dataset under {folder}"
-        )
-    return matching[-1]
 
 
 @dataclass(frozen=True)
@@ -165,63 +103,76 @@ async def run(
     task: Task[Any],
     cases: Dataset | Iterable[Case],
     model: str | Model | PreparedModel,
-    settings: RunSettings | None = None,
+    config: RunConfig | None = None,
     *,
     results_dir: Path | str = "result",
     resume: bool | str | Path = False,
     retry_errors: bool = False,
-    control: RunControl | None = None,
+    stop: StopState | None = None,
     on_record: Callable[[SampleRecord], None] | None = None,
     on_start: Callable[[int, Path], None] | None = None,
     pacer: Pacer | None = None,
+    traffic: TrafficMeter | None = None,
     batch: BatchOptions | bool | None = None,
     workers: WorkerProcesses | WorkerShare | None = None,
     imported: Imported | None = None,
     **changes: Any,
 ) -> RunOutcome:
     """Evaluate and store: a new run under `results_dir`, or the one `resume` names (True: the latest
-    unfinished run with the same model, task, settings and dataset; or a run folder). `settings` and `changes` are
+    unfinished run with the same model, task, settings and dataset; or a run folder). `config` and `changes` are
     `evaluate()`'s (`mode="tag", retries=0`...), with `judge_model` (the model a task's LLM judge grades with:
     stored, and a resume must keep it) and `update_prices` (a URL, e.g.
     `typed_eval.providers.prices.DEFAULT_UPDATE_URL`: genai-prices' data is refreshed from it before the first
-    request, and the run's settings say so); the run stores them filled in. A resumed run keeps its finished samples
-    and poses the rest; `retry_errors` poses again
-    only the samples whose call failed and keeps one record per sample. Every finished sample is on disk before it
-    counts, so an interrupted run (Ctrl-C, kill -9, a reboot) loses nothing: resume it. `on_start(to_pose,
-    run_dir)` is called before the first request. Returns the final summary; `summary.status` says `finished`,
-    `partial` or `dnf`. Resume and the retry of errors work per (case, repeat). `batch` sends the run through the
-    provider's batch API; each request waiting on a batch is kept in the run folder (`batches.jsonl`) as soon as it
-    is submitted, so a resume collects it instead of sending it again. `workers` (`WorkerProcesses`) poses the
-    samples in `workers.count` parts, this process and its pool's worker processes sharing one stream of them (see
-    `typed_eval.engine.workers`), this process storing every record; a `WorkerShare` is a worker's side: pose its part
-    of that work file of a stored run, give each record to `on_record` only, and store nothing. `pacer` paces every
-    request (see `evaluate()`; runs handed one share its pace); what it met (429s, waits, outages) is stored in the
-    summary's totals. `imported` stores an import of published results (see `Imported`): if that run is stored
+    request, and the run's settings say so); the run stores the settings it resolved from them. A resumed run keeps
+    its finished samples and poses the rest; `retry_errors` poses again only the samples whose call failed and keeps
+    one record per sample. Every finished sample is on disk before it counts, so an interrupted run (Ctrl-C, kill -9,
+    a reboot) loses nothing: resume it. `on_start(to_pose, run_dir)` is called before the first request. Returns the
+    final summary; `summary.status` says `finished`, `partial` or `dnf`. Resume and the retry of errors work per
+    (case, repeat). `batch` sends the run through the provider's batch API; each request waiting on a batch is kept
+    in the run folder (`batches.jsonl`) as soon as it is submitted, so a resume collects it instead of sending it
+    again. `workers` (`WorkerProcesses`) poses the samples in `workers.count` parts, this process and its pool's
+    worker processes sharing one stream of them (see `typed_eval.engine.workers`), this process storing every record;
+    a `WorkerShare` is a worker's side: pose its part of that work file of a stored run with its share of the
+    budgets, give each record to `on_record` only, and store nothing. `stop` (a `StopState`) stops the run from
+    outside (Ctrl-C). `pacer` paces every request (see `evaluate()`; runs handed one share its pace); what it met
+    (429s, waits, outages) is stored in the summary's totals. `traffic` gauges the run's transport as it goes (for a
+    progress display). `imported` stores an import of published results (see `Imported`): if that run is stored
     already, it is returned as it is (`posed` 0, `result` None).
     """
-    settings = settings_with(settings, **changes)
-    control = control or RunControl()
-    if pacer is not None:
-        control.pacer = pacer
+    config = config_with(config, **changes)
     if imported is not None and (resume is not False or retry_errors or workers is not None):
         raise InputError("an import is stored whole, in one process: it is not resumed or shared", parameter="imported")
-    options = batch_options(batch, settings)
-    settings = settings.model_copy(
-        update={
-            "batch": options is not None,
-            "updated_prices": settings.update_prices is not None,
-            "workers": workers.count if isinstance(workers, WorkerProcesses) else 1,
-        }
-    )
+    options = batch_options(batch, config)
+    config = config.model_copy(update={"batch": options is not None})
+    budget = Budget.of(config)
+    if isinstance(workers, WorkerShare):
+        budget = budget.share(workers.parts)
     async with AsyncExitStack() as stack:
-        if settings.update_prices is not None:
-            stack.enter_context(updated_prices(settings.update_prices))
-        prepared = await prepared_model(model, settings, task, stack)
+        if config.update_prices is not None:
+            stack.enter_context(updated_prices(config.update_prices))
+        prepared = await prepared_model(model, config, task, stack)
         dataset = cases if isinstance(cases, Dataset) else dataset_from_cases(cases, suite=task.name)
-        settings = resolved_settings(settings, prepared, task, pacer=control.pacer)
-        if imported is not None:  # a replay is not paced
-            settings = settings.model_copy(update={"rpm": None, "tpm": None, "max_wait_s": None})
-        call = _Call(task, dataset, prepared, settings, control, on_record, options)
+        settings = resolve_settings(
+            config,
+            prepared,
+            task,
+            batch=options is not None,
+            pacer=pacer,
+            workers=workers.count if isinstance(workers, WorkerProcesses) else 1,
+            imported=imported is not None,
+        )
+        call = _Call(
+            task,
+            dataset,
+            prepared,
+            settings,
+            budget,
+            stop or StopState(),
+            pacer,
+            traffic or TrafficMeter(),
+            on_record,
+            options,
+        )
         if isinstance(workers, WorkerShare):
             return await _pose_share(call, workers.work)
         return await _run(
@@ -231,14 +182,17 @@ async def run(
 
 @dataclass(frozen=True)
 class _Call:
-    """What a `run()` call poses, and how: its task, dataset, model, resolved settings, control, the callback
-    that hears each record, and its batching."""
+    """What a `run()` call poses, and how: its task, dataset, model, resolved settings, budget, stop state, pacer
+    (None: the run's own), traffic gauges, the callback that hears each record, and its batching."""
 
     task: Task[Any]
     dataset: Dataset
     prepared: PreparedModel
     settings: RunSettings
-    control: RunControl
+    budget: Budget
+    stop: StopState
+    pacer: Pacer | None
+    traffic: TrafficMeter
     on_record: Callable[[SampleRecord], None] | None
     batch: BatchOptions | None
 
@@ -262,7 +216,7 @@ async def _run(
     on_start: Callable[[int, Path], None] | None,
 ) -> RunOutcome:
     dataset, settings, name = call.dataset, call.settings, call.prepared.resolved.name
-    continued = _run_to_continue(resume, retry_errors, results_dir, settings, call.task, dataset)
+    continued = run_to_continue(resume, retry_errors, results_dir, settings, call.task, dataset)
     posed, to_pose = _samples(dataset, settings.repeats, lambda _, __: True), dataset.size * settings.repeats
     started_at = datetime.now(UTC)
     if imported is not None:
@@ -275,7 +229,7 @@ async def _run(
     else:
         run_dir = continued.path
         if continued.summary.settings.tool_choice == "auto" and settings.tool_choice is None:
-            kept = {key: getattr(settings, key) for key in _THIS_SEGMENT}
+            kept = {key: getattr(settings, key) for key in THIS_SEGMENT}
             call = replace(call, settings=continued.summary.settings.model_copy(update=kept))
     with RunWriter(run_dir, resume=continued is not None) as writer:  # the lock: one process writes a run
         if continued is not None:
@@ -305,7 +259,7 @@ async def _pose_share(call: _Call, share: Path) -> RunOutcome:
     """A worker's part of a stored run: the chunks of its work file it takes, with the run's settings (a resumed run's
     tool choice included), each record given to `on_record`; the run folder is left to its owner."""
     (stored,) = load_runs(share.parent / SUMMARY_FILE)
-    if changed := _differences(stored.summary, call.settings, call.task, call.dataset):
+    if changed := differences(stored.summary, call.settings, call.task, call.dataset):
         raise InputError(f"a worker's settings differ from its run's: {'; '.join(changed)}")
     if call.settings.mode == "tool" and stored.summary.settings.tool_choice == "auto":
         call = replace(call, settings=call.settings.model_copy(update={"tool_choice": "auto"}))
@@ -321,13 +275,16 @@ async def _pose_part(call: _Call, work: Path, *, reached: bool = False) -> Evalu
     first = next(stream, None)
     if first is None:
         return None
-    return await evaluate_samples(
+    return await pose_samples(
         call.task,
         itertools.chain([first], stream),
         call.prepared,
         call.settings,
         on_record=call.on_record,
-        control=call.control,
+        budget=call.budget,
+        stop=call.stop,
+        pacer=call.pacer,
+        traffic=call.traffic,
         keep_records=False,
         reached=reached,
     )
@@ -346,7 +303,7 @@ async def _pose_and_store(
     imported: Imported | None,
     on_start: Callable[[int, Path], None] | None,
 ) -> RunOutcome:
-    task, dataset, settings, control = call.task, call.dataset, call.settings, call.control
+    task, dataset, settings = call.task, call.dataset, call.settings
     run_dir, resolved = writer.run_dir, call.prepared.resolved
     earlier_s, earlier_pacing, earlier_end = 0.0, None, None
     if continued is not None:
@@ -354,7 +311,7 @@ async def _pose_and_store(
         earlier_pacing = continued.summary.scores.totals.pacing
         earlier_end = (continued.summary.status, continued.summary.reason)
     segment_started = time.perf_counter()
-    paced_before = control.pacer.report() if control.pacer is not None else None
+    paced_before = call.pacer.report() if call.pacer is not None else None
 
     def summary(result: EvaluationResult | None, status: RunStatus, reason: str | None) -> RunSummary:
         used: dict[str, Any] = {"tool_choice": result.tool_choice if result is not None else settings.tool_choice}
@@ -367,17 +324,28 @@ async def _pose_and_store(
                 excluded.append(record.case_id)
         scores = book.scores()
         wall_s = round(earlier_s + time.perf_counter() - segment_started, 3)
-        scores.totals.pacing = _pacing(earlier_pacing, control.traffic.pacer, paced_before)
+        scores.totals.pacing = _pacing(earlier_pacing, call.traffic.pacer, paced_before)
         if imported is not None:  # replay time and pace are not the model's
             wall_s, scores.totals.pacing = 0.0, None
         return RunSummary(
-            program_version=program_version(), run_id=run_dir.name, suite=dataset.info.suite, task=task.name,
-            model=resolved.name, mode=settings.mode, status=status, reason=reason, imported=imported is not None,
+            program_version=program_version(),
+            run_id=run_dir.name,
+            suite=dataset.info.suite,
+            task=task.name,
+            model=resolved.name,
+            mode=settings.mode,
+            status=status,
+            reason=reason,
+            imported=imported is not None,
             source_log=imported.source_log(scores) if imported is not None and imported.source_log else None,
-            started_at=started_at, finished_at=datetime.now(UTC), wall_s=wall_s,
-            settings=settings.model_copy(update=used), dataset=dataset.info, scores=scores,
+            started_at=started_at,
+            finished_at=datetime.now(UTC),
+            wall_s=wall_s,
+            settings=settings.model_copy(update=used),
+            dataset=dataset.info,
+            scores=scores,
             excluded_case_ids=sorted(set(excluded)),  # a case posed with repeats is listed once
-        )  # fmt: skip
+        )
 
     result: EvaluationResult | None = None
     writer.write_summary(summary(None, "partial", RUNNING))
@@ -395,21 +363,31 @@ async def _pose_and_store(
         if to_pose > 0 and workers is not None:
 
             async def pose_here(
-                work: Path, take: Callable[[SampleRecord], None], part: RunControl
+                work: Path, take: Callable[[SampleRecord], None], budget: Budget, stop: StopState
             ) -> EvaluationResult | None:
-                return await _pose_part(replace(call, control=part, on_record=take), work)
+                return await _pose_part(replace(call, budget=budget, stop=stop, on_record=take), work)
 
             result = await pose_in_workers(
-                task, workers, run_dir, posed, pose_here=pose_here, on_record=on_each, control=control
+                task,
+                workers,
+                run_dir,
+                posed,
+                pose_here=pose_here,
+                on_record=on_each,
+                budget=call.budget,
+                stop=call.stop,
             )
         elif to_pose > 0:
-            result = await evaluate_samples(
+            result = await pose_samples(
                 task,
                 posed,
                 call.prepared,
                 settings,
                 on_record=on_each,
-                control=control,
+                budget=call.budget,
+                stop=call.stop,
+                pacer=call.pacer,
+                traffic=call.traffic,
                 keep_records=False,
                 batch=call.batch,
                 batch_store=PendingRequests(run_dir / PENDING_FILE) if call.batch is not None else None,
@@ -454,10 +432,13 @@ def _pacing(earlier: Pacing | None, pacer: Pacer | None, before: PaceReport | No
     segment = now.since(before) if before is not None else now
     earlier = earlier or Pacing()
     return Pacing(
-        rate_limited=earlier.rate_limited + segment.rate_limited, waits=earlier.waits + segment.waits,
-        wait_s=round(earlier.wait_s + segment.wait_s, 3), outages=earlier.outages + segment.outages,
+        rate_limited=earlier.rate_limited + segment.rate_limited,
+        waits=earlier.waits + segment.waits,
+        wait_s=round(earlier.wait_s + segment.wait_s, 3),
+        outages=earlier.outages + segment.outages,
         outage_s=round(earlier.outage_s + segment.outage_s, 3),
         sent_into_outage=earlier.sent_into_outage + segment.sent_into_outage,
-        stated_rpm=segment.stated_rpm or earlier.stated_rpm, stated_tpm=segment.stated_tpm or earlier.stated_tpm,
+        stated_rpm=segment.stated_rpm or earlier.stated_rpm,
+        stated_tpm=segment.stated_tpm or earlier.stated_tpm,
         notes=list(dict.fromkeys([*earlier.notes, *segment.notes])),
-    )  # fmt: skip
+    )

@@ -34,14 +34,22 @@ from pydantic import ValidationError
 
 from typed_eval.core.errors import EvaluatorError, ResultFileError
 from typed_eval.core.tasks import Task
-from typed_eval.engine.evaluation import Collector, EvaluationResult, RunControl, Sample, ToolChoice
+from typed_eval.engine.collector import Collector
+from typed_eval.engine.control import Budget, StopState
+from typed_eval.engine.evaluation import EvaluationResult, Sample, ToolChoice
 from typed_eval.providers.local_server import die_with_parent
 from typed_eval.schemas import RunStatus, SampleRecord
 
 __all__ = [
-    "WorkerPool", "WorkerProcesses", "WorkerShare", "budget_share", "claimed_samples", "pose_in_workers",
-    "share_result_line", "stop_when_told", "write_record_line",
-]  # fmt: skip
+    "WorkerPool",
+    "WorkerProcesses",
+    "WorkerShare",
+    "claimed_samples",
+    "pose_in_workers",
+    "share_result_line",
+    "stop_when_told",
+    "write_record_line",
+]
 
 _LINE_LIMIT = 1 << 31
 """The longest record line a worker may send (2 GiB, a bound on the buffer only: a record holds every attempt's raw
@@ -245,6 +253,8 @@ class WorkerShare:
     poses it, gives each record to `on_record` only, and stores nothing)."""
 
     work: Path
+    parts: int = 1
+    """How many parts the run is posed in (the owner's included): this one's budgets are its share."""
 
 
 def claimed_samples(samples: Iterable[Sample], work_file: Path) -> Iterator[Sample]:
@@ -319,23 +329,9 @@ def _write_work(samples: Iterable[Sample], run_dir: Path) -> tuple[Path, int]:
     return work, count
 
 
-def budget_share(control: RunControl, count: int) -> RunControl:
-    """One of `count` parts' share of a run's budgets, each part gating its samples as a whole run does, so the
-    run overshoots by at most about one sample per part; its traffic gauges and its pacer are the run's."""
-    requests = -(-control.max_requests // count) if control.max_requests is not None else None
-    cost = control.max_cost / count if control.max_cost is not None else None
-    return RunControl(
-        max_cost=cost,
-        max_requests=requests,
-        grace_s=control.grace_s,
-        traffic=control.traffic,
-        pacer=control.pacer,
-        budget_named=control.named_budget,
-    )
-
-
-PoseHere = Callable[[Path, Callable[[SampleRecord], None], RunControl], Awaitable[EvaluationResult | None]]
-"""Pose this process's part of a work file's samples: each record to the callback, under the given control."""
+PoseHere = Callable[[Path, Callable[[SampleRecord], None], Budget, StopState], Awaitable[EvaluationResult | None]]
+"""Pose this process's part of a work file's samples: each record to the callback, with the given budget share and
+stop state."""
 
 
 async def pose_in_workers(
@@ -346,18 +342,19 @@ async def pose_in_workers(
     *,
     pose_here: PoseHere,
     on_record: Callable[[SampleRecord], None],
-    control: RunControl,
+    budget: Budget,
+    stop: StopState,
 ) -> EvaluationResult:
     """Pose `samples` in `workers.count` parts sharing one stream: this process (`pose_here`) and worker
     processes, none ordered for fewer samples than chunks, nor before this process's first record (a model that
     cannot be reached is found by one request). Records are taken as they come (`on_record` stores each) and the
-    budgets applied to all of them together; once `control` stops, so does every part (no new sample, those in
+    budgets applied to all of them together; once `stop` stops the run, so does every part (no new sample, those in
     flight finish). A worker that dies without saying how its part ended fails the run."""
     started = asyncio.get_running_loop().time()
     work, count = _write_work(samples, run_dir)
     parts = min(workers.count, -(-count // CHUNK))
-    collected = Collector(task, keep=False, on_record=on_record, control=control)
-    here = budget_share(control, workers.count)
+    collected = Collector(task, keep=False, on_record=on_record, budget=budget, stop=stop)
+    here = StopState(grace_s=stop.grace_s)
     pool, ordered = workers.pool, set[int]()
     ends: list[dict[str, Any] | None] = [None] * max(parts, 1)
     position = 0
@@ -372,19 +369,19 @@ async def pose_in_workers(
 
     async def own() -> None:
         try:
-            ends[0] = _ending(await pose_here(work, take, here) if count else None)
+            ends[0] = _ending(await pose_here(work, take, budget.share(workers.count), here) if count else None)
         finally:
             reached.set()
 
     async def order_and_read(index: int) -> None:
         await reached.wait()
-        if (ends[0] is not None and ends[0]["status"] == "dnf") or control.stopping:
+        if (ends[0] is not None and ends[0]["status"] == "dnf") or stop.stopping:
             return  # the model cannot be reached, or the run is stopped: no worker is ordered
         ordered.add(index)
         async with pool.reports(index) as reports:
             if not pool.order(index, workers.order(work)):
                 return
-            if control.stopping:  # stopped while it was being ordered
+            if stop.stopping:  # stopped while it was being ordered
                 pool.stop(index)
             try:
                 while line := await reports.readline():
@@ -398,8 +395,8 @@ async def pose_in_workers(
                 pool.kill(index)
 
     async def stop_when_asked() -> None:
-        await control.stopped()
-        here.stop(control.reason or "stopped")
+        await stop.stopped()
+        here.stop(stop.reason or "stopped")
         for index in ordered:
             if ends[index] is None:
                 pool.stop(index)
@@ -418,25 +415,27 @@ async def pose_in_workers(
         for leftover in (work, work.with_suffix(".claims")):
             leftover.unlink(missing_ok=True)
     failed = [index for index in sorted(ordered) if ends[index] is None]
-    if failed and not control.stopping:  # a worker told to stop before it could say so is not a failure
+    if failed and not stop.stopping:  # a worker told to stop before it could say so is not a failure
         code = await pool.exit_code(failed[0])
         raise EvaluatorError(
             f"worker {failed[0] + 1} of {pool.count} stopped without finishing its share (exit {code})"
         )
-    return _combined([end for end in ends if end is not None], collected, control, started)
+    return _combined([end for end in ends if end is not None], collected, stop, started)
 
 
 def _ending(result: EvaluationResult | None) -> dict[str, Any]:
     """How a part ended, as a worker says it (None: it had nothing to pose)."""
     if result is None:
         return {"status": "finished", "reason": None, "tool_choice": None, "tool_choice_reason": None}
-    return {"status": result.status, "reason": result.reason, "tool_choice": result.tool_choice,
-            "tool_choice_reason": result.tool_choice_reason}  # fmt: skip
+    return {
+        "status": result.status,
+        "reason": result.reason,
+        "tool_choice": result.tool_choice,
+        "tool_choice_reason": result.tool_choice_reason,
+    }
 
 
-def _combined(
-    ends: list[dict[str, Any]], collected: Collector, control: RunControl, started: float
-) -> EvaluationResult:
+def _combined(ends: list[dict[str, Any]], collected: Collector, stop: StopState, started: float) -> EvaluationResult:
     """How the run ended, from how each worker's part did: DNF if every part was, or if every sample of the run
     failed (as in one process: a part whose own samples all failed says nothing of the run); else stopped if the
     owner's budgets, or any part, stopped; a tool choice set free by any part is the run's."""
@@ -448,9 +447,9 @@ def _combined(
         status, reason = "dnf", ends[0]["reason"]
     elif book.samples and book.answered == 0 and book.errors == book.samples:
         status, reason = "dnf", collected.first_error
-    elif control.stopping or any(end["status"] == "partial" for end in ends):
+    elif stop.stopping or any(end["status"] == "partial" for end in ends):
         stopped = next((end["reason"] for end in ends if end["status"] == "partial"), None)
-        status, reason = "partial", control.reason or stopped
+        status, reason = "partial", stop.reason or stopped
     freed = next((end for end in ends if end["tool_choice"] == "auto"), None)
     chosen: ToolChoice | None = "auto" if freed is not None else ends[0]["tool_choice"]
     return EvaluationResult(

@@ -26,8 +26,14 @@ from typed_eval.core.secrets import Redactor
 from typed_eval.providers.transport import TrafficMeter
 
 __all__ = [
-    "PENDING_FILE", "BatchOptions", "Batching", "PendingRequests", "batch_of", "describe_states", "without_pending",
-]  # fmt: skip
+    "PENDING_FILE",
+    "BatchOptions",
+    "Batching",
+    "PendingRequests",
+    "batch_of",
+    "describe_states",
+    "without_pending",
+]
 
 PENDING_FILE = "batches.jsonl"
 
@@ -131,8 +137,12 @@ class PendingRequests:
             return
         self._histories[key] = (batch_id, messages)
         if self.path is not None:
-            line = {"case_id": key[0], "repeat": key[1], "batch_id": batch_id,
-                    "messages": to_jsonable_python(messages, bytes_mode="base64")}  # fmt: skip
+            line = {
+                "case_id": key[0],
+                "repeat": key[1],
+                "batch_id": batch_id,
+                "messages": to_jsonable_python(messages, bytes_mode="base64"),
+            }
             text = json.dumps(line, ensure_ascii=False)
             self._append((redact(text) if redact is not None else text) + "\n")
 

@@ -107,14 +107,20 @@ class TextEmbedder:
         usage = TokenUsage(requests=int(sent), input_tokens=result.usage.input_tokens if sent else 0, output_tokens=0)
         embedded = Embedded([list(map(float, v)) for v in result.embeddings], usage, self._cost(result))
         if len(embedded.vectors) != len(texts):
-            raise EmbeddingError(f"the embedding model {self.name} gave {len(embedded.vectors)} vectors for "
-                                 f"{len(texts)} texts", usage, embedded.cost)  # fmt: skip
+            raise EmbeddingError(
+                f"the embedding model {self.name} gave {len(embedded.vectors)} vectors for {len(texts)} texts",
+                usage,
+                embedded.cost,
+            )
         for vector in embedded.vectors:
             bad = next((n for n, x in enumerate(vector) if not math.isfinite(x)), None)
             if bad is not None or not vector:
                 found = f"{vector[bad]} at {bad + 1} of {len(vector)}" if bad is not None else "an empty vector"
-                raise EmbeddingError(f"the embedding model {self.name} gave a vector that is not an embedding: {found}",
-                                     usage, embedded.cost)  # fmt: skip
+                raise EmbeddingError(
+                    f"the embedding model {self.name} gave a vector that is not an embedding: {found}",
+                    usage,
+                    embedded.cost,
+                )
         return embedded
 
     def _cost(self, result: EmbeddingResult) -> Cost:

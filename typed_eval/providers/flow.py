@@ -24,21 +24,19 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import email.utils
 import math
 import mmap
-import multiprocessing
-import re
 import threading
 import time
 import zlib
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Literal
 
 from typed_eval.core.errors import EvaluatorError
+from typed_eval.providers.pace_state import NOTES, Bucket, PaceState, SharedLock, lack, reserve
+from typed_eval.providers.rate_headers import http_date, number, stated_limits, states_limits
 
 __all__ = ["DEFAULT_MAX_WAIT_S", "WAITED_TOO_LONG", "PaceReport", "Pacer", "WaitedTooLong"]
 
@@ -56,8 +54,6 @@ _PROBE_FIRST_S = 0.5
 _PROBE_CAP_S = 4.0
 _BACKOFF_FIRST_S = 0.5
 _BACKOFF_CAP_S = 30.0
-_HORIZON_S = 3600.0
-"""A stated reset or Retry-After beyond this is absurd: clamped (and said once)."""
 _BLOW_UP = (8.0, 30.0)
 """A latency above both `8 x` the typical one (a moving mean) and that plus 30 s is the provider queueing: fewer in
 flight. Answers that are merely long (a long output) pull the typical latency up with them."""
@@ -70,98 +66,6 @@ class WaitedTooLong(BaseException):
 
     A BaseException, so the SDKs and the agent pass it through untouched instead of recording the sample as an
     error: the engine catches it, leaves the sample unrecorded, and stops the run as partial."""
-
-
-class _Bucket(ctypes.Structure):
-    _fields_ = [("rate", ctypes.c_double), ("cap", ctypes.c_double), ("level", ctypes.c_double),
-                ("stamp", ctypes.c_double)]  # fmt: skip
-    rate: float
-    """Refill per second; 0: no limit known."""
-    cap: float
-    level: float
-    stamp: float
-
-
-def _refill(bucket: _Bucket, now: float) -> None:
-    if bucket.rate > 0:
-        bucket.level = min(bucket.cap, bucket.level + (now - bucket.stamp) * bucket.rate)
-    bucket.stamp = now
-
-
-def _lack(bucket: _Bucket, cost: float, now: float) -> float:
-    """Seconds until `cost` fits (0: now); a cost beyond the bucket fits once it is full, and leaves it owing."""
-    if bucket.rate <= 0:
-        return 0.0
-    _refill(bucket, now)
-    short = min(cost, bucket.cap) - bucket.level
-    return short / bucket.rate if short > 0 else 0.0
-
-
-_NOTES = (
-    "a rate-limit reset of more than an hour (read as one minute)",
-    "a negative or impossible remaining count (read as 0)",
-    "a Retry-After in the past (waited the backoff instead)",
-    "an unreadable rate-limit header (ignored)",
-    "a Retry-After beyond the run's max wait (waited the max wait)",
-)
-"""What the provider sent that could not be true, each said once (bit i of `_State.notes`)."""
-
-
-class _State(ctypes.Structure):
-    _fields_ = [
-        ("ceiling", ctypes.c_double), ("window", ctypes.c_double), ("in_flight", ctypes.c_int64),
-        ("sent", ctypes.c_int64), ("cut_at", ctypes.c_int64), ("waiting", ctypes.c_int64),
-        ("own_requests", _Bucket), ("own_tokens", _Bucket), ("requests", _Bucket), ("tokens", _Bucket),
-        ("tokens_sent", ctypes.c_double), ("tokens_per_request", ctypes.c_double),
-        ("pause_until", ctypes.c_double), ("backoff_s", ctypes.c_double),
-        ("outage", ctypes.c_int32), ("probing", ctypes.c_int32), ("probe_at", ctypes.c_double),
-        ("probe_delay", ctypes.c_double), ("outage_since", ctypes.c_double),
-        ("failures", ctypes.c_int32), ("failing_samples", ctypes.c_int32), ("failing_key", ctypes.c_uint32),
-        ("other_key", ctypes.c_uint32),
-        ("progress_at", ctypes.c_double), ("typical_s", ctypes.c_double), ("max_wait_s", ctypes.c_double),
-        ("throttled", ctypes.c_int64), ("waits", ctypes.c_int64), ("wait_s", ctypes.c_double),
-        ("outages", ctypes.c_int64), ("outage_s", ctypes.c_double), ("into_outage", ctypes.c_int64),
-        ("notes", ctypes.c_int32), ("gave_up_at", ctypes.c_double),
-        ("stated_requests", ctypes.c_double), ("stated_tokens", ctypes.c_double),
-    ]  # fmt: skip
-    ceiling: float
-    window: float
-    in_flight: int
-    sent: int
-    cut_at: int
-    waiting: int
-    own_requests: _Bucket
-    own_tokens: _Bucket
-    requests: _Bucket
-    tokens: _Bucket
-    tokens_sent: float
-    tokens_per_request: float
-    pause_until: float
-    backoff_s: float
-    outage: int
-    probing: int
-    probe_at: float
-    probe_delay: float
-    outage_since: float
-    failures: int
-    failing_samples: int
-    failing_key: int
-    other_key: int
-    progress_at: float
-    typical_s: float
-    max_wait_s: float
-    throttled: int
-    waits: int
-    wait_s: float
-    outages: int
-    outage_s: float
-    into_outage: int
-    notes: int
-    gave_up_at: float
-    """When requests waiting then were stopped (-1: never); those arriving later wait afresh."""
-    stated_requests: float
-    """The request limit the provider states (per minute), as last read; 0: none."""
-    stated_tokens: float
 
 
 @dataclass(frozen=True)
@@ -185,11 +89,14 @@ class PaceReport:
     def since(self, earlier: PaceReport) -> PaceReport:
         """What happened after `earlier` was taken (a pacer that runs before this one used too)."""
         return replace(
-            self, rate_limited=self.rate_limited - earlier.rate_limited, waits=self.waits - earlier.waits,
-            wait_s=round(self.wait_s - earlier.wait_s, 3), outages=self.outages - earlier.outages,
+            self,
+            rate_limited=self.rate_limited - earlier.rate_limited,
+            waits=self.waits - earlier.waits,
+            wait_s=round(self.wait_s - earlier.wait_s, 3),
+            outages=self.outages - earlier.outages,
             outage_s=round(self.outage_s - earlier.outage_s, 3),
             sent_into_outage=self.sent_into_outage - earlier.sent_into_outage,
-        )  # fmt: skip
+        )
 
 
 @dataclass(frozen=True)
@@ -227,10 +134,10 @@ class Pacer:
         if concurrency is not None and concurrency < 1:
             raise EvaluatorError(f"must be at least 1, got {concurrency}", parameter="concurrency")
         self.rpm, self.tpm, self.max_wait_s, self.concurrency = rpm, tpm, max_wait_s, concurrency
-        size = ctypes.sizeof(_State)
+        size = ctypes.sizeof(PaceState)
         self._memory: mmap.mmap | bytearray = mmap.mmap(-1, size) if shared else bytearray(size)
-        self._guard: AbstractContextManager[object] = _SharedLock() if shared else threading.Lock()
-        self._state = _State.from_buffer(self._memory)
+        self._guard: AbstractContextManager[object] = SharedLock() if shared else threading.Lock()
+        self._state = PaceState.from_buffer(self._memory)
         self._turns: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._seen: tuple[float, int] = (time.monotonic(), 0)
         self._pace = 0.0
@@ -239,7 +146,7 @@ class Pacer:
     def reset(self) -> None:
         """Start afresh (a new run on a shared pacer: the owner resets it before any part sends)."""
         with self._guard:
-            ctypes.memset(ctypes.addressof(self._state), 0, ctypes.sizeof(_State))
+            ctypes.memset(ctypes.addressof(self._state), 0, ctypes.sizeof(PaceState))
             state, now = self._state, time.monotonic()
             state.ceiling = state.window = float(self.concurrency or 1 << 20)
             state.progress_at = now
@@ -313,7 +220,7 @@ class Pacer:
                     with self._guard:
                         self._state.waiting -= 1
 
-    def _admit(self, state: _State, now: float, cost: float) -> tuple[float, _Ticket | None]:
+    def _admit(self, state: PaceState, now: float, cost: float) -> tuple[float, _Ticket | None]:
         """How long until this request may go (None ticket), or its ticket, taken now."""
         if now < state.pause_until:
             return state.pause_until - now, None
@@ -324,14 +231,20 @@ class Pacer:
             probe = True
         elif state.in_flight >= max(1, int(state.window)):
             return _POLL_S, None
-        lack = max(
-            _lack(state.own_requests, 1.0, now), _lack(state.requests, 1.0 + _reserve(state.requests, 1.0), now),
-            _lack(state.own_tokens, cost, now), _lack(state.tokens, cost + _reserve(state.tokens, 0.5 * cost), now),
-        )  # fmt: skip
-        if lack > 0:
-            return lack, None
-        for bucket, taken in ((state.own_requests, 1.0), (state.requests, 1.0), (state.own_tokens, cost),
-                              (state.tokens, cost)):  # fmt: skip
+        short = max(
+            lack(state.own_requests, 1.0, now),
+            lack(state.requests, 1.0 + reserve(state.requests, 1.0), now),
+            lack(state.own_tokens, cost, now),
+            lack(state.tokens, cost + reserve(state.tokens, 0.5 * cost), now),
+        )
+        if short > 0:
+            return short, None
+        for bucket, taken in (
+            (state.own_requests, 1.0),
+            (state.requests, 1.0),
+            (state.own_tokens, cost),
+            (state.tokens, cost),
+        ):
             if bucket.rate > 0:
                 bucket.level -= taken
         ticket = _Ticket(state.sent, state.tokens_sent, now, probe, cost)
@@ -353,9 +266,9 @@ class Pacer:
                 state.probing = 0
             self._read_limits(state, headers, ticket, now)
             if used is not None and 0 < used < _MOST_TOKENS:
-                state.tokens_per_request = used if not state.tokens_per_request else (
-                    0.8 * state.tokens_per_request + 0.2 * used
-                )  # fmt: skip
+                state.tokens_per_request = (
+                    used if not state.tokens_per_request else (0.8 * state.tokens_per_request + 0.2 * used)
+                )
             if verdict == "answered":
                 self._answered(state, ticket, now)
                 return True
@@ -366,7 +279,7 @@ class Pacer:
                 return False
             return self._failed(state, ticket, headers, sample, now)
 
-    def _answered(self, state: _State, ticket: _Ticket, now: float) -> None:
+    def _answered(self, state: PaceState, ticket: _Ticket, now: float) -> None:
         state.progress_at = now
         state.failures = state.failing_samples = 0
         state.backoff_s = 0.0
@@ -383,13 +296,13 @@ class Pacer:
             state.window = min(state.ceiling, state.window + 1 / max(state.window, 1.0))
 
     @staticmethod
-    def _cut(state: _State, ticket: _Ticket) -> None:
+    def _cut(state: PaceState, ticket: _Ticket) -> None:
         """Halve the requests in flight, once per round trip (a request sent before the last cut says nothing new)."""
         if ticket.sent >= state.cut_at:
             state.window = max(1.0, min(state.window, float(state.in_flight + 1)) / 2)
             state.cut_at = state.sent
 
-    def _failed(self, state: _State, ticket: _Ticket, headers: Mapping[str, str], sample: int, now: float) -> bool:
+    def _failed(self, state: PaceState, ticket: _Ticket, headers: Mapping[str, str], sample: int, now: float) -> bool:
         """A 5xx, timeout or refused connection; False: an outage holds the request (it is sent again)."""
         if state.outage:
             state.into_outage += 1
@@ -411,7 +324,7 @@ class Pacer:
         state.probe_at = now + max(_PROBE_FIRST_S, self._retry_after(state, headers) or 0.0)
         return False
 
-    def _pause_for(self, state: _State, headers: Mapping[str, str], now: float) -> None:
+    def _pause_for(self, state: PaceState, headers: Mapping[str, str], now: float) -> None:
         """A 429: wait as the provider says, or back off (doubling) when it gives no Retry-After."""
         after = self._retry_after(state, headers)
         if after is None:  # stated limits that still show room (a daily quota): the mirror alone would resend at once
@@ -421,15 +334,15 @@ class Pacer:
             state.pause_until = max(state.pause_until, now + after)
 
     @staticmethod
-    def _retry_after(state: _State, headers: Mapping[str, str]) -> float | None:
+    def _retry_after(state: PaceState, headers: Mapping[str, str]) -> float | None:
         for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
             text = headers.get(name)
             if text is None:
                 continue
-            seconds = _number(text)
+            seconds = number(text)
             if seconds is not None:
                 seconds *= scale
-            elif scale == 1.0 and (moment := _http_date(text)) is not None:
+            elif scale == 1.0 and (moment := http_date(text)) is not None:
                 seconds = moment - time.time()
             else:
                 state.notes |= 1 << 3
@@ -442,16 +355,17 @@ class Pacer:
             return min(seconds, state.max_wait_s)
         return None
 
-    def _read_limits(self, state: _State, headers: Mapping[str, str], ticket: _Ticket, now: float) -> None:
+    def _read_limits(self, state: PaceState, headers: Mapping[str, str], ticket: _Ticket, now: float) -> None:
         """Mirror the provider's buckets from what it states: what is left less what was sent since, refilled at
         the rate the limit and its reset give."""
-        if not _states_limits(headers):
+        if not states_limits(headers):
             return
-        kinds: tuple[tuple[_Bucket, Literal["requests", "tokens"]], ...] = (
-            (state.requests, "requests"), (state.tokens, "tokens"),
-        )  # fmt: skip
+        kinds: tuple[tuple[Bucket, Literal["requests", "tokens"]], ...] = (
+            (state.requests, "requests"),
+            (state.tokens, "tokens"),
+        )
         for bucket, kind in kinds:
-            reading = _limits(headers, kind)
+            reading = stated_limits(headers, kind)
             if reading is None:
                 continue
             limit, remaining, reset, notes = reading
@@ -466,9 +380,11 @@ class Pacer:
                 state.stated_requests = limit
             else:
                 state.stated_tokens = limit
-            since = (state.sent - ticket.sent - 1) if kind == "requests" else (
-                state.tokens_sent - ticket.tokens_sent - ticket.cost
-            )  # fmt: skip
+            since = (
+                (state.sent - ticket.sent - 1)
+                if kind == "requests"
+                else (state.tokens_sent - ticket.tokens_sent - ticket.cost)
+            )
             bucket.level = min(limit, remaining + rate * (now - ticket.at) - since)
             bucket.stamp = now
 
@@ -483,12 +399,16 @@ class Pacer:
             state = self._state
             stated = (state.stated_requests or None, state.stated_tokens or None)
             return PaceReport(
-                rate_limited=state.throttled, waits=state.waits, wait_s=round(state.wait_s, 3),
-                outages=state.outages, outage_s=round(state.outage_s, 3), sent_into_outage=state.into_outage,
+                rate_limited=state.throttled,
+                waits=state.waits,
+                wait_s=round(state.wait_s, 3),
+                outages=state.outages,
+                outage_s=round(state.outage_s, 3),
+                sent_into_outage=state.into_outage,
                 stated_rpm=round(stated[0], 1) if stated[0] else None,
                 stated_tpm=round(stated[1], 1) if stated[1] else None,
-                notes=tuple(text for bit, text in enumerate(_NOTES) if state.notes & (1 << bit)),
-            )  # fmt: skip
+                notes=tuple(text for bit, text in enumerate(NOTES) if state.notes & (1 << bit)),
+            )
 
     def describe(self) -> str:
         """The pace now, for a progress display: in flight, per second, the limits read, and any wait."""
@@ -498,8 +418,10 @@ class Pacer:
             sent, in_flight, waiting = state.sent, state.in_flight, state.waiting
             outage, probe_in = state.outage, max(0.0, state.probe_at - now)
             paused = state.pause_until > now
-            limits = [f"{state.stated_requests:.0f} rpm" if state.stated_requests else "",
-                      f"{state.stated_tokens:.0f} tpm" if state.stated_tokens else ""]  # fmt: skip
+            limits = [
+                f"{state.stated_requests:.0f} rpm" if state.stated_requests else "",
+                f"{state.stated_tokens:.0f} tpm" if state.stated_tokens else "",
+            ]
         then, before = self._seen
         if now - then >= 1.0:
             self._pace = (sent - before) / (now - then)
@@ -511,113 +433,3 @@ class Pacer:
         if waiting or paused:
             return f"{text} | waiting for capacity"
         return text
-
-
-class _SharedLock:
-    """A lock of forked processes. It is held for microseconds of bookkeeping; one not released for 30 s was held by
-    a process killed in those microseconds: the run fails in one line rather than hang."""
-
-    _PATIENCE_S = 30.0
-
-    def __init__(self) -> None:
-        self._lock = multiprocessing.Lock()
-
-    def __enter__(self) -> object:
-        if not self._lock.acquire(timeout=self._PATIENCE_S):
-            raise EvaluatorError("the pacer's lock was never released: a worker process died holding it")
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._lock.release()
-
-
-def _reserve(bucket: _Bucket, least: float) -> float:
-    """Room left unused in a stated bucket: the mirror is off by what refills while an answer travels back (and a
-    token estimate by its error), so pace just under it."""
-    return least + 0.1 * bucket.rate if bucket.rate > 0 else 0.0
-
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-
-
-def _duration(text: str) -> float | None:
-    """OpenAI's `6m0s`, `1.5s`, `20ms`, or plain seconds."""
-    text = text.strip()
-    plain = _number(text)
-    if plain is not None:
-        return plain
-    parts = _DURATION.findall(text)
-    if not parts or "".join(value + unit for value, unit in parts) != text:
-        return None
-    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    return sum(float(value) * scale[unit] for value, unit in parts)
-
-
-def _number(text: str) -> float | None:
-    try:
-        value = float(text.strip())
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _http_date(text: str) -> float | None:
-    try:
-        return email.utils.parsedate_to_datetime(text).timestamp()
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-
-
-_STATING = ("x-ratelimit-remaining-requests", "anthropic-ratelimit-requests-remaining", "x-ratelimit-remaining-tokens",
-            "anthropic-ratelimit-tokens-remaining", "x-ratelimit-limit-requests", "x-ratelimit-limit-tokens",
-            "anthropic-ratelimit-requests-limit", "anthropic-ratelimit-tokens-limit")  # fmt: skip
-
-
-def _states_limits(headers: Mapping[str, str]) -> bool:
-    return any(name in headers for name in _STATING)
-
-
-def _limits(
-    headers: Mapping[str, str], kind: Literal["requests", "tokens"]
-) -> tuple[float | None, float | None, float | None, int] | None:
-    """(limit, remaining, seconds to full, notes) as OpenAI or Anthropic state them; None if neither does."""
-    names = (f"x-ratelimit-limit-{kind}", f"x-ratelimit-remaining-{kind}", f"x-ratelimit-reset-{kind}")
-    anthropic = (f"anthropic-ratelimit-{kind}-limit", f"anthropic-ratelimit-{kind}-remaining",
-                 f"anthropic-ratelimit-{kind}-reset")  # fmt: skip
-    texts = [headers.get(name) for name in names]
-    reset_at = False
-    if texts[1] is None:
-        texts = [headers.get(name) for name in anthropic]
-        reset_at = True
-        if texts[1] is None:
-            return None
-    notes = 0
-    limit = _number(texts[0]) if texts[0] is not None else None
-    remaining = _number(texts[1]) if texts[1] is not None else None
-    if (texts[0] is not None and limit is None) or (texts[1] is not None and remaining is None):
-        notes |= 1 << 3
-    if limit is not None and limit <= 0:
-        limit, notes = None, notes | 1 << 3
-    if remaining is not None and (remaining < 0 or (limit is not None and remaining > limit)):
-        remaining, notes = max(0.0, min(remaining, limit or 0.0)), notes | 1 << 1
-    reset: float | None = None
-    if texts[2] is not None:
-        reset = _reset_at(texts[2]) if reset_at else _duration(texts[2])
-        if reset is None:
-            notes |= 1 << 3
-        elif reset > _HORIZON_S:
-            reset, notes = 60.0, notes | 1 << 0
-        elif reset < 0:
-            reset = 0.0
-    return limit, remaining, reset, notes
-
-
-def _reset_at(text: str) -> float | None:
-    """Anthropic's reset: an RFC 3339 time; seconds from now."""
-    try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        return None
-    return moment.timestamp() - time.time()

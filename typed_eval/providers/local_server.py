@@ -142,16 +142,33 @@ class LlamaServer:
     def __enter__(self) -> LlamaServer:
         threads = str(os.cpu_count() or 1)
         command = [
-            sys.executable, "-m", "typed_eval.providers.llama_launcher", "--model", str(self.model.path),
-            "--host", "127.0.0.1",
-            "--port", str(self.port), "--chat_format", self.model.chat_format, "--n_ctx", str(self._context),
-            "--n_threads", threads, "--n_threads_batch", threads,
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "typed_eval.providers.llama_launcher",
+            "--model",
+            str(self.model.path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--chat_format",
+            self.model.chat_format,
+            "--n_ctx",
+            str(self._context),
+            "--n_threads",
+            threads,
+            "--n_threads_batch",
+            threads,
+        ]
         self._log = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
-            command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=die_with_parent, start_new_session=True,  # Ctrl-C reaches us; we stop the server
-        )  # fmt: skip
+            command,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,
+            start_new_session=True,  # Ctrl-C reaches us; we stop the server
+        )
         try:
             self._wait_until_ready()
         except BaseException:

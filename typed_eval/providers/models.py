@@ -17,12 +17,11 @@ from rich.console import Console
 
 from typed_eval.core.errors import ModelSetupError
 from typed_eval.core.plugins import plugin_points
-from typed_eval.core.settings import settings_with
+from typed_eval.core.settings import RunConfig, config_with
 from typed_eval.core.tasks import Task
 from typed_eval.providers.local_server import DEFAULT_LOCAL_MODEL, LlamaServer, check_mode, locate_local_model
 from typed_eval.providers.resolve import ResolvedModel, resolve_model
 from typed_eval.providers.transport import ResponseCache, http_client
-from typed_eval.schemas import RunSettings
 
 __all__ = ["DEFAULT_LOCAL_MODEL", "MODEL_PLUGINS", "PreparedModel", "open_model"]
 
@@ -67,7 +66,7 @@ def _plugin(spec: str) -> Callable[[str], ResolvedModel] | None:
 @asynccontextmanager
 async def open_model(
     spec: str,
-    settings: RunSettings | None = None,
+    config: RunConfig | None = None,
     *,
     api_key: str | None = None,
     cache_path: Path | None = None,
@@ -79,7 +78,7 @@ async def open_model(
 ) -> AsyncIterator[PreparedModel]:
     """The model named by `spec`, with whatever it needs running for as long as the `with` block lasts.
 
-    `settings` (a `RunSettings`, with `changes` to its fields checked as `evaluate()` checks them) give the
+    `config` (a `RunConfig`, with `changes` to its fields checked as `evaluate()` checks them) gives the
     `mode`, `base_url`, `request_timeout`, `tool_choice`, `chat_format` and `batch`. `local:NAME` starts
     llama-cpp-python's server on a free loopback port and stops it on every way out; `ollama:NAME` checks the
     server has the model (pulling it when `pull`, drawing progress on `console`); a prefix that an installed plug-in
@@ -88,7 +87,7 @@ async def open_model(
     OpenAI-compatible server's Batch API. `on_status` hears what is being done. Requests go through a metered HTTP
     client (transport retries counted per sample), answered from the response cache at `cache_path` if given.
     """
-    settings = settings_with(settings, **changes)
+    settings = config_with(config, **changes)
     mode, base_url, tool_choice = settings.mode, settings.base_url, settings.tool_choice
     async with AsyncExitStack() as stack:
         cache = stack.enter_context(closing(ResponseCache(cache_path))) if cache_path is not None else None
@@ -107,11 +106,14 @@ async def open_model(
             server = stack.enter_context(LlamaServer(local))
             resolved = replace(resolve_model(local.path.stem, base_url=server.url, http_client=http), name=spec)
             yield PreparedModel(
-                resolved, tool_choice or "auto",
+                resolved,
+                tool_choice or "auto",
                 None if tool_choice else "llama-cpp-python's server accepts only tool_choice auto",
-                concurrency=1, max_tokens=512, model_file=str(local.path),
+                concurrency=1,
+                max_tokens=512,
+                model_file=str(local.path),
                 chat_format=local.chat_format,
-            )  # fmt: skip
+            )
         elif spec.startswith("ollama:"):
             from typed_eval.providers.ollama_models import (  # only here: 0.1 s of start-up
                 ensure_ollama_model,

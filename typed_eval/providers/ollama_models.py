@@ -117,9 +117,13 @@ def list_ollama_models(host: str) -> list[OllamaModel]:
         except (ollama.ResponseError, httpx.HTTPError, ValidationError):
             capabilities = None
         details = entry.details
-        models.append(OllamaModel(
-            name=name, size_bytes=entry.size, parameters=details.parameter_size if details else None,
-            quantization=details.quantization_level if details else None,
-            capabilities=list(capabilities) if capabilities is not None else None,
-        ))  # fmt: skip
+        models.append(
+            OllamaModel(
+                name=name,
+                size_bytes=entry.size,
+                parameters=details.parameter_size if details else None,
+                quantization=details.quantization_level if details else None,
+                capabilities=list(capabilities) if capabilities is not None else None,
+            )
+        )
     return models

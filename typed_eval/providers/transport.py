@@ -116,8 +116,9 @@ class ResponseCache:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, status INTEGER, "
-                             "headers TEXT, body BLOB)")  # fmt: skip
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, status INTEGER, headers TEXT, body BLOB)"
+            )
         except (OSError, sqlite3.Error) as exc:
             raise ResultFileError(
                 f"cannot open the response cache {path}: {getattr(exc, 'strerror', None) or exc}"
@@ -262,8 +263,11 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
             return response
         kept: httpx2.Headers | list[tuple[str, str]] = response.headers
         if "content-encoding" in response.headers:  # the body is decompressed now
-            kept = [(name, value) for name, value in response.headers.multi_items()
-                       if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")]  # fmt: skip
+            kept = [
+                (name, value)
+                for name, value in response.headers.multi_items()
+                if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+            ]
         return httpx2.Response(response.status_code, headers=kept, content=body, request=request)
 
     async def aclose(self) -> None:

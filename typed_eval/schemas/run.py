@@ -182,9 +182,10 @@ class SourceLog(_Model):
 
 
 class RunSettings(_Model):
-    """A run's settings: the one object a caller fills (every field has a default), and, filled in when the run
-    starts, what its `summary.json` stores. A None marked "resolved" is replaced then (the stored settings hold the
-    value used); fields marked "filled by the run" are set by it, whatever the caller gave. Never holds an API key.
+    """What a run used, as its `summary.json` stores it: the caller's `RunConfig` resolved, once, when the run
+    starts (`typed_eval.engine.settings.resolve_settings`). A field marked "resolved" holds the value used where the
+    caller gave None; fields marked "filled by the run" are the run's own. Never holds an API key. Every field has a
+    default, so a summary written before a field existed reads as it did.
     """
 
     model: str = ""
@@ -227,13 +228,10 @@ class RunSettings(_Model):
     """Sent through the provider's batch API (batch prices; see each record's `cost.batch_price`)."""
     updated_prices: bool = False
     """genai-prices' price data was refreshed from the network for this run (`--update-prices`), not the installed;
-    filled by the run from `update_prices`."""
-    update_prices: str | None = Field(default=None, exclude=True)
-    """A URL of genai-prices' data (e.g. `typed_eval.providers.prices.DEFAULT_UPDATE_URL`) to refresh prices from
-    before the first request; not stored (a URL may hold credentials): `updated_prices` says it was done."""
+    filled by the run from its config's `update_prices` (a URL, not stored)."""
     rpm: float | None = None
-    """The caller's cap on requests per minute (`--rpm`); the provider's stated limits apply besides. Filled from the
-    run's pacer when it is handed one."""
+    """The caller's cap on requests per minute (`--rpm`); the provider's stated limits apply besides. Resolved from
+    the run's pacer when it is handed one."""
     tpm: float | None = None
     """The caller's cap on tokens per minute (`--tpm`)."""
     max_wait_s: float | None = None

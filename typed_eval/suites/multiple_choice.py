@@ -14,10 +14,11 @@ from pydantic_ai.models import Model
 from pydantic_core import PydanticCustomError
 
 from farel_bench import TAG_INSTRUCTION
+from typed_eval.core.settings import RunConfig
 from typed_eval.core.suite import AnswerLine, answer_lines
 from typed_eval.core.tasks import Task, TextReader
 from typed_eval.engine.evaluation import EvaluationResult, evaluate
-from typed_eval.schemas import AnswerMode, Case, Quiz, RunSettings, SampleRecord, is_text_mode
+from typed_eval.schemas import AnswerMode, Case, Quiz, SampleRecord, is_text_mode
 
 __all__ = [
     "ANSWER_TOOL",
@@ -182,9 +183,9 @@ def show_option(record: SampleRecord) -> list[AnswerLine]:
 
 
 async def evaluate_quizzes(
-    quizzes: Iterable[Quiz], model: Model | str, settings: RunSettings | None = None, **options: Any
+    quizzes: Iterable[Quiz], model: Model | str, config: RunConfig | None = None, **options: Any
 ) -> EvaluationResult:
     """Multiple-choice quizzes (as the FaRel generator makes them) posed as `multiple_choice_task()`'s cases:
-    the option number validated against each quiz's options, macro accuracy over classes. `settings` and
+    the option number validated against each quiz's options, macro accuracy over classes. `config` and
     `options` are `evaluate()`'s."""
-    return await evaluate(multiple_choice_task(), (quiz.to_case() for quiz in quizzes), model, settings, **options)
+    return await evaluate(multiple_choice_task(), (quiz.to_case() for quiz in quizzes), model, config, **options)

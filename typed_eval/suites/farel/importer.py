@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from typed_eval.core.datasets import Dataset, survey
+from typed_eval.core.settings import RunConfig
 from typed_eval.engine.runs import Imported, run
 from typed_eval.providers.models import PreparedModel
 from typed_eval.providers.replay import replay_model
 from typed_eval.providers.resolve import ResolvedModel
-from typed_eval.schemas import GroupScore, RunSettings, RunSummary, Scores, SourceLog
+from typed_eval.schemas import GroupScore, RunSummary, Scores, SourceLog
 from typed_eval.store.storage import SUMMARY_FILE, imported_run_dir, load_runs
 from typed_eval.suites.farel.dataset import FAREL_TASK, quiz_of
 from typed_eval.suites.farel.logs import ClassCounts, FarelLog, match_replies, parse_log, replies_by_question
@@ -85,7 +86,7 @@ async def import_log_file(path: Path, dataset: Dataset, results_dir: Path) -> Lo
         lacking = f"the log has {len(asked)} of the dataset's {len(quizzes)} quizzes"
     replayed = ResolvedModel(replay_model(replies_by_question(matched.replies), model), model, None, local=False)
     system = next((e.system_prompt for e in log.entries if e.system_prompt), None)
-    settings = RunSettings(mode="tag", retries=0, concurrency=1, system_prompt=system, local=False)
+    settings = RunConfig(mode="tag", retries=0, concurrency=1, system_prompt=system, local=False)
     outcome = await run(
         FAREL_TASK,
         answered,

@@ -19,12 +19,13 @@ from pathlib import Path
 
 from typed_eval.core.datasets import Dataset, survey
 from typed_eval.core.errors import InputError
+from typed_eval.core.settings import RunConfig
 from typed_eval.core.sources import files_named
 from typed_eval.engine.runs import Imported, run
 from typed_eval.providers.models import PreparedModel
 from typed_eval.providers.replay import replay_model
 from typed_eval.providers.resolve import ResolvedModel
-from typed_eval.schemas import Case, DatasetInfo, RunSettings, RunSummary
+from typed_eval.schemas import Case, DatasetInfo, RunSummary
 from typed_eval.store.storage import imported_run_dir, model_slug
 from typed_eval.suites.lineage.answers import LINEAGE_TASK
 from typed_eval.suites.lineage.generator import SUITE, csv_line, numbered
@@ -175,7 +176,7 @@ async def import_result_file(path: Path, results_dir: Path) -> AsyncIterator[Res
 async def import_result_run(found: ResultRun, results_dir: Path) -> ResultImport:
     """Replay the run's responses in tag mode (no retries, one at a time, so a quiz asked twice gets its responses
     in file order) and store it as an imported run: unknown tokens, cost and latency."""
-    settings = RunSettings(mode="tag", retries=0, concurrency=1, system_prompt=found.system_prompt, local=False)
+    settings = RunConfig(mode="tag", retries=0, concurrency=1, system_prompt=found.system_prompt, local=False)
     outcome = await run(
         LINEAGE_TASK,
         _dataset(found),

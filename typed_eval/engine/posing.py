@@ -1,0 +1,358 @@
+"""Posing one sample: a pydantic-ai agent asks the case (or a task's session asks several times), its attempts are
+read, priced and graded, and the sample's record made."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic_ai import (
+    Agent,
+    ModelHTTPError,
+    ModelMessage,
+    ModelResponse,
+    PendingModelResponse,
+    UnexpectedModelBehavior,
+    UserError,
+    capture_run_messages,
+)
+from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
+from pydantic_core import to_jsonable_python
+
+from typed_eval.core.attempts import (
+    Verdicts,
+    added_cost,
+    added_usage,
+    read_attempts,
+    sample_cost,
+    sample_usage,
+    validation_errors,
+)
+from typed_eval.core.errors import EvaluatorError
+from typed_eval.core.secrets import Redactor
+from typed_eval.core.settings import user_prices
+from typed_eval.core.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
+from typed_eval.providers.batches import Batching, without_pending
+from typed_eval.providers.flow import Pacer
+from typed_eval.providers.transport import SampleTraffic, TrafficMeter, current_traffic
+from typed_eval.schemas import (
+    AnswerMode,
+    Attempt,
+    Case,
+    Cost,
+    RunSettings,
+    SampleRecord,
+    SampleStatus,
+    TokenUsage,
+    is_text_mode,
+)
+
+__all__ = ["Outcome", "Poser"]
+
+
+@dataclass
+class Outcome:
+    record: SampleRecord
+    exception: BaseException | None
+
+
+class _Turns:
+    """A sample's agent runs (one, or a task session's several): their attempts, usage and cost added up, and what
+    the session spent beside them (an LLM judge). The `Conversation` a task's session asks through."""
+
+    def __init__(self, poser: Poser, case: Case, repeat: int) -> None:
+        self._poser, self._case, self._repeat = poser, case, repeat
+        self.attempts: list[Attempt] = []
+        self.corrective_retries = 0
+        self.usage = TokenUsage()
+        self._cost: Cost | None = None
+
+    @property
+    def cost(self) -> Cost:
+        if self._cost is None:  # nothing was asked
+            return sample_cost([], self.usage, local=self._poser.local, prices=self._poser.prices)
+        return self._cost
+
+    async def ask(self, prompt: str) -> Any:
+        return await self._poser._ask(self._case, self._repeat, prompt, self)
+
+    def add(self, attempts: list[Attempt], usage: TokenUsage, cost: Cost) -> None:
+        """One agent run's attempts (its corrective retries are those after its first) and what it used."""
+        self.attempts += attempts
+        self.corrective_retries += max(len(attempts) - 1, 0)
+        self.charge(usage, cost)
+
+    def charge(self, usage: TokenUsage, cost: Cost) -> None:
+        self.usage = added_usage(self.usage, usage)
+        self._cost = cost if self._cost is None else added_cost(self._cost, cost)
+
+
+class Poser:
+    """Poses single cases with one agent; holds what every sample of a run shares.
+
+    A task whose cases are posed differently (`Task.pose_as`) gets one poser per way of posing, made on first use;
+    every one of them scores with the run's task.
+    """
+
+    def __init__(
+        self,
+        task: Task[Any],
+        model: Model,
+        settings: RunSettings,
+        *,
+        model_settings: ModelSettings,
+        traffic: TrafficMeter,
+        redact: Redactor,
+        pacer: Pacer | None,
+        grader: Task[Any] | None = None,
+        batching: Batching | None = None,
+    ) -> None:
+        self.task = task
+        self.grader = grader or task
+        self.model = model
+        self.settings = settings
+        self._posers: dict[tuple[int, AnswerMode], tuple[Task[Any], Poser]] = {}
+        self.redact = redact
+        self.mode = settings.mode
+        self.retries = settings.retries or 0  # resolved (`resolve_settings`): never None
+        self.local = bool(settings.local)
+        self.prices = user_prices(settings)
+        self.traffic = traffic
+        self.pacer = pacer
+        self.model_settings = model_settings
+        self.batching = batching
+        context = task.validation_context
+        output_spec = task.output_spec(self.mode)
+        capabilities: list[Any] = [batching.capability] if batching is not None else []
+        if task.empty_reply and is_text_mode(self.mode):
+            capabilities.append(EmptyReplyAsText())
+        self.agent: Agent[Case, Any] = Agent(
+            model,
+            output_type=[output_spec, PendingModelResponse] if batching is not None else output_spec,
+            capabilities=capabilities or None,
+            deps_type=Case,
+            instructions=task.instructions_for(self.mode),
+            system_prompt=settings.system_prompt or (),
+            model_settings=model_settings or None,
+            retries=self.retries,
+            validation_context=(lambda ctx: context(ctx.deps)) if context is not None else None,
+        )
+
+    def _priced(self, attempts: list[Attempt], messages: Sequence[ModelMessage]) -> list[Attempt]:
+        """Each attempt with its own request's tokens and cost: a corrective retry resends the conversation so far,
+        so it costs more than the first request, and what the retries cost is read from these."""
+        responses = [m for m in messages if isinstance(m, ModelResponse)]
+        priced: list[Attempt] = []
+        for attempt, response in zip(attempts, responses, strict=True):
+            usage = sample_usage([response])
+            cost = sample_cost([response], usage, local=self.local, prices=self.prices)
+            update = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "cost_usd": cost.usd}
+            priced.append(attempt.model_copy(update=update))
+        return priced
+
+    def _verdicts(self, case: Case, accepted: bool, error: BaseException | None) -> Verdicts:
+        task, reader = self.task, self.task.text_reader
+
+        def recheck(raw: str) -> Any:
+            return validation_errors(lambda text: task.validate_json(text, case), raw)
+
+        return Verdicts(
+            mode=self.mode,
+            tool_name=task.tool_name,
+            accepted=accepted,
+            final_error=error,
+            unreadable_kind=reader.invalid_kind if reader is not None else "unreadable",
+            unreadable_feedback=reader.feedback if reader is not None else None,
+            recheck=recheck if reader is None or not is_text_mode(self.mode) else None,
+        )
+
+    def _settings_for(self, repeat: int) -> ModelSettings | None:
+        """Each repeat after the first samples from its own seed: the run's seed plus the repeat index, or the
+        index alone on a local server (which otherwise derives the seed from the request, so repeats would all
+        answer alike). Repeats are then different requests, which a response cache does not merge."""
+        if not repeat:
+            return None
+        seed = self.model_settings.get("seed")
+        if seed is not None:
+            return ModelSettings(seed=seed + repeat)
+        return ModelSettings(seed=repeat) if self.local else None
+
+    def _poser_for(self, case: Case) -> Poser:
+        """This poser, or the one for the task and mode `pose_as` gives this case."""
+        if self.task.pose_as is None:
+            return self
+        task, mode = self.task.pose_as(case, self.mode)
+        if task is self.task and mode == self.mode:
+            return self
+        key = (id(task), mode)
+        if key not in self._posers:
+            poser = Poser(
+                task,
+                self.model,
+                self.settings.model_copy(update={"mode": mode}),
+                model_settings=self.model_settings,
+                traffic=self.traffic,
+                redact=self.redact,
+                pacer=self.pacer,
+                grader=self.grader,
+                batching=self.batching,
+            )
+            self._posers[key] = (task, poser)  # the task is kept so its id is not reused
+        return self._posers[key][1]
+
+    async def pose(self, case: Case, repeat: int = 0) -> Outcome:
+        return await self._poser_for(case)._pose(case, repeat)
+
+    async def _ask(self, case: Case, repeat: int, prompt: str, turns: _Turns) -> Any:
+        """One agent run, its attempts, usage and cost added to `turns`: the valid output, or None when the
+        corrective retries ran out on invalid ones. A failed call raises (the sample is then an `error`)."""
+        output: Any
+        exception: BaseException | None = None
+        batching, key = self.batching, (case.id, repeat)
+        history = batching.pending.history(key) if batching is not None else None
+        while True:
+            output = None
+            with capture_run_messages() as messages:
+                try:
+                    settings = self._settings_for(repeat)
+                    asked = None if history else prompt
+                    left = max(self.retries - _answers(history), 0) if history else None  # the sample's, not the run's
+                    output = (
+                        await self.agent.run(
+                            asked, message_history=history, deps=case, model_settings=settings, retries=left
+                        )
+                    ).output
+                except UserError as exc:
+                    first = str(exc).splitlines()[0]
+                    raise EvaluatorError(
+                        f"cannot ask this model in {self.mode} mode: {first}", parameter="mode"
+                    ) from None
+                except (EvaluatorError, asyncio.CancelledError):
+                    raise
+                except Exception as exc:  # a failed call or a malformed response is this sample's error
+                    exception = exc
+            if batching is None or not isinstance(output, PendingModelResponse):
+                break
+            history = list(messages)
+            await batching.wait(key, history, self.traffic)
+        if batching is not None:
+            batching.done(key, self.traffic)
+            messages = without_pending(messages)
+        value = output.output if isinstance(output, TextReply) else output
+        attempts = [
+            a.model_copy(update={"raw": ""}) if a.raw == EMPTY_REPLY else a
+            for a in read_attempts(messages, self._verdicts(case, value is not None, exception))
+        ]
+        attempts = self._priced(attempts, messages)
+        usage = sample_usage(messages)
+        turns.add(attempts, usage, sample_cost(messages, usage, local=self.local, prices=self.prices))
+        if isinstance(exception, UnexpectedModelBehavior) and len(attempts) > self.retries:
+            return None  # the retries ran out: every attempt is invalid
+        if exception is not None:
+            raise exception
+        return value
+
+    async def _pose(self, case: Case, repeat: int) -> Outcome:
+        started = time.perf_counter()
+        value: Any = None
+        exception: BaseException | None = None
+        traffic = SampleTraffic(self.traffic, self.pacer, f"{case.id}\x00{repeat}", self.redact)
+        counting = current_traffic.set(traffic)
+        turns = _Turns(self, case, repeat)
+        try:
+            if self.task.session is None:
+                value = await self._ask(case, repeat, self.task.question(case, self.mode), turns)
+            else:
+                value = await self.task.session(case, turns)
+        except (EvaluatorError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # a failed call or a malformed response is this sample's error, not the run's
+            exception = exc
+        finally:
+            current_traffic.reset(counting)
+            traffic.set_waiting(False)
+        latency = time.perf_counter() - started - traffic.wait_s
+        attempts, usage = turns.attempts, turns.usage
+        verdict: Score | None = None
+        relaxed_output: Any = None
+        relaxed: Score | None = None
+        status: SampleStatus
+        if exception is not None:
+            status = "error"
+        elif value is None:
+            status = "missing"
+            reader = self.task.text_reader
+            if is_text_mode(self.mode) and reader is not None and reader.relaxed is not None and attempts:
+                relaxed_output = reader.relaxed(attempts[-1].raw)
+                if relaxed_output is not None:
+                    relaxed = await self.grader.grade(case, relaxed_output)
+        else:
+            verdict = await self.grader.grade(case, value)
+            status = "correct" if verdict.value == 1.0 else "incorrect" if verdict.value == 0.0 else "partial"
+        cost = turns.cost
+        for graded in (verdict, relaxed):  # what an LLM judge spent grading counts with the sample
+            if graded is not None and graded.usage is not None:
+                usage = added_usage(usage, graded.usage)
+            if graded is not None and graded.cost is not None:
+                cost = added_cost(cost, graded.cost)
+        record = SampleRecord(
+            case_id=case.id,
+            repeat=repeat,
+            group=case.group,
+            prompt=case.prompt,
+            expected=to_jsonable_python(case.expected),
+            metadata=to_jsonable_python(case.metadata),
+            excluded=case.excluded,
+            weight=case.weight,
+            mode=self.mode,
+            status=status,
+            output=Task.dump(value) if value is not None else None,
+            score=verdict.value if verdict is not None else None,
+            score_details=to_jsonable_python(verdict.details) if verdict is not None and verdict.details else None,
+            relaxed_output=Task.dump(relaxed_output) if relaxed is not None else None,
+            relaxed_score=relaxed.value if relaxed is not None else None,
+            attempts=attempts,
+            corrective_retries=turns.corrective_retries,
+            usage=usage,
+            cost=cost,
+            latency_s=round(latency, 4),
+            error=_describe(exception) if exception is not None else None,  # redacted with the whole record below
+            transport_retries=traffic.transport_retries,
+            cache_hits=traffic.cache_hits,
+            rate_limited=traffic.rate_limited,
+            wait_s=round(traffic.wait_s, 4),
+        )
+        if self.redact.active:  # a key a server or model echoes in an answer is not stored either
+            record = SampleRecord.model_validate(_redacted(record.model_dump(mode="json"), self.redact))
+        return Outcome(record, exception)
+
+
+def _redacted(value: Any, redact: Redactor) -> Any:
+    """Every text in a record's JSON redacted (its numbers and structure left alone: a secret of digits is no
+    reason to rewrite a number)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item, redact) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redacted(item, redact) for item in value]
+    return value
+
+
+def _answers(history: list[ModelMessage]) -> int:
+    """How many answers a conversation continued from a batch already holds: each was invalid (else the
+    conversation would have ended), so each used one of the sample's corrective retries."""
+    return sum(isinstance(m, ModelResponse) and m.state != "suspended" for m in history)
+
+
+def _describe(exc: BaseException) -> str:
+    """One line naming the failure: HTTP status and body for API errors, the message otherwise."""
+    if isinstance(exc, ModelHTTPError):
+        body = " ".join(str(exc.body).split())[:300] if exc.body is not None else ""
+        return f"HTTP {exc.status_code} from {exc.model_name}: {body}".strip().rstrip(":")
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

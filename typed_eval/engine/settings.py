@@ -1,0 +1,132 @@
+"""A run's config resolved, once, into the settings it uses and stores; the model opened and asked as they say.
+
+`resolve_settings` is the one place a None of the caller's `RunConfig` becomes the value used (the mode's corrective
+retries, the model's concurrency and answer cap, the pacer's limits...) and the run's own fields are filled in.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from typing import Any
+
+from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
+
+from typed_eval.core.settings import RunConfig
+from typed_eval.core.tasks import Task
+from typed_eval.providers.batches import BatchOptions
+from typed_eval.providers.flow import DEFAULT_MAX_WAIT_S, Pacer
+from typed_eval.providers.models import PreparedModel, open_model
+from typed_eval.providers.resolve import ResolvedModel
+from typed_eval.schemas import AnswerMode, RunSettings
+
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "batch_options",
+    "default_retries",
+    "model_name",
+    "model_settings_for",
+    "prepared_model",
+    "resolve_settings",
+]
+
+DEFAULT_CONCURRENCY = 8
+"""Requests in flight when neither the caller nor the model (a local server: 1) says how many."""
+
+
+def default_retries(mode: AnswerMode) -> int:
+    """Corrective retries by default: none in tag mode (parity with the benchmark that reads `<ANSWER>` tags),
+    3 otherwise. The one rule of the engine that a suite, not the engine, should state."""
+    return 0 if mode == "tag" else 3
+
+
+def resolve_settings(
+    config: RunConfig,
+    prepared: PreparedModel,
+    task: Task[Any],
+    *,
+    batch: bool,
+    pacer: Pacer | None = None,
+    workers: int = 1,
+    imported: bool = False,
+) -> RunSettings:
+    """What a run of `task` on `prepared` uses, as `config` asks: each None resolved, the run's own fields filled.
+    `batch`: sent through a batch API (not paced); `pacer`: the run's, whose limits are then the run's; `workers`:
+    processes posing the run; `imported`: a replay of published results (not paced either)."""
+    resolved, mode = prepared.resolved, config.mode
+    rpm, tpm = config.rpm, config.tpm
+    max_wait_s: float | None = config.max_wait_s or DEFAULT_MAX_WAIT_S
+    if batch or imported:  # a batch is queued, a replay answers at once: neither is paced
+        rpm, tpm, max_wait_s = None, None, None
+    elif pacer is not None:
+        rpm, tpm, max_wait_s = pacer.rpm, pacer.tpm, pacer.max_wait_s
+    tool = mode == "tool"
+    return RunSettings(
+        model=resolved.name,
+        base_url=resolved.base_url,
+        mode=mode,
+        retries=default_retries(mode) if config.retries is None else config.retries,
+        temperature=config.temperature,
+        seed=config.seed,
+        max_tokens=config.max_tokens or prepared.max_tokens,
+        system_prompt=config.system_prompt,
+        repeats=config.repeats,
+        judge_model=config.judge_model,
+        instructions=task.instructions_for(mode),
+        tool_choice=config.tool_choice or prepared.tool_choice if tool else None,
+        tool_choice_reason=prepared.tool_choice_reason if tool else None,
+        concurrency=config.concurrency or prepared.concurrency or DEFAULT_CONCURRENCY,
+        workers=workers,
+        price_in=config.price_in,
+        price_out=config.price_out,
+        local=resolved.local if config.local is None else config.local,
+        model_file=prepared.model_file,
+        chat_format=prepared.chat_format,
+        batch=batch,
+        updated_prices=config.update_prices is not None,
+        rpm=rpm,
+        tpm=tpm,
+        max_wait_s=max_wait_s,
+        request_timeout=config.request_timeout,
+        max_transport_retries=config.max_transport_retries,
+    )
+
+
+def batch_options(batch: BatchOptions | bool | None, config: RunConfig) -> BatchOptions | None:
+    """How a run batches: as `batch` says (True: the default options), else as `config.batch` does."""
+    if isinstance(batch, BatchOptions):
+        return batch
+    return BatchOptions() if batch or (batch is None and config.batch) else None
+
+
+def model_name(model: Model) -> str:
+    """How a run names a model it was handed as an object: `system:model_name` (e.g. `openai:gpt-4o`)."""
+    return f"{model.system}:{model.model_name}" if model.system else model.model_name
+
+
+async def prepared_model(
+    model: Model | str | PreparedModel, config: RunConfig, task: Task[Any], stack: AsyncExitStack
+) -> PreparedModel:
+    """`model` ready to be asked: a model string opened (`open_model`, closed with `stack`), a `Model` as it is."""
+    if isinstance(model, str):
+        return await stack.enter_async_context(open_model(model, config, task=task))
+    if isinstance(model, PreparedModel):
+        return model
+    return PreparedModel(ResolvedModel(model, model_name(model), None, local=False), config.tool_choice)
+
+
+def model_settings_for(settings: RunSettings, given: ModelSettings | None = None) -> ModelSettings:
+    """The pydantic-ai model settings that a run's `settings` make, with a caller's own (`given`) on top."""
+    made = ModelSettings()
+    if settings.temperature is not None:
+        made["temperature"] = settings.temperature
+    if settings.seed is not None:
+        made["seed"] = settings.seed
+    if settings.max_transport_retries is not None:  # else the SDK's default, with no client copy per request
+        made["max_retries"] = settings.max_transport_retries
+    if settings.request_timeout is not None and not settings.batch:  # a batch has no per-request timeout
+        made["timeout"] = settings.request_timeout
+    if settings.max_tokens is not None:
+        made["max_tokens"] = settings.max_tokens
+    made.update(given or {})
+    return made
