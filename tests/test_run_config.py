@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,10 @@ def test_a_config_resolves_to_the_settings_the_run_used() -> None:
 
 def test_the_mode_the_model_and_the_pacer_fill_each_none() -> None:
     tag = resolve_settings(RunConfig(mode="tag"), prepared(), TASK, batch=False)
-    assert (tag.retries, tag.concurrency, tag.max_tokens, tag.tool_choice) == (0, 8, None, None)
+    assert (tag.retries, tag.concurrency, tag.max_tokens, tag.tool_choice) == (3, 8, None, None)
+    once = dataclasses.replace(TASK, asks_once=("tag",))  # its benchmark asked once in tag mode: no retries there
+    assert resolve_settings(RunConfig(mode="tag"), prepared(), once, batch=False).retries == 0
+    assert resolve_settings(RunConfig(mode="text"), prepared(), once, batch=False).retries == 3
     tool = resolve_settings(
         RunConfig(local=False, max_tokens=100, update_prices="https://example.org/prices.json"),
         prepared(tool_choice="auto", tool_choice_reason="the server accepts only auto"),

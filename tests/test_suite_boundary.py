@@ -13,12 +13,6 @@ SUITE_NAMES = re.compile(r"farel|lineage|(?<![a-z])story|promptfoo|novelty", re.
 ("history", a conversation's messages) names no suite."""
 NOT_YET_CLEANED = ("reports/", "store/case_store.py")
 """Cleaned on the reports branch: remove this exclusion once it is merged (the test must then pass as it is)."""
-LEFT_IN_THE_ENGINE = {
-    "engine/evaluation.py": "none in FaRel's tag mode (parity with farel-bench)",
-    "engine/runs.py": "(a farel-bench log's own summary lines)",
-}
-"""Two docstrings of the engine, which the settings branch rewrites: the tag-mode rule becomes `Task.asks_once`
-there. Remove this once it is merged (the test must then pass as it is)."""
 
 
 def offenders() -> list[str]:
@@ -30,7 +24,7 @@ def offenders() -> list[str]:
         if path.suffix not in (".py", ".html", ".css", ".js", ".txt", ".sql", ".j2", ".jinja"):
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if SUITE_NAMES.search(line) and not (where in LEFT_IN_THE_ENGINE and LEFT_IN_THE_ENGINE[where] in line):
+            if SUITE_NAMES.search(line):
                 found.append(f"typed_eval/{where}:{number}: {line.strip()}")
     return found
 

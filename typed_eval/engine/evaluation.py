@@ -126,7 +126,7 @@ async def evaluate(
     model string: any of pydantic-ai's (`openai:gpt-4o`, `anthropic:...`), `test`, `ollama:NAME`,
     `local:smollm2-135m` (its server is started for the run and stopped after it) or `replay:LOGFILE`. `config`
     (a `RunConfig`; default: every default) says how: `mode`, `retries` (corrective retries after an invalid
-    output; default `default_retries(mode)`), `concurrency` (default 8, or what suits the model string: a local
+    output; default `default_retries(mode, task)`), `concurrency` (default 8, or what suits the model string: a local
     server 1, with its 512-token answer cap), `repeats` (every case posed that many times; records carry the
     repeat index, scores are means over all of them), `local` (a model whose cost is 0; default: a test model or
     a loopback server), `tool_choice` (None tries forcing the output tool call and falls back to `auto` if the

@@ -93,7 +93,7 @@ class Imported:
 
     run_id: str
     source_log: Callable[[Scores], SourceLog] | None = None
-    """The source, checked against the run's scores (a farel-bench log's own summary lines)."""
+    """The source, checked against the run's scores (a published log's own summary lines)."""
     lacking: str | None = None
     """Why the run is partial although every case it was given was answered: the source lacks some of the dataset's
     cases (the cases given to `run()` are those it has)."""

@@ -34,10 +34,10 @@ DEFAULT_CONCURRENCY = 8
 """Requests in flight when neither the caller nor the model (a local server: 1) says how many."""
 
 
-def default_retries(mode: AnswerMode) -> int:
-    """Corrective retries by default: none in tag mode (parity with the benchmark that reads `<ANSWER>` tags),
-    3 otherwise. The one rule of the engine that a suite, not the engine, should state."""
-    return 0 if mode == "tag" else 3
+def default_retries(mode: AnswerMode, task: Task[Any]) -> int:
+    """Corrective retries by default: none in the modes where the task's original benchmark asked once
+    (`Task.asks_once`), so scores there line up with its published ones; 3 otherwise."""
+    return 0 if mode in task.asks_once else 3
 
 
 def resolve_settings(
@@ -65,7 +65,7 @@ def resolve_settings(
         model=resolved.name,
         base_url=resolved.base_url,
         mode=mode,
-        retries=default_retries(mode) if config.retries is None else config.retries,
+        retries=default_retries(mode, task) if config.retries is None else config.retries,
         temperature=config.temperature,
         seed=config.seed,
         max_tokens=config.max_tokens or prepared.max_tokens,

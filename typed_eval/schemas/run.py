@@ -194,7 +194,7 @@ class RunSettings(_Model):
     """An OpenAI-compatible (or Ollama) server to send the requests to; stored as the run's, without credentials."""
     mode: AnswerMode = "tool"
     retries: int | None = None
-    """Corrective retries after an invalid output; None: `default_retries(mode)` (0 in tag mode, else 3), resolved."""
+    """Corrective retries after an invalid output; None: the default (0 in the modes the task asks once, else 3)."""
     temperature: float | None = None
     seed: int | None = None
     """The model's sampling seed, where the provider takes one."""
