@@ -84,7 +84,7 @@ class BfclData:
     """bfcl-eval's version, or None for a folder of files."""
     source: str
     dataset_hash: str
-    """sha256 over each file read, in category order: its name, a NUL, its bytes."""
+    """sha256 over each file read, in BFCL's category order: its name, a NUL, its bytes."""
     cases: tuple[BfclCase, ...]
 
     def by_category(self, category: str) -> list[BfclCase]:
@@ -144,24 +144,25 @@ def read_folder(folder: Path, categories: Sequence[str], *, version: str | None)
     for category in categories:
         if category not in CATEGORY_SIZES:
             parse_categories(category)  # raises the one-line error naming the category
+    categories = [category for category in SINGLE_TURN_CATEGORIES if category in categories]  # BFCL's order
     digest = hashlib.sha256()
     cases: list[BfclCase] = []
     for category in categories:
         question_file = folder / f"{FILE_PREFIX}{category}.json"
         entries = read_json_lines(question_file, digest)
-        answers: list[dict[str, Any]] | None = None
+        answers: list[tuple[int, dict[str, Any]]] = []
         if has_possible_answers(category):
             answers = read_json_lines(folder / "possible_answer" / f"{FILE_PREFIX}{category}.json", digest)
-            if [entry.get("id") for entry in answers] != [entry.get("id") for entry in entries]:
-                raise InputError(f"{question_file}: the possible answers' ids do not match the cases' ids")
-        for index, entry in enumerate(entries):
-            answer = None if answers is None else answers[index]
-            cases.append(make_case(entry, answer, category, question_file, index + 1))
+            if len(answers) != len(entries):
+                raise InputError(f"{question_file}: {len(entries)} cases but {len(answers)} possible answers")
+        for index, (line, entry) in enumerate(entries):
+            answer = answers[index][1] if answers else None
+            cases.append(make_case(entry, answer, category, f"{question_file}:{line}"))
     return BfclData(version=version, source=str(folder), dataset_hash=digest.hexdigest(), cases=tuple(cases))
 
 
-def read_json_lines(path: Path, digest: Any) -> list[dict[str, Any]]:
-    """A JSON-lines file's objects; a bad line is a one-line error naming the file and the line."""
+def read_json_lines(path: Path, digest: Any) -> list[tuple[int, dict[str, Any]]]:
+    """A JSON-lines file's objects with their line numbers; a bad line is a one-line error naming file and line."""
     try:
         content = path.read_bytes()
     except OSError as error:
@@ -171,7 +172,7 @@ def read_json_lines(path: Path, digest: Any) -> list[dict[str, Any]]:
         text = content.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-    entries: list[dict[str, Any]] = []
+    entries: list[tuple[int, dict[str, Any]]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -181,13 +182,12 @@ def read_json_lines(path: Path, digest: Any) -> list[dict[str, Any]]:
             raise InputError(f"{path}:{number}: not a JSON object ({str(error).splitlines()[0]})") from None
         if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
             raise InputError(f'{path}:{number}: not a JSON object with an "id" string')
-        entries.append(entry)
+        entries.append((number, entry))
     return entries
 
 
-def make_case(entry: dict[str, Any], answer: dict[str, Any] | None, category: str, path: Path, line: int) -> BfclCase:
-    """A case from its entry, checking the shape the checker relies on."""
-    where = f"{path}:{line}"
+def make_case(entry: dict[str, Any], answer: dict[str, Any] | None, category: str, where: str) -> BfclCase:
+    """A case from its entry and its possible answer, checking the shape the checker relies on."""
     question = entry.get("question")
     if not (isinstance(question, list) and question and isinstance(question[0], list)):
         raise InputError(f'{where}: "question" must be a list holding the turn\'s list of messages')
@@ -199,6 +199,8 @@ def make_case(entry: dict[str, Any], answer: dict[str, Any] | None, category: st
         raise InputError(f'{where}: "function" must be a list of docs with a name and parameters.properties')
     ground_truth = None
     if answer is not None:
+        if answer.get("id") != entry["id"]:
+            raise InputError(f"{where}: its possible answer (at the same line) has the id {answer.get('id')!r}")
         ground_truth = answer.get("ground_truth")
         if not (isinstance(ground_truth, list) and all(is_expected_call(call) for call in ground_truth)):
             raise InputError(f"{where}: its possible answer must be a list of {{name: {{param: [values]}}}}")
