@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from typed_eval.suites.bfcl import data
 from typed_eval.suites.bfcl.checker import Decoded, Verdict, check_reply, language_of, standardize
 from typed_eval.suites.bfcl.literals import java_value, javascript_value
+from typed_eval.suites.bfcl.tools import decode_tool_calls
 
 
 def doc(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -390,6 +392,13 @@ def test_an_undecodable_reply_fails_an_ast_category() -> None:
     assert verdict == Verdict(False, "ast_decoder:decoder_failed", ("Invalid syntax. Failed to decode AST. bad",))
 
 
+def test_a_case_without_possible_answer_is_a_verdict_not_a_crash() -> None:
+    verdict = check_reply("simple_python", [WEATHER], None, Decoded(calls=weather()), underscore_to_dot=False)
+    assert verdict == Verdict(
+        False, "checker:no_possible_answer", ("The case has no possible answer to check the calls against.",)
+    )
+
+
 def test_huge_values_give_a_verdict_with_a_short_message() -> None:
     verdict = check_reply(
         "simple_python", [WEATHER], TRUTH, Decoded(calls=weather(days="9" * 10_000_000)), underscore_to_dot=False
@@ -438,3 +447,17 @@ def test_every_sample_case_accepts_its_possible_answer(category: str) -> None:
         for case in cases
     ]
     assert verdicts == [Verdict(True)] * 5
+
+
+def test_hostile_replies_get_a_verdict() -> None:
+    big = json.dumps({"city": "x" * 10_000_000, "unit": "c"})
+    verdict = check_reply(
+        "simple_python", [WEATHER], TRUTH, decode_tool_calls([("weather_get", big)], None), underscore_to_dot=True
+    )
+    assert verdict.error_type == "value_error:string"
+    million = decode_tool_calls([("weather_get", '{"city": "x"}')] * 1_000_000, None)
+    verdict = check_reply("parallel", [WEATHER], PARALLEL_TRUTH, million, underscore_to_dot=True)
+    assert verdict == Verdict(False, "parallel_function_checker_no_order:wrong_count", ("Wrong number of functions.",))
+    unknown = decode_tool_calls([("os_system", '{"command": "rm -rf /"}')], None)
+    verdict = check_reply("simple_python", [WEATHER], TRUTH, unknown, underscore_to_dot=True)
+    assert verdict.error_type == "simple_function_checker:wrong_func_name"

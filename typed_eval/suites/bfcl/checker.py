@@ -137,6 +137,8 @@ def check_calls(
 ) -> Verdict:
     """BFCL's `ast_checker`: parallel categories (any order), multiple (one call, found by name), else simple."""
     language = language_of(category)
+    if not expected:
+        return fail("checker:no_possible_answer", "The case has no possible answer to check the calls against.")
     if "parallel" in category:
         return check_parallel(functions, calls, expected, language, underscore_to_dot)
     if "multiple" in category:
