@@ -3,14 +3,14 @@
 BFCL judges a single-turn reply in two steps: its handler decodes the reply into calls (`[{name: {param: value}}]`,
 see `tools.decode_tool_calls` and `prompting.decode_prompt_reply`), then its checker compares the calls with the
 case's function docs and possible answers. The rules, including the ones easily got wrong, are BFCL's:
-strings compare after stripping spaces and `,./-_*^` and lowercasing; a required parameter is checked before
-anything else and an omitted optional one only passes when `""` is among its allowed values; a parameter unknown to
-the doc or to the answer fails; an int passes for a float (Python only) but nothing else changes type (a bool is not
-an int); lists compare in order; parallel categories need exactly as many calls as expected, in any order; Java and
-JavaScript values are their literals as strings; with `underscore_to_dot` (function-calling mode) the expected
-name's dots become underscores; irrelevance is right when nothing decodable was called, live_relevance when
-something was. Where BFCL's checker would stop with an exception (a shape its data never has), this one gives a
-failed verdict instead: nothing a model sends can crash a run.
+strings compare after stripping spaces and `,./-_*^` and lowercasing; a missing required parameter fails before
+any argument is looked at, and an omitted optional one only passes when `""` is among its allowed values; a
+parameter unknown to the doc or to the answer fails; an int passes for a float (Python only) but nothing else
+changes type (a bool is not an int); lists compare in order; parallel categories need exactly as many calls as
+expected, in any order; Java and JavaScript values are their literals as strings; with `underscore_to_dot`
+(function-calling mode) the expected name's dots become underscores; irrelevance is right when nothing decodable
+was called, live_relevance when something was. Where BFCL's checker would stop with an exception (a shape its
+data never has), this one gives a failed verdict instead: nothing a model sends can crash a run.
 """
 
 from __future__ import annotations
