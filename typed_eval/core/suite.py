@@ -102,6 +102,11 @@ class Suite(Generic[ParamsT]):
     paths: tuple[str, ...] = ()
     generate: Callable[[Sequence[str], str], int] | None = None
     show_answer: Callable[[SampleRecord], Sequence[AnswerLine]] | None = None
+    baseline: Callable[[SampleRecord], tuple[int, int] | None] | None = None
+    """A record's options as the chance and favourite-position baselines count them: (options offered, the right
+    option's number from 1), or None for a case with no options to guess among. No declaration: no baselines."""
+    group_header: Callable[[str], str] | None = None
+    """A group's name as the tables head its column (a public table's spelling); default: the name itself."""
 
     def __post_init__(self) -> None:
         if not self.name.strip():

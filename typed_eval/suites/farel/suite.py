@@ -4,6 +4,7 @@ multiple-choice cases. The dataset's MD5 is that of its farel-bench CSV bytes, a
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -15,7 +16,7 @@ from typed_eval.core.sources import read_csv_source
 from typed_eval.core.suite import Suite
 from typed_eval.core.tasks import Task
 from typed_eval.schemas import Case, DatasetInfo, Quiz, RunSummary
-from typed_eval.suites.multiple_choice import OptionAnswer, multiple_choice_task, show_option
+from typed_eval.suites.multiple_choice import OptionAnswer, multiple_choice_task, option_baseline, show_option
 
 __all__ = ["FAREL", "FAREL_TASK", "FarelParams", "generated_dataset", "quiz_of", "read_dataset"]
 
@@ -122,6 +123,11 @@ def _ambiguous(summary: RunSummary) -> list[str]:
     ]
 
 
+def _class_header(name: str) -> str:
+    """Class names as the public FaRel table writes its headers: "grandchild" -> "grand-child"."""
+    return re.sub(r"grand(?=[a-z])", "grand-", name)
+
+
 def _generate(argv: Sequence[str], prog: str) -> int:
     return farel_bench.main(list(argv))
 
@@ -137,4 +143,6 @@ FAREL = Suite(
     report_lines=_ambiguous,
     generate=_generate,
     show_answer=show_option,
+    baseline=option_baseline,
+    group_header=_class_header,
 )

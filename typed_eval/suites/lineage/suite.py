@@ -27,7 +27,7 @@ from typed_eval.core.sources import read_csv_source
 from typed_eval.core.suite import Suite
 from typed_eval.core.tasks import Task, TextReader
 from typed_eval.schemas import Case, DatasetInfo, GroupScore, Quiz, RunSummary, Scores
-from typed_eval.suites.multiple_choice import OptionAnswer, multiple_choice_task, show_option
+from typed_eval.suites.multiple_choice import OptionAnswer, multiple_choice_task, option_baseline, show_option
 
 __all__ = [
     "DEFAULT_LENGTHS",
@@ -609,4 +609,5 @@ LINEAGE = Suite(
     report_lines=_size_line,
     generate=_generator,
     show_answer=show_option,
+    baseline=option_baseline,
 )
