@@ -527,8 +527,9 @@ class CaseStore:
         params: list[object] = []
         if filter == "disagree":
             conditions += [f"{c}.scored > 0" for c in cells]
-            conditions.append(f"greatest({', '.join(f'{c}.score' for c in cells)}) <> "
-                              f"least({', '.join(f'{c}.score' for c in cells)})")  # fmt: skip
+            conditions.append(
+                f"greatest({', '.join(f'{c}.score' for c in cells)}) <> least({', '.join(f'{c}.score' for c in cells)})"
+            )
         elif filter.startswith("better:"):
             best = f"c{_index(filter.partition(':')[2], len(cells))}"
             conditions += [f"{c}.scored > 0" for c in cells]

@@ -135,8 +135,10 @@ class RunWriter:
             self._records.write(record.model_dump_json() + "\n")
             self._records.flush()
         except OSError as exc:  # a full disk: what is on disk stays there, and a resume carries on
-            raise ResultFileError(f"cannot write to {self.run_dir / RECORDS_FILE}: {exc.strerror or exc}; the "
-                                  "records written so far are kept") from None  # fmt: skip
+            raise ResultFileError(
+                f"cannot write to {self.run_dir / RECORDS_FILE}: {exc.strerror or exc}; the "
+                "records written so far are kept"
+            ) from None
 
     def write_summary(self, summary: RunSummary) -> Path:
         path = self.run_dir / SUMMARY_FILE
