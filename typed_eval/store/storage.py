@@ -30,6 +30,7 @@ __all__ = [
     "SUMMARY_FILE",
     "RunWriter",
     "StoredRun",
+    "current_records_file",
     "drop_torn_line",
     "imported_run_dir",
     "latest_records",
@@ -254,6 +255,23 @@ def parse_record(line: str) -> SampleRecord:
     if line.startswith(_V1_RECORD):
         return SampleRecord.model_validate(migrate_record(json.loads(line), 1))
     return SampleRecord.model_validate_json(line)
+
+
+def current_records_file(path: Path, scratch: Path) -> Path:
+    """A records file whose lines are all of the current schema, for readers of the JSON itself (DuckDB): `path`
+    when its lines are, else a copy at `scratch` with each older line migrated (a line that does not parse, cut
+    short or corrupt, is copied as it is, for the reader to leave out or report)."""
+    with path.open("rb") as head:
+        if head.read(len(_V1_RECORD)) != _V1_RECORD.encode():  # older lines come first: none here
+            return path
+    with path.open(encoding="utf-8", newline="") as lines, scratch.open("w", encoding="utf-8", newline="") as out:
+        for line in lines:
+            if line.startswith(_V1_RECORD):
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    end = "\n" if line.endswith("\n") else ""
+                    line = json.dumps(migrate_record(json.loads(line), 1), ensure_ascii=False) + end
+            out.write(line)
+    return scratch
 
 
 def read_records(run_dir: Path) -> Iterator[SampleRecord]:
