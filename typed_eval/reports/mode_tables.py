@@ -8,14 +8,11 @@ import io
 import json
 from collections.abc import Sequence
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from typed_eval.core.terminal import json_printable, printable
 from typed_eval.reports.formatting import interval, money_fixed, number, p_value, percent, signed
-from typed_eval.reports.tables import csv_value, escape_cell
+from typed_eval.reports.tables import csv_value, escape_cell, print_table
 from typed_eval.schemas import ModeComparison
 
 __all__ = [
@@ -95,18 +92,18 @@ def render_modes_markdown(comparisons: Sequence[ModeComparison]) -> str:
 
 
 def render_modes_rich(comparisons: Sequence[ModeComparison], console: Console) -> None:
-    for suite, mine in _by_suite_modes(comparisons):
-        modes, pairs = mode_table_lines(mine)
-        for title, headers, lines in (
-            (f"{suite}: modes", MODE_HEADERS, modes),
-            (f"{suite}: modes compared on paired cases (Holm over each model's pairs)", PAIR_HEADERS, pairs),
+    """Per suite and model (named whole in the titles): its modes, then its pairs of modes; each table fits the
+    console, its columns going on in another table when they do not (`print_table`)."""
+    for comparison in comparisons:
+        modes, pairs = mode_table_lines([comparison])
+        name = f"{comparison.suite} · {comparison.model}"
+        for title, headers, lines, fixed in (
+            (f"{name}: modes", MODE_HEADERS, modes, 1),
+            (f"{name}: modes compared on paired cases (Holm over the model's pairs)", PAIR_HEADERS, pairs, 2),
         ):
-            table = Table(title=Text(printable(title)), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-            for index, header in enumerate(headers):
-                table.add_column(Text(header), justify="left" if index < 3 else "right")
-            for line in lines:
-                table.add_row(*(Text(printable(cell)) for cell in line))
-            console.print(table)
+            cells = [[printable(cell) for cell in line[1:]] for line in lines]
+            print_table(console, title, [(h, i < fixed) for i, h in enumerate(headers[1:])], cells, fixed=fixed)
+            console.print()
 
 
 def render_modes_csv(comparisons: Sequence[ModeComparison]) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from rich import box
 from rich.console import Console, JustifyMethod
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -29,6 +30,7 @@ __all__ = [
     "csv_value",
     "escape_cell",
     "group_headers",
+    "print_table",
     "render_comparison",
     "render_csv",
     "render_json",
@@ -316,34 +318,91 @@ def _rich_table(
     wrap: bool,
     notes: str | None = None,
 ) -> None:
+    # cells are Text, never markup: a model named `[link=...]x[/link]` or holding `[/]` is shown as it is written
+    cells = [[printable(column.cell(row)) for column in columns] for row in rows]
+    headers = [(printable(column.header), column.text) for column in columns]
+    names = [index for index, column in enumerate(columns) if column in (MODEL, MODEL_AND_RUN)]
+    print_table(console, title, headers, cells, wrap=wrap, names=names[0] if names else None, notes=notes)
+    console.print()
+
+
+def print_table(
+    console: Console,
+    title: str,
+    headers: Sequence[tuple[str, bool]],
+    cells: Sequence[Sequence[str]],
+    *,
+    wrap: bool = True,
+    names: int | None = None,
+    notes: str | None = None,
+    fixed: int = 1,
+) -> None:
+    """A table of text cells under `title`, each column's header with whether it holds text (left-aligned) or a
+    figure. With `wrap` it fits the console and cuts nothing: headers stack over their column; when the names
+    (column `names`) do not fit whole, each is shown as a key (`m1`...) named in a legend under the table; when the
+    columns do not fit, they go on in another table, each repeating the first `fixed` columns (and the names)."""
+    if not wrap or _fits(console, _table(title, headers, cells, wrap=wrap)):
+        console.print(_table(title, headers, cells, wrap=wrap))
+        _notes(console, notes)
+        return
+    lead = list(range(max(fixed, 0 if names is None else names + 1)))
+    legend: list[str] = []
+    if names is not None and not _fits(console, _part(title, headers, cells, [*lead, *lead[-1:]])):
+        keys = [f"m{number}" for number in range(1, len(cells) + 1)]
+        legend = [f"{key}: {' '.join(line[names].split())}" for key, line in zip(keys, cells, strict=True)]
+        cells = [[*line[:names], key, *line[names + 1 :]] for line, key in zip(cells, keys, strict=True)]
+    parts: list[list[int]] = [[]]
+    for index in range(len(lead), len(headers)):
+        if parts[-1] and not _fits(console, _part(title, headers, cells, [*lead, *parts[-1], index])):
+            parts.append([])
+        parts[-1].append(index)
+    for place, part in enumerate(parts):
+        shown = title if place == 0 else f"{title} (continued)"
+        console.print(_part(shown, headers, cells, [*lead, *part]))
+    for line in legend:
+        console.print(Text(line))
+    _notes(console, notes)
+
+
+def _notes(console: Console, notes: str | None) -> None:
+    if notes is not None:
+        console.print(Text(notes))
+
+
+def _fits(console: Console, table: Table) -> bool:
+    """The table's natural width (every cell on its lines, uncut) is the console's or less."""
+    unbounded = console.options.update_width(1 << 20)
+    return Measurement.get(console, unbounded, table).maximum <= console.width
+
+
+def _part(
+    title: str,
+    headers: Sequence[tuple[str, bool]],
+    cells: Sequence[Sequence[str]],
+    columns: Sequence[int],
+) -> Table:
+    """The table of `columns` only."""
+    return _table(title, [headers[i] for i in columns], [[line[i] for i in columns] for line in cells], wrap=True)
+
+
+def _table(title: str, headers: Sequence[tuple[str, bool]], cells: Sequence[Sequence[str]], *, wrap: bool) -> Table:
     table = Table(
         title=Text(printable(title)),
         title_justify="left",
-        caption=notes,
-        caption_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         padding=0,
         show_edge=False,
     )
-    # cells are Text, never markup: a model named `[link=...]x[/link]` or holding `[/]` is shown as it is written
-    cells = [[printable(column.cell(row)) for column in columns] for row in rows]
-    for index, column in enumerate(columns):
-        header = printable(column.header)
-        if wrap and column.text:  # names fold onto more lines rather than push numbers off the screen
-            words = [len(word) for row in cells for word in row[index].split()]
-            name = column in (MODEL, MODEL_AND_RUN)
-            table.add_column(Text(header), overflow="fold", ratio=1 if name else None, min_width=min(max(words), 26))
-            continue
-        widest = max(len(row[index]) for row in cells)
-        if wrap:  # a header stacks over a narrower column: "great grand-child" as great / grand- / child
+    for index, (header, text) in enumerate(headers):
+        widest = max((len(part) for line in cells for part in line[index].splitlines()), default=0)
+        if wrap:  # a header stacks over its column: "great grand-child" as great / grand- / child
             header = textwrap.fill(header, max(widest, *(len(part) for part in re.findall(r"[^\s-]+-?", header))))
-        justify: JustifyMethod = "left" if column.text else "right"
+        justify: JustifyMethod = "left" if text else "right"
         table.add_column(Text(header), justify=justify, no_wrap=True, min_width=widest)
-    for row in cells:
-        table.add_row(*(Text(cell) for cell in row))
-    console.print(table)
-    console.print()
+    for line in cells:
+        table.add_row(*(Text(cell) for cell in line))
+    return table
 
 
 CSV_FIELDS = (
