@@ -341,24 +341,25 @@ def print_table(
     figure. With `wrap` it fits the console and cuts nothing: headers stack over their column; when the names
     (column `names`) do not fit whole, each is shown as a key (`m1`...) named in a legend under the table; when the
     columns do not fit, they go on in another table, each repeating the first `fixed` columns (and the names)."""
-    if not wrap or _fits(console, _table(title, headers, cells, wrap=wrap)):
-        console.print(_table(title, headers, cells, wrap=wrap))
+    if not wrap or _fits(console, _table(headers, cells, wrap=wrap)):
+        console.print(Text(printable(title)))
+        console.print(_table(headers, cells, wrap=wrap))
         _notes(console, notes)
         return
     lead = list(range(max(fixed, 0 if names is None else names + 1)))
     legend: list[str] = []
-    if names is not None and not _fits(console, _part(title, headers, cells, [*lead, *lead[-1:]])):
+    if names is not None and not _fits(console, _part(headers, cells, [*lead, *lead[-1:]])):
         keys = [f"m{number}" for number in range(1, len(cells) + 1)]
         legend = [f"{key}: {' '.join(line[names].split())}" for key, line in zip(keys, cells, strict=True)]
         cells = [[*line[:names], key, *line[names + 1 :]] for line, key in zip(cells, keys, strict=True)]
     parts: list[list[int]] = [[]]
     for index in range(len(lead), len(headers)):
-        if parts[-1] and not _fits(console, _part(title, headers, cells, [*lead, *parts[-1], index])):
+        if parts[-1] and not _fits(console, _part(headers, cells, [*lead, *parts[-1], index])):
             parts.append([])
         parts[-1].append(index)
     for place, part in enumerate(parts):
-        shown = title if place == 0 else f"{title} (continued)"
-        console.print(_part(shown, headers, cells, [*lead, *part]))
+        console.print(Text(printable(title if place == 0 else f"{title} (continued)")))
+        console.print(_part(headers, cells, [*lead, *part]))
     for line in legend:
         console.print(Text(line))
     _notes(console, notes)
@@ -376,19 +377,17 @@ def _fits(console: Console, table: Table) -> bool:
 
 
 def _part(
-    title: str,
     headers: Sequence[tuple[str, bool]],
     cells: Sequence[Sequence[str]],
     columns: Sequence[int],
 ) -> Table:
     """The table of `columns` only."""
-    return _table(title, [headers[i] for i in columns], [[line[i] for i in columns] for line in cells], wrap=True)
+    return _table([headers[i] for i in columns], [[line[i] for i in columns] for line in cells], wrap=True)
 
 
-def _table(title: str, headers: Sequence[tuple[str, bool]], cells: Sequence[Sequence[str]], *, wrap: bool) -> Table:
+def _table(headers: Sequence[tuple[str, bool]], cells: Sequence[Sequence[str]], *, wrap: bool) -> Table:
+    """The table (its title is printed above it, wrapped at the console's width, not the table's)."""
     table = Table(
-        title=Text(printable(title)),
-        title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         padding=0,
