@@ -14,6 +14,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from typed_eval.core.suite import AnswerLine, AnswerMark, Suite, answer_lines
+from typed_eval.reports.formatting import interval, money, number, percent
 
 if TYPE_CHECKING:
     from typed_eval.store.case_store import CaseCell
@@ -34,7 +35,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    environment.filters["cut"] = cut_text
+    environment.filters.update(cut=cut_text, number=number, money=money, interval=interval, percent=percent)
     environment.globals["MARKS"] = frozenset(get_args(AnswerMark))
     return environment
 

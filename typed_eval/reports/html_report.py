@@ -11,8 +11,6 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from html import escape
 from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
@@ -32,26 +30,6 @@ if TYPE_CHECKING:
     from typed_eval.store.case_store import CaseCell
 
 __all__ = ["render_html"]
-
-
-@dataclass(frozen=True)
-class _Cell:
-    """A table cell: its text (markup made here, or text to escape) and the key its column sorts by."""
-
-    text: str
-    key: object = None
-    cls: str | None = "num"
-    sortable: bool = True
-
-
-@dataclass(frozen=True)
-class _Line:
-    cells: Sequence[_Cell]
-    cls: str | None = None
-
-
-def _e(text: object) -> str:
-    return escape(str(text), quote=True)
 
 
 def _label(row: LeaderboardRow) -> str:
@@ -98,7 +76,7 @@ def render_html(
     )
 
 
-def _modes(modes: Sequence[ModeComparison]) -> list[tuple[list[tuple[str, str]], list[_Line]]]:
+def _modes(modes: Sequence[ModeComparison]) -> list[tuple[list[str], list[list[str]]]]:
     """The model x mode tables: each model's modes side by side, then every pair of them on paired cases."""
     if not modes:
         return []
@@ -108,13 +86,7 @@ def _modes(modes: Sequence[ModeComparison]) -> list[tuple[list[tuple[str, str]],
         mine, pairs = mode_table_lines([comparison])
         mode_lines += [[comparison.suite, *line] for line in mine]
         pair_lines += [[comparison.suite, *line] for line in pairs]
-    return [
-        (
-            [(h, "") for h in ("Suite", *headers)],
-            [_Line([_Cell(cell, cls=None, sortable=False) for cell in line]) for line in lines],
-        )
-        for headers, lines in ((MODE_HEADERS, mode_lines), (PAIR_HEADERS, pair_lines))
-    ]
+    return [(["Suite", *MODE_HEADERS], mode_lines), (["Suite", *PAIR_HEADERS], pair_lines)]
 
 
 def _section(
@@ -134,24 +106,15 @@ def _section(
         "name": suite_title(suite, rows),
         "about": count(len(rows), "run") + ("" if chance is None else f" · chance level {chance:.1f}"),
         "heads": _COLUMNS[:3] + shown + _COLUMNS[3:],
-        "lines": [_table_line(r, metrics) for r in rows],
+        "rows": rows,
+        "metrics": metrics,
         "scatter": Markup(scatter(rows, index, chance)),
-        "compliance": Markup(_compliance(rows)),
-        "heatmap": Markup(_heatmap(rows, header)),
+        "compliance": _compliance(rows),
+        "heatmap": _heatmap(rows, header),
         "retries": Markup(retries_figure(rows, index)),
         "runs": [_run(r, examples.get(r.path, ())) for r in rows],
         "grid": None if grid is None else _grid(grid, rows),
     }
-
-
-def _badges(row: LeaderboardRow) -> str:
-    badges = []
-    if not row.complete or row.status == "partial":
-        done = f"{row.samples} samples of {row.cases} cases" + (f" x {row.repeats}" if row.repeats > 1 else "")
-        badges.append(f'<span class="badge warn" title="partial or limited run: {_e(done)}">partial</span>')
-    if row.status == "dnf":
-        badges.append(f'<span class="badge bad" title="{_e(row.reason or "did not finish")}">DNF</span>')
-    return "".join(badges)
 
 
 _COLUMNS = [
@@ -171,14 +134,6 @@ _COLUMNS = [
 ]
 
 
-def _favourite(row: LeaderboardRow) -> str:
-    position = row.favourite_position
-    if position is None or row.favourite_position_score is None:
-        return ""
-    where = "last" if position == "last" else f"#{position}"
-    return f'{row.favourite_position_score:.1f} <span class="mode">{where}</span>'
-
-
 def _colour(score: float) -> tuple[str, str]:
     """Background and text colour for a 0-100 score: white to deep blue, text white on the dark half."""
     t = min(1.0, max(0.0, score / 100))
@@ -187,37 +142,34 @@ def _colour(score: float) -> tuple[str, str]:
     return f"#{rgb}", "#fff" if t > 0.55 else "#212529"
 
 
-def _heatmap(rows: Sequence[LeaderboardRow], header: GroupHeader) -> str:
+_DASH = "\N{EN DASH}"
+
+
+def _heatmap(rows: Sequence[LeaderboardRow], header: GroupHeader) -> dict[str, object]:
     """A table with coloured cells rather than an image: lighter, and readable by screen readers and search."""
-    classes = list(dict.fromkeys(name for r in rows for name in r.classes))
-    if not classes:
-        return '<p class="note">No per-group scores.</p>'
-    head = "".join(f'<th scope="col">{_e(header(c))}</th>' for c in classes)
-    body = []
+    groups = list(dict.fromkeys(name for r in rows for name in r.classes))
+    lines = []
     for r in rows:
-        cells = []
-        for name in classes:
+        cells: list[dict[str, object] | None] = []
+        for name in groups:
             value = r.classes.get(name)
             if value is None:
-                cells.append('<td class="empty"></td>')
+                cells.append(None)
                 continue
-            bg, fg = _colour(value)
+            background, colour = _colour(value)
             ci = r.class_ci95.get(name)
-            tip = f' title="{_e(name)}: {value:.1f}' + (f" (95%: {ci[0]:.1f}&ndash;{ci[1]:.1f})" if ci else "") + '"'
-            cells.append(f'<td style="background:{bg};color:{fg}"{tip}>{value:.0f}</td>')
-        label = f'<th scope="row">{_e(_label(r))}{_badges(r)}</th>'
-        body.append(f"<tr>{label}{''.join(cells)}</tr>")
-    table = f'<table class="heatmap"><thead><tr><th></th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-    return f'<div class="scroll">{table}</div>'
+            tip = f"{name}: {value:.1f}" + (f" (95%: {interval(ci, between=_DASH)})" if ci else "")
+            cells.append({"background": background, "colour": colour, "tip": tip, "value": value})
+        lines.append({"label": _label(r), "row": r, "cells": cells})
+    return {"heads": [header(name) for name in groups], "lines": lines}
 
 
-def _compliance(rows: Sequence[LeaderboardRow]) -> str:
+def _compliance(rows: Sequence[LeaderboardRow]) -> list[dict[str, object]]:
     """Stacked bars per run: valid on the first try, made valid by corrective retries, still invalid."""
-    items = []
+    bars: list[dict[str, object]] = []
     for r in rows:
-        label = f'<div class="bar-label">{_e(_label(r))}{_badges(r)}</div>'
         if r.valid_first_try is None:
-            items.append(f'<li>{label}<div class="note">no answered samples</div></li>')
+            bars.append({"label": _label(r), "row": r, "parts": None, "text": ""})
             continue
         first = r.valid_first_try
         final = max(first, r.valid_after_retries if r.valid_after_retries is not None else first)
@@ -226,57 +178,10 @@ def _compliance(rows: Sequence[LeaderboardRow]) -> str:
             ("retry", final - first, "valid after retries"),
             ("invalid", 100 - final, "still invalid"),
         ]
-        bar = "".join(
-            f'<span class="seg {cls}" style="width:{width:.2f}%" title="{tip}: {width:.1f}%"></span>'
-            for cls, width, tip in parts
-            if width > 0
-        )
-        kinds = ", ".join(
-            f"{_e(kind)} {times}" for kind, times in sorted(r.invalid_by_kind.items(), key=lambda kv: -kv[1])
-        )
+        kinds = ", ".join(f"{kind} {times}" for kind, times in sorted(r.invalid_by_kind.items(), key=lambda kv: -kv[1]))
         text = f"{first:.1f}% first try, {final:.1f}% after retries" + (f"; invalid: {kinds}" if kinds else "")
-        bar = f'<div class="bar" role="img" aria-label="{text}">{bar}</div>'
-        items.append(f'<li>{label}{bar}<div class="kinds">{text}</div></li>')
-    legend = (
-        '<div class="legend"><span class="seg first"></span>valid first try <span class="seg retry"></span>'
-        'valid after retries <span class="seg invalid"></span>still invalid</div>'
-    )
-    return f'{legend}<ul class="bars">{"".join(items)}</ul>'
-
-
-def _table_line(r: LeaderboardRow, metrics: Sequence[str]) -> _Line:
-    star = ' <span class="star" title="statistically tied with the best">★</span>' if r.rank_group == 1 else ""
-    ci = f'<span class="ci">{interval(r.score_ci95, between="&ndash;")}</span>' if r.score_ci95 else ""
-    score = "DNF" if r.status == "dnf" else number(r.score, 1)
-    if r.cost_usd is None:
-        cost = '<span class="muted">unknown</span>'
-    else:
-        cost = f"{'' if r.cost_complete else '≥'}{money(r.cost_usd)}"
-    latency = "" if r.latency_median_s is None else f"{number(r.latency_median_s)} / {number(r.latency_p95_s)}"
-    samples = (
-        f"{r.samples} / {r.cases}" + (f" &times;{r.repeats}" if r.repeats > 1 else "") if r.cases else str(r.samples)
-    )
-    cells = [
-        _Cell(Markup(f"{'' if r.rank is None else r.rank}{star}"), r.rank),
-        _Cell(
-            Markup(f'<span class="model">{_e(r.model)}</span> <span class="mode">{_e(r.mode)}</span>{_badges(r)}'),
-            r.model,
-            "text",
-        ),
-        _Cell(Markup(f"<strong>{score}</strong>{ci}"), r.score),
-        *(_Cell(number(r.metrics.get(name)), r.metrics.get(name)) for name in metrics),
-        _Cell(Markup(_favourite(r)), r.favourite_position_score),
-        _Cell(number(r.valid_first_try, 1), r.valid_first_try),
-        _Cell(number(r.valid_after_retries, 1), r.valid_after_retries),
-        _Cell(str(r.invalid_outputs), r.invalid_outputs),
-        _Cell(Markup(cost), r.cost_usd),
-        _Cell(money(r.cost_per_case_usd), r.cost_per_case_usd),
-        _Cell(money(r.cost_per_correct_usd), r.cost_per_correct_usd),
-        _Cell("" if r.score_per_usd is None else f"{r.score_per_usd:,.0f}", r.score_per_usd),
-        _Cell(latency, r.latency_median_s),
-        _Cell(Markup(samples), r.samples),
-    ]
-    return _Line(cells, "partial" if not r.complete or r.status == "partial" else None)
+        bars.append({"label": _label(r), "row": r, "parts": [part for part in parts if part[1] > 0], "text": text})
+    return bars
 
 
 def _run(row: LeaderboardRow, examples: Sequence[InvalidExample]) -> dict[str, object]:
@@ -297,7 +202,7 @@ def _run(row: LeaderboardRow, examples: Sequence[InvalidExample]) -> dict[str, o
     ]
     return {
         "label": _label(row),
-        "badges": Markup(_badges(row)),
+        "row": row,
         "about": ("DNF" if row.status == "dnf" else f"score {number(row.score, 1)}")
         + f" · {row.invalid_outputs} invalid",
         "run_id": row.run_id,
