@@ -10,9 +10,9 @@ import sys
 
 from typed_eval.cli.leaderboard import main
 from typed_eval.reports.leaderboard import build_rows
-from typed_eval.reports.tables import class_header, render_csv, render_json, render_markdown, render_rich
+from typed_eval.reports.tables import render_csv, render_json, render_markdown, render_rich
 
-__all__ = ["build_rows", "class_header", "main", "render_csv", "render_json", "render_markdown", "render_rich"]
+__all__ = ["build_rows", "main", "render_csv", "render_json", "render_markdown", "render_rich"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,7 +11,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import evaluator
 from typed_eval.schemas import Quiz
-from typed_eval.suites.multiple_choice import evaluate_quizzes
+from typed_eval.suites.multiple_choice import evaluate_quizzes, option_baseline
 
 
 def quizzes() -> list[Quiz]:
@@ -37,7 +37,11 @@ def test_analyse_and_compare_records_of_the_library() -> None:
     first = {q.prompt: 1 for q in posed}  # right on the 20 quizzes whose answer is 1
     a = asyncio.run(evaluate_quizzes(posed, answering(right)))
     b = asyncio.run(evaluate_quizzes(posed, answering(first)))
-    run_a, run_b = evaluator.analyse(a.records), evaluator.analyse(b.records)
+    # the baselines are the multiple-choice suites' declaration (`Suite.baseline`): the library names it
+    run_a, run_b = (
+        evaluator.analyse(a.records, baseline=option_baseline),
+        evaluator.analyse(b.records, baseline=option_baseline),
+    )
     assert run_a.score_ci95() == (100.0, 100.0)
     assert run_b.favourite_position == "1"
     assert (run_b.favourite_position_score, run_b.chance) == (pytest.approx(100 / 3), pytest.approx(100 / 3))

@@ -368,7 +368,7 @@ def test_a_view_that_raises_falls_back_to_the_outputs_json() -> None:
 
 def test_an_unknown_mark_is_no_class_and_a_known_one_is_escaped() -> None:
     """In the viewer's pages and the HTML report's grid alike: one function renders an answer line for both."""
-    from typed_eval.reports.html_report import answer_html as _line
+    from typed_eval.reports.html import answer_html as _line
 
     hostile = AnswerLine("<i>", '"><form action=/elsewhere><button>')  # type: ignore[arg-type]
     assert _line(hostile, 100) == '<div class="answer">&lt;i&gt;</div>'

@@ -349,7 +349,7 @@ def test_rich_tables_fit_100_columns_and_wide_shows_every_column(results: Path) 
         "       run-half-b-2",
         "       gone (tool)     0/4   DNF                              DNF       DNF 1.0 / 1.0",
         "       run-gone-3",
-        "Grp 1: tied with the best run (paired test at 0.05, Holm-corrected). Cases a/b: a",
+        "Grp 1: tied with the best run (paired test at 0.05, Holm-corrected). Cases a/b: a partial or limited",
     ]
     wide = Console(width=100_000, record=True, color_system=None)
     format_result.render_rich(rows, wide, wide=True)

@@ -23,14 +23,9 @@ import evaluator
 import format_result
 from typed_eval.core.errors import InputError, ResultFileError
 from typed_eval.core.suite import AnswerLine, FileParams, Suite
-from typed_eval.reports.html_report import (
-    GRID_FILTERS,
-    CaseGrid,
-    InvalidExample,
-    case_grids,
-    invalid_examples,
-    render_html,
-)
+from typed_eval.reports.case_grid import GRID_FILTERS, CaseGrid, case_grids
+from typed_eval.reports.html_report import render_html
+from typed_eval.reports.invalid_examples import InvalidExample, invalid_examples
 from typed_eval.reports.leaderboard import build_board
 from typed_eval.schemas import Attempt, Cost, LeaderboardRow, SampleRecord, TokenUsage
 from typed_eval.store.storage import load_runs
@@ -422,7 +417,7 @@ def test_a_suites_answer_view_marks_lines_and_an_unknown_mark_is_no_class(echo_r
     echo = Suite(name="echo", params=FileParams, build=lambda _: (ECHO, []), show_answer=show)
     rows = [r for r in board_rows(echo_results) if r.suite == "echo"]
     page = render_html(rows, {}, cases=case_grids(echo_results, rows, suites={"echo": echo}))
-    right = '<div class="answer mark-right"><span class="tag">right</span> {&#x27;text&#x27;: &#x27;1&#x27;}</div>'
+    right = '<div class="answer mark-right"><span class="tag">right</span> {&#39;text&#39;: &#39;1&#39;}</div>'
     assert page.count(right) == 2  # c1, right in both runs
     assert (
         page.count('<div class="answer mark-wrong"><span class="tag">wrong</span>') == 4

@@ -86,7 +86,7 @@ def test_the_command_line_poses_several_modes_and_prints_the_table(tmp_path: Pat
                "--results-dir", str(results), "--quiet")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert sorted(run.summary.mode for run in load_runs(results)) == ["tag", "tool"]
-    assert "farel: modes" in done.stdout
+    assert "farel · test: modes" in done.stdout  # the model named whole in the title
     assert "modes compared on paired cases" in done.stdout
     table = cli("format_result.py", str(results), "--modes", "--format", "markdown").stdout.splitlines()
     assert table[:3] == [

@@ -410,7 +410,7 @@ def test_what_is_not_stored_is_404_and_a_bad_parameter_400_in_one_json_line(view
         assert (reply.status, reply.json()) == (status, body), path
     page = viewer.get(f"/case/c99?runs={runs.a}")
     assert (page.status, page.headers["content-type"]) == (404, "text/html; charset=utf-8")
-    assert f"no case &#x27;c99&#x27; in {runs.a}" in page.text
+    assert f"no case &#39;c99&#39; in {runs.a}" in page.text
     assert viewer.get("/static/other.js").status == 404
     assert viewer.get("/nowhere").status == 404
 

@@ -219,21 +219,21 @@ def test_a_case_page_shows_the_attempts_in_order(watched: Watched, viewer: Viewe
     attempts = beta.locator("li.attempt")
     assert attempts.count() == 2
     assert attempts.nth(0).locator(".label").all_inner_texts() == [
-        "Attempt 1: invalid: wrong_type · $0.0001", "Feedback given to the model",
+        "Attempt 1: invalid: wrong_type · $0.000120", "Feedback given to the model",
     ]  # fmt: skip
     assert attempts.nth(0).locator("pre").all_inner_texts() == ['{"value": "not a number"}', FEEDBACK]
-    assert attempts.nth(1).locator(".label").all_inner_texts() == ["Attempt 2: valid (the fix) · $0.0002"]
+    assert attempts.nth(1).locator(".label").all_inner_texts() == ["Attempt 2: valid (the fix) · $0.000220"]
     assert attempts.nth(1).locator("pre").all_inner_texts() == ['{"value": 3}']
     assert beta.locator(".record .status").inner_text() == "correct"
     alpha = page.locator("section.run", has_text=runs.a)
-    assert alpha.locator("li.attempt .label").all_inner_texts() == ["Attempt 1: valid · $0.0001"]
+    assert alpha.locator("li.attempt .label").all_inner_texts() == ["Attempt 1: valid · $0.000120"]
 
     # alpha never fixed c08: both attempts invalid, the last feedback not sent
     page.goto(viewer.url + f"case/c08?runs={runs.a}")
     labels = page.locator("li.attempt .label").all_inner_texts()
     assert labels == [
-        "Attempt 1: invalid: wrong_type · $0.0001", "Feedback given to the model",
-        "Attempt 2: invalid: wrong_type · $0.0002", "Feedback (the last try: not sent)",
+        "Attempt 1: invalid: wrong_type · $0.000120", "Feedback given to the model",
+        "Attempt 2: invalid: wrong_type · $0.000220", "Feedback (the last try: not sent)",
     ]  # fmt: skip
 
     # a case id with a slash, markup and URL characters: its link opens it

@@ -15,19 +15,22 @@ from rich.console import Console
 from typed_eval.core.errors import EvaluatorError, InputError, OneLineArgumentParser, ResultFileError
 from typed_eval.core.suite import find_suites
 from typed_eval.core.terminal import printable
-from typed_eval.reports.html_report import case_grids, render_html
+from typed_eval.reports.case_grid import case_grids
+from typed_eval.reports.html_report import render_html
 from typed_eval.reports.leaderboard import RANK_BY, build_board, compare_runs, load_run, newest_runs
 from typed_eval.reports.mode_matrix import mode_comparisons
+from typed_eval.reports.mode_tables import (
+    render_modes_csv,
+    render_modes_json,
+    render_modes_markdown,
+    render_modes_rich,
+)
 from typed_eval.reports.tables import (
     comparison_json,
     render_comparison,
     render_csv,
     render_json,
     render_markdown,
-    render_modes_csv,
-    render_modes_json,
-    render_modes_markdown,
-    render_modes_rich,
     render_rich,
 )
 from typed_eval.schemas import LeaderboardRow, ModeComparison

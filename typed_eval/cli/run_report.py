@@ -15,7 +15,8 @@ from typed_eval.core.terminal import printable
 from typed_eval.reports.analysis import RunAnalysis
 from typed_eval.reports.leaderboard import build_board, compare_runs, load_run, read_run
 from typed_eval.reports.mode_matrix import mode_comparisons
-from typed_eval.reports.tables import render_comparison, render_modes_rich, render_rich
+from typed_eval.reports.mode_tables import render_modes_rich
+from typed_eval.reports.tables import render_comparison, render_rich
 from typed_eval.schemas import LeaderboardRow, RunSummary, is_text_mode
 from typed_eval.store.storage import StoredRun
 

@@ -9,6 +9,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
+from typed_eval.core.counted_score import counted_score
 from typed_eval.core.errors import TaskError
 from typed_eval.schemas import Aggregate, Compliance, GroupScore, InvalidKind, SampleRecord, Scores, Totals
 
@@ -198,14 +199,6 @@ def score_records(
     for record in records:
         book.add(record)
     return book.scores()
-
-
-def counted_score(record: SampleRecord) -> float | None:
-    """A record's score as the statistics count it: a missing output 0, None when it is left out of the score (a
-    failed call, an excluded case, an output with no score)."""
-    if record.status == "error" or record.excluded or (record.score is None and record.status != "missing"):
-        return None
-    return record.score or 0.0
 
 
 def with_relaxed_reading(record: SampleRecord) -> SampleRecord:

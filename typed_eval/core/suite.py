@@ -165,6 +165,11 @@ class Suite(Generic[ParamsT]):
     board_flags: tuple[str, ...] = ()
     formats: tuple[StoredFormat, ...] = ()
     default: bool = False
+    baseline: Callable[[SampleRecord], tuple[int, int] | None] | None = None
+    """A record's options as the chance and favourite-position baselines count them: (options offered, the right
+    option's number from 1), or None for a case with no options to guess among. No declaration: no baselines."""
+    group_header: Callable[[str], str] | None = None
+    """A group's name as the tables head its column (a public table's spelling); default: the name itself."""
 
     def __post_init__(self) -> None:
         if not self.name.strip():

@@ -10,8 +10,9 @@ paired bootstrap for score differences; Holm's correction when runs are compared
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from typed_eval.core.errors import InputError
 from typed_eval.core.scoring import UNGROUPED, counted_score
@@ -26,6 +27,9 @@ from typed_eval.reports.stats import (
 from typed_eval.schemas import Aggregate, SampleRecord
 
 __all__ = ["ALPHA", "Comparison", "RunAnalysis", "analyse", "compare", "counted_score", "tied_with_best"]
+
+Baseline: TypeAlias = Callable[[SampleRecord], tuple[int, int] | None]
+"""A record's (options offered, right option's number), or None: `Suite.baseline`."""
 
 ALPHA = 0.05
 """The significance level of rank groups."""
@@ -78,9 +82,10 @@ class RunAnalysis:
         if not self.case_scores:
             return None
         low, high = bootstrap_ci(
-            self.by_group(self.case_scores), aggregate=self.aggregate,
+            self.by_group(self.case_scores),
+            aggregate=self.aggregate,
             weights_by_group=self.weights_by_group(self.case_scores),
-        )  # fmt: skip
+        )
         return 100 * low, 100 * high
 
     def class_ci95(self) -> dict[str, tuple[float, float]]:
@@ -129,8 +134,11 @@ def _option_picked(output: object) -> int | None:
     return None
 
 
-def analyse(records: Iterable[SampleRecord], aggregate: Aggregate = "macro") -> RunAnalysis:
-    """Reduce a run's records (one per case and repeat) to per-case scores and the run's baselines."""
+def analyse(
+    records: Iterable[SampleRecord], aggregate: Aggregate = "macro", baseline: Baseline | None = None
+) -> RunAnalysis:
+    """Reduce a run's records (one per case and repeat) to per-case scores and the run's baselines; `baseline` is
+    the suite's reading of a record's options (`Suite.baseline`): without it, no chance or favourite position."""
     result = RunAnalysis(aggregate=aggregate)
     sums: dict[str, list[float]] = {}
     weights: dict[str, float] = {}
@@ -145,11 +153,11 @@ def analyse(records: Iterable[SampleRecord], aggregate: Aggregate = "macro") -> 
         group = record.group if record.group is not None else UNGROUPED
         if record.latency_s is not None:
             latencies.append(record.latency_s)
-        options = record.metadata.get("options")
-        if isinstance(options, list) and options and isinstance(record.expected, int):
-            chance[record.case_id] = 1 / len(options)
-            expected[record.case_id] = record.expected
-            option_counts[record.case_id] = len(options)
+        choice = None if baseline is None else baseline(record)
+        if choice is not None:
+            chance[record.case_id] = 1 / choice[0]
+            expected[record.case_id] = choice[1]
+            option_counts[record.case_id] = choice[0]
         score = counted_score(record)
         if score is None:
             continue
@@ -233,10 +241,18 @@ def compare(a: RunAnalysis, b: RunAnalysis) -> Comparison:
     low, high = bootstrap_ci(by_group, aggregate=a.aggregate, weights_by_group=weights)
     difference = _aggregate(by_group, a.aggregate, weights) or 0.0
     return Comparison(
-        paired=len(shared), both_correct=counts[True, True], only_a=only_a, only_b=only_b,
-        neither=counts[False, False], test="mcnemar" if binary else "sign", p_value=p_value, difference=difference,
-        difference_ci95=(100 * low, 100 * high), a_better=a_better, b_better=b_better,
-    )  # fmt: skip
+        paired=len(shared),
+        both_correct=counts[True, True],
+        only_a=only_a,
+        only_b=only_b,
+        neither=counts[False, False],
+        test="mcnemar" if binary else "sign",
+        p_value=p_value,
+        difference=difference,
+        difference_ci95=(100 * low, 100 * high),
+        a_better=a_better,
+        b_better=b_better,
+    )
 
 
 def tied_with_best(best: RunAnalysis, others: Sequence[RunAnalysis | None]) -> list[bool | None]:

@@ -15,12 +15,12 @@ from typing import Any, Literal
 
 from typed_eval.core.errors import InputError, ResultFileError
 from typed_eval.core.retries import RetryBook, RetryEconomics
-from typed_eval.core.scoring import ScoreBook, score_records
+from typed_eval.core.scoring import ScoreBook, relaxed_score, with_relaxed_reading
 from typed_eval.core.suite import Suite, find_suites
 from typed_eval.reports.analysis import Comparison, RunAnalysis, analyse, compare, tied_with_best
-from typed_eval.reports.html_report import InvalidExample, InvalidExamples
+from typed_eval.reports.invalid_examples import InvalidExample, InvalidExamples
 from typed_eval.reports.stats import pareto_front
-from typed_eval.schemas import Aggregate, LeaderboardRow, SampleRecord, is_text_mode
+from typed_eval.schemas import LeaderboardRow, SampleRecord, is_text_mode
 from typed_eval.store.storage import RECORDS_FILE, SUMMARY_FILE, StoredRun, latest_records, load_runs
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "build_board",
     "build_rows",
     "compare_runs",
+    "installed_suites",
     "load_run",
     "newest_runs",
     "read_run",
@@ -52,8 +53,15 @@ class RunRead:
     retries: RetryEconomics | None = None
 
 
-def read_run(run: StoredRun) -> RunRead:
-    """The run's records read once (none when it was stored without them)."""
+def installed_suites() -> dict[str, Suite[Any]]:
+    """The installed suites by name (one that fails to load is left out: its runs show what needs no suite)."""
+    return {found.suite.name: found.suite for found in find_suites(on_error=lambda _: None)}
+
+
+def read_run(run: StoredRun, suites: Mapping[str, Suite[Any]] | None = None) -> RunRead:
+    """The run's records read once (none when it was stored without them); the run's suite, among `suites`
+    (default: those installed), declares its baselines."""
+    suite = (installed_suites() if suites is None else suites).get(run.summary.suite)
     s = run.summary
     text = is_text_mode(s.mode) and s.status != "dnf" and s.scores.score is not None
     recoverable = text and s.scores.compliance.relaxed_recoverable > 0
@@ -66,35 +74,21 @@ def read_run(run: StoredRun) -> RunRead:
     def each() -> Iterator[SampleRecord]:
         for record in latest_records(run.path):
             if relaxed is not None:
-                relaxed.add(_with_relaxed_reading(record))
+                relaxed.add(with_relaxed_reading(record))
             examples.add(record)
             retries.add(record)
             yield record
 
-    analysis = analyse(each(), s.scores.aggregate)
+    analysis = analyse(each(), s.scores.aggregate, suite.baseline if suite is not None else None)
     score = relaxed.scores().score if relaxed is not None else s.scores.score if text else None
     return RunRead(analysis, score, examples.found, retries.economics())
-
-
-def _with_relaxed_reading(record: SampleRecord) -> SampleRecord:
-    if record.status != "missing" or record.relaxed_score is None:
-        return record
-    value = record.relaxed_score
-    status = "correct" if value == 1.0 else "incorrect" if value == 0.0 else "partial"
-    return record.model_copy(update={"status": status, "score": value, "output": record.relaxed_output})
-
-
-def relaxed_score(records: Iterable[SampleRecord], aggregate: Aggregate) -> float | None:
-    """The score (0-100) with the relaxed reading counted: each missing reply it reads scores what it reads, as
-    lineage-bench's `compute_metrics.py --relaxed` counts them."""
-    return score_records((_with_relaxed_reading(r) for r in records), aggregate=aggregate).score
 
 
 _NUMBER = re.compile(r"(\d+)")
 
 
 def _natural(name: str) -> list[Any]:
-    """`lineage-8` before `lineage-16`."""
+    """`size-8` before `size-16`."""
     return [int(part) if part.isdigit() else part for part in _NUMBER.split(name)]
 
 
@@ -160,12 +154,12 @@ def build_board(
     other. Complete runs are ranked (equal keys share the smallest rank); partial, limited and unscored runs
     follow them unranked, so a 2-case run never stands above a full one. A run whose records cannot be read raises
     `ResultFileError`, or with `on_error` is handed to it and left out. Each run's records are read once."""
-    suites = {found.suite.name: found.suite for found in find_suites(on_error=lambda _: None)}
+    suites = installed_suites()
     rows: list[LeaderboardRow] = []
     reads: dict[str, RunRead] = {}
     for run in runs:
         try:
-            read = read_run(run)
+            read = read_run(run, suites)
             row = _row(run, read, suites.get(run.summary.suite))
         except ResultFileError as exc:
             if on_error is None:
@@ -353,10 +347,10 @@ def compare_runs(a: StoredRun, b: StoredRun) -> tuple[Comparison, LeaderboardRow
             f"the two runs were made on different cases (dataset MD5 {a.summary.dataset.md5} and "
             f"{b.summary.dataset.md5}): compare runs made on the same cases"
         )
-    read_a, read_b = read_run(a), read_run(b)
+    suites = installed_suites()
+    read_a, read_b = read_run(a, suites), read_run(b, suites)
     if read_a.analysis is None or read_b.analysis is None:
         raise ResultFileError("both runs need their records (samples.jsonl) to be compared case by case")
-    suites = {found.suite.name: found.suite for found in find_suites(on_error=lambda _: None)}
     row_a, row_b = _row(a, read_a, suites.get(a.summary.suite)), _row(b, read_b, suites.get(b.summary.suite))
     return compare(read_a.analysis, read_b.analysis), row_a, row_b
 

@@ -55,11 +55,14 @@ def mode_comparisons(
 def _comparison(suite: str, model: str, rows: Sequence[LeaderboardRow], board: Board) -> ModeComparison:
     cells = {
         row.mode: ModeCell(
-            run=run_key(row), score=row.score, score_ci95=row.score_ci95, valid_first_try=row.valid_first_try,
+            run=run_key(row),
+            score=row.score,
+            score_ci95=row.score_ci95,
+            valid_first_try=row.valid_first_try,
             cost_per_correct_usd=row.cost_per_correct_usd,
         )
         for row in rows
-    }  # fmt: skip
+    }
     scored = [row for row in rows if row.score is not None]
     best = max(scored, key=lambda row: row.score or 0.0).mode if scored else None  # max keeps the first of equals
     pairs = [_pair(a, b, board) for a, b in combinations(rows, 2)]
@@ -72,8 +75,17 @@ def _comparison(suite: str, model: str, rows: Sequence[LeaderboardRow], board: B
 
 def _pair(a: LeaderboardRow, b: LeaderboardRow, board: Board) -> ModePair:
     analysis_a, analysis_b = board.analyses.get(a.path), board.analyses.get(b.path)
-    untested = ModePair(a=a.mode, b=b.mode, paired=0, only_a=0, only_b=0, p_value=None, p_holm=None,
-                        difference=None, difference_ci95=None)  # fmt: skip
+    untested = ModePair(
+        a=a.mode,
+        b=b.mode,
+        paired=0,
+        only_a=0,
+        only_b=0,
+        p_value=None,
+        p_holm=None,
+        difference=None,
+        difference_ci95=None,
+    )
     if analysis_a is None or analysis_b is None:
         return untested
     try:
@@ -82,6 +94,13 @@ def _pair(a: LeaderboardRow, b: LeaderboardRow, board: Board) -> ModePair:
         return untested
     only_a, only_b = (c.only_a, c.only_b) if c.test == "mcnemar" else (c.a_better, c.b_better)
     return ModePair(
-        a=a.mode, b=b.mode, paired=c.paired, only_a=only_a, only_b=only_b, p_value=c.p_value, p_holm=None,
-        difference=c.difference, difference_ci95=list(c.difference_ci95),
-    )  # fmt: skip
+        a=a.mode,
+        b=b.mode,
+        paired=c.paired,
+        only_a=only_a,
+        only_b=only_b,
+        p_value=c.p_value,
+        p_holm=None,
+        difference=c.difference,
+        difference_ci95=list(c.difference_ci95),
+    )

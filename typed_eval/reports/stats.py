@@ -163,11 +163,17 @@ def bootstrap_ci(
     `weights_by_group` (each case's weight, in the order of its value) the means are weighted, as the score
     is. Same values and seed, same interval."""
     groups = [
-        (sorted(Counter(zip(values, weights_by_group[name] if weights_by_group else [1.0] * len(values),
-                            strict=True)).items()), len(values))
+        (
+            sorted(
+                Counter(
+                    zip(values, weights_by_group[name] if weights_by_group else [1.0] * len(values), strict=True)
+                ).items()
+            ),
+            len(values),
+        )
         for name, values in sorted(values_by_group.items())
         if values
-    ]  # fmt: skip
+    ]
     if not groups:
         raise ValueError("bootstrap of no values")
     rng = random.Random(seed)

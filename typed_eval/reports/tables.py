@@ -1,5 +1,5 @@
-"""Leaderboard rows rendered as text: rich tables that fit a 100-column terminal (or one wide table), farel-bench's
-markdown table with our columns after its own, CSV and JSON; and a paired comparison of two runs."""
+"""Leaderboard rows rendered as text: rich tables that fit an 80-column terminal (or one wide table), a public
+benchmark's markdown table with our columns after its own, CSV and JSON; and a paired comparison of two runs."""
 
 from __future__ import annotations
 
@@ -8,21 +8,29 @@ import io
 import json
 import re
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from rich import box
 from rich.console import Console, JustifyMethod
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from typed_eval.core.suite import Suite
 from typed_eval.core.terminal import json_printable, printable
 from typed_eval.reports.analysis import ALPHA, Comparison
-from typed_eval.schemas import LeaderboardRow, ModeComparison
+from typed_eval.reports.formatting import interval, money_table, number, p_value, percent, signed
+from typed_eval.reports.leaderboard import installed_suites
+from typed_eval.schemas import LeaderboardRow
 
 __all__ = [
-    "class_header",
     "comparison_json",
+    "csv_value",
+    "escape_cell",
+    "group_headers",
+    "print_table",
     "render_comparison",
     "render_csv",
     "render_json",
@@ -37,13 +45,20 @@ NOTES = (
 )
 
 
-def class_header(name: str) -> str:
-    """Class names as the public FaRel table writes its headers: "grandchild" -> "grand-child"."""
-    return re.sub(r"grand(?=[a-z])", "grand-", name)
+GroupHeader = Callable[[str], str]
+"""A group's name as a suite's tables head its column (`Suite.group_header`)."""
 
 
-def _num(value: float | None, digits: int = 2) -> str:
-    return "" if value is None else f"{value:.{digits}f}"
+def group_headers(suites: Mapping[str, Suite[Any]] | None = None) -> Callable[[str], GroupHeader]:
+    """By suite name, how its tables head a group's column: the suite's declaration among `suites` (default: those
+    installed), else the group's name."""
+    known = installed_suites() if suites is None else suites
+
+    def of(name: str) -> GroupHeader:
+        suite = known.get(name)
+        return suite.group_header if suite is not None and suite.group_header is not None else str
+
+    return of
 
 
 def _usd(value: float | None, row: LeaderboardRow) -> str:
@@ -53,7 +68,7 @@ def _usd(value: float | None, row: LeaderboardRow) -> str:
         return "$0 (local)"
     if value is None:
         return "unknown"
-    return f"${value:.6f}" if value < 1 else f"${value:,.2f}"
+    return money_table(value)
 
 
 def _cost(row: LeaderboardRow) -> str:
@@ -77,25 +92,17 @@ def _cases(row: LeaderboardRow) -> str:
     return text + (f"x{row.repeats}" if row.repeats > 1 else "")
 
 
-def _ci(row: LeaderboardRow) -> str:
-    return "" if row.score_ci95 is None else f"{row.score_ci95[0]:.1f}-{row.score_ci95[1]:.1f}"
-
-
 def _favourite(row: LeaderboardRow) -> str:
     if row.favourite_position is None:
         return ""
     position = row.favourite_position
-    return f"{row.favourite_position_score:.1f} {'last' if position == 'last' else '#' + position}"
-
-
-def _percent(value: float | None) -> str:
-    return "" if value is None else f"{value:.1f}%"
+    return f"{number(row.favourite_position_score, 1)} {'last' if position == 'last' else '#' + position}"
 
 
 def _latency(row: LeaderboardRow) -> str:
     if row.latency_median_s is None or row.latency_p95_s is None:
         return ""
-    return f"{row.latency_median_s:.1f} / {row.latency_p95_s:.1f}"
+    return f"{number(row.latency_median_s, 1)} / {number(row.latency_p95_s, 1)}"
 
 
 @dataclass(frozen=True)
@@ -116,11 +123,11 @@ NR = Column("Nr", lambda r: "" if r.rank is None else str(r.rank))
 MODEL = Column("Model", _label, text=True)
 GROUP = Column("Grp", lambda r: "" if r.rank_group is None else str(r.rank_group))
 CASES = Column("Cases", _cases)
-CI = Column("95% CI", _ci)
-CHANCE = Column("Chance", lambda r: _num(r.chance, 1))
+CI = Column("95% CI", lambda r: interval(r.score_ci95))
+CHANCE = Column("Chance", lambda r: number(r.chance, 1))
 FAVOURITE = Column("Fav. pos.", _favourite)
-VALID = Column("Valid 1st", _dnf(lambda r: _percent(r.valid_first_try)))
-VALID_FINAL = Column("Valid final", _dnf(lambda r: _percent(r.valid_after_retries)))
+VALID = Column("Valid 1st", _dnf(lambda r: percent(r.valid_first_try)))
+VALID_FINAL = Column("Valid final", _dnf(lambda r: percent(r.valid_after_retries)))
 RETRIES = Column("Retries", lambda r: str(r.corrective_retries))
 INVALID = Column("Invalid", lambda r: str(r.invalid_outputs))
 MISSING = Column("Missing", lambda r: str(r.missing))
@@ -129,14 +136,14 @@ COST = Column("Cost", _cost)
 PER_CORRECT = Column("$/correct", lambda r: _usd(r.cost_per_correct_usd, r))
 PARETO = Column("Pareto", lambda r: {True: "yes", False: "no", None: ""}[r.pareto])
 LATENCY = Column("p50 / p95 s", _latency)
-CONSISTENCY = Column("Consistent", lambda r: _percent(r.consistency))
+CONSISTENCY = Column("Consistent", lambda r: percent(r.consistency))
 USAGE = Column(
     "Req / In Tok / Out Tok",
     lambda r: " / ".join("unknown" if n is None else str(n) for n in (r.requests, r.input_tokens, r.output_tokens)),
     text=True,
 )
 RUN = Column("Run", lambda r: r.run_id, text=True)
-NO_RETRY = Column("Score, no retry", _dnf(lambda r: _num(r.score_by_retries[0]) if r.score_by_retries else ""))
+NO_RETRY = Column("Score, no retry", _dnf(lambda r: number(r.score_by_retries[0]) if r.score_by_retries else ""))
 """The score had no corrective retry been allowed: next to the final score, what the retries bought."""
 
 
@@ -147,23 +154,23 @@ def retry_cost_share(row: LeaderboardRow) -> float | None:
     return 100 * row.retry_cost_usd / row.cost_usd
 
 
-RETRY_COST = Column("Retry cost", lambda r: _percent(retry_cost_share(r)))
+RETRY_COST = Column("Retry cost", lambda r: percent(retry_cost_share(r)))
 """The share of the run's cost spent on corrective retries."""
 MODEL_AND_RUN = Column("Model / run", lambda r: f"{_label(r)}\n{r.run_id}", text=True)
 
 
-RELAXED = Column("Relaxed", _dnf(lambda r: _num(r.score_relaxed)))
-"""The score with the relaxed reading counted (lineage: `compute_metrics.py --relaxed`), for suites that show it."""
+RELAXED = Column("Relaxed", _dnf(lambda r: number(r.score_relaxed)))
+"""The score with the relaxed reading counted (a public benchmark's relaxed reading), for suites that show it."""
 
 
 def suite_title(suite: str, rows: Sequence[LeaderboardRow]) -> str:
-    """What a suite's tables are titled: its score's name when it has one (`FaRel`), else the suite's name."""
+    """What a suite's tables are titled: its score's name when it has one, else the suite's name."""
     titles = [r.title for r in rows if r.suite == suite and r.title != "Score"]
     return titles[0] if titles else suite
 
 
 def _score_column(rows: Sequence[LeaderboardRow]) -> Column:
-    return Column(rows[0].title if rows else "Score", _dnf(lambda r: _num(r.score)))
+    return Column(rows[0].title if rows else "Score", _dnf(lambda r: number(r.score)))
 
 
 def metric_columns(rows: Sequence[LeaderboardRow]) -> list[str]:
@@ -171,24 +178,23 @@ def metric_columns(rows: Sequence[LeaderboardRow]) -> list[str]:
     return list(dict.fromkeys(name for row in rows for name in row.columns))
 
 
-def _class_columns(rows: Sequence[LeaderboardRow]) -> list[Column]:
-    """A column per group (FaRel: per class) unless the suite leaves them out, then one per metric the suite shows
-    (lineage: per problem size, `lineage-8`..., as `compute_metrics.py` prints; novelty: its total novelty and
-    accepted answers, Aidan Bench's figures)."""
+def _class_columns(rows: Sequence[LeaderboardRow], header: GroupHeader = str) -> list[Column]:
+    """A column per group (headed as the suite's `header` says) unless the suite leaves them out, then one per
+    metric the suite shows (a figure per problem size, or a public benchmark's own totals)."""
     names: dict[str, None] = {}
     for row in rows:
         if row.group_columns:
             names.update(dict.fromkeys(row.classes))
-    groups = [Column(class_header(name), _group_cell(name)) for name in names]
+    groups = [Column(header(name), _group_cell(name)) for name in names]
     return groups + [Column(name, _metric_cell(name)) for name in metric_columns(rows)]
 
 
 def _group_cell(name: str) -> Callable[[LeaderboardRow], str]:
-    return lambda row: "" if row.status == "dnf" else _num(row.classes.get(name))
+    return lambda row: "" if row.status == "dnf" else number(row.classes.get(name))
 
 
 def _metric_cell(name: str) -> Callable[[LeaderboardRow], str]:
-    return lambda row: "" if row.status == "dnf" else _num(row.metrics.get(name))
+    return lambda row: "" if row.status == "dnf" else number(row.metrics.get(name))
 
 
 def _relaxed(rows: Sequence[LeaderboardRow]) -> list[Column]:
@@ -207,27 +213,31 @@ def _repeated(rows: Sequence[LeaderboardRow]) -> list[Column]:
     return [CONSISTENCY] if any(r.repeats > 1 for r in rows) else []
 
 
-def _markdown_columns(rows: Sequence[LeaderboardRow]) -> list[Column]:
-    """farel-bench's columns first (Nr, Model, FaRel, classes), so its table is a prefix of ours; lineage-bench's
-    (Nr, Model, Lineage, a column per problem size) likewise, then the relaxed score."""
+def _markdown_columns(rows: Sequence[LeaderboardRow], header: GroupHeader = str) -> list[Column]:
+    """A public benchmark's columns first (Nr, Model, its score, its groups or its metrics), so its table is a
+    prefix of ours, then the relaxed score."""
     return [
-        NR, MODEL, _score_column(rows), *_class_columns(rows), *_relaxed(rows), CI, GROUP, CASES, CHANCE, FAVOURITE,
-        VALID, VALID_FINAL, RETRIES, INVALID, MISSING, ERRORS, COST, PER_CORRECT, PARETO, LATENCY, *_repeated(rows),
-        NO_RETRY, RETRY_COST, USAGE, RUN,
+        NR, MODEL, _score_column(rows), *_class_columns(rows, header), *_relaxed(rows), CI, GROUP, CASES, CHANCE,
+        FAVOURITE, VALID, VALID_FINAL, RETRIES, INVALID, MISSING, ERRORS, COST, PER_CORRECT, PARETO, LATENCY,
+        *_repeated(rows), NO_RETRY, RETRY_COST, USAGE, RUN,
     ]  # fmt: skip
 
 
-def render_markdown(rows: Sequence[LeaderboardRow], *, only: str | None = None) -> str:
-    """A pipe table per suite, laid out as farel-bench's published one (tabulate's: each column at least its
-    header + 2); with several suites, each table under a `### suite` heading.
+def render_markdown(
+    rows: Sequence[LeaderboardRow], *, only: str | None = None, suites: Mapping[str, Suite[Any]] | None = None
+) -> str:
+    """A pipe table per suite, laid out as a public benchmark's published one (tabulate's: each column at least its
+    header + 2); with several suites, each table under a `### suite` heading. `suites` (default: those installed)
+    head the group columns.
 
-    `only` keeps just that suite's runs and its public table's columns (Nr, Model, score, groups: FaRel's).
+    `only` keeps just that suite's runs and its public table's columns (Nr, Model, score, groups).
     """
+    headers = group_headers(suites)
     tables: list[tuple[str, str]] = []
     for suite, mine in _by_suite(rows):
         if only is not None and suite != only:
             continue
-        columns = _markdown_columns(mine)
+        columns = _markdown_columns(mine, headers(suite))
         tables.append(
             (suite, _markdown_table(mine, columns[: 3 + len(_class_columns(mine))] if only is not None else columns))
         )
@@ -236,15 +246,15 @@ def render_markdown(rows: Sequence[LeaderboardRow], *, only: str | None = None) 
     return "\n".join(f"### {printable(suite)}\n\n{table}" for suite, table in tables)
 
 
-def _escape(cell: str) -> str:
+def escape_cell(cell: str) -> str:
     """A `|` inside a cell (a model or class name) would end the cell: markdown writes it `\\|`; a control character
     would reach the terminal: it is shown as its escape."""
     return printable(cell).replace("|", "\\|")
 
 
 def _markdown_table(rows: Sequence[LeaderboardRow], columns: Sequence[Column]) -> str:
-    headers = [_escape(c.header) for c in columns]
-    body = [[_escape(c.cell(row)) for c in columns] for row in rows]
+    headers = [escape_cell(c.header) for c in columns]
+    body = [[escape_cell(c.cell(row)) for c in columns] for row in rows]
     widths = [max(len(h) + 2, *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
 
     def line(cells: Sequence[str]) -> str:
@@ -259,24 +269,43 @@ def _markdown_table(rows: Sequence[LeaderboardRow], columns: Sequence[Column]) -
     return "\n".join([line(headers), rule, *(line(r) for r in body)]) + "\n"
 
 
-def render_rich(rows: Sequence[LeaderboardRow], console: Console, *, wide: bool = False) -> None:
+def render_rich(
+    rows: Sequence[LeaderboardRow],
+    console: Console,
+    *,
+    wide: bool = False,
+    suites: Mapping[str, Suite[Any]] | None = None,
+) -> None:
     """Per suite: the headline table (scores, intervals, baselines, cost per correct answer, latency), the
     scores per group, then format compliance and cost, each fitting 100 columns; `wide`: one table with
     every column, as wide as it needs."""
+    headers = group_headers(suites)
     for suite, mine in _by_suite(rows):
         name = suite_title(suite, mine)
-        score, classes = _score_column(mine), _class_columns(mine)
+        score, classes = _score_column(mine), _class_columns(mine, headers(suite))
         if wide:
-            _rich_table(console, name, mine, _markdown_columns(mine), wrap=False, notes=NOTES)
+            _rich_table(console, name, mine, _markdown_columns(mine, headers(suite)), wrap=False, notes=NOTES)
             continue
-        options = any(r.chance is not None for r in mine)  # no options to guess among (novelty): its own figures
+        options = any(r.chance is not None for r in mine)  # no options to guess among: the suite's own figures
         baselines = [CHANCE, FAVOURITE] if options else classes
         headline = [NR, GROUP, MODEL_AND_RUN, CASES, score, CI, *baselines, VALID, PER_CORRECT, LATENCY]
         _rich_table(console, name, mine, headline + _repeated(mine), wrap=True, notes=NOTES)
         if (classes or _relaxed(mine)) and options:
             _rich_table(console, f"{name} by group", mine, [NR, MODEL, score, *_relaxed(mine), *classes], wrap=True)
-        compliance = [NR, MODEL, VALID, VALID_FINAL, NO_RETRY, RETRIES, RETRY_COST, INVALID, MISSING, ERRORS, COST,
-                      USAGE]  # fmt: skip
+        compliance = [
+            NR,
+            MODEL,
+            VALID,
+            VALID_FINAL,
+            NO_RETRY,
+            RETRIES,
+            RETRY_COST,
+            INVALID,
+            MISSING,
+            ERRORS,
+            COST,
+            USAGE,
+        ]
         _rich_table(console, f"{name}: format compliance and cost", mine, compliance, wrap=True)
 
 
@@ -289,28 +318,90 @@ def _rich_table(
     wrap: bool,
     notes: str | None = None,
 ) -> None:
-    table = Table(
-        title=Text(printable(title)), title_justify="left", caption=notes, caption_justify="left", box=box.SIMPLE_HEAD,
-        pad_edge=False, padding=0, show_edge=False,
-    )  # fmt: skip
     # cells are Text, never markup: a model named `[link=...]x[/link]` or holding `[/]` is shown as it is written
     cells = [[printable(column.cell(row)) for column in columns] for row in rows]
-    for index, column in enumerate(columns):
-        header = printable(column.header)
-        if wrap and column.text:  # names fold onto more lines rather than push numbers off the screen
-            words = [len(word) for row in cells for word in row[index].split()]
-            name = column in (MODEL, MODEL_AND_RUN)
-            table.add_column(Text(header), overflow="fold", ratio=1 if name else None, min_width=min(max(words), 26))
-            continue
-        widest = max(len(row[index]) for row in cells)
-        if wrap:  # a header stacks over a narrower column: "great grand-child" as great / grand- / child
-            header = textwrap.fill(header, max(widest, *(len(part) for part in re.findall(r"[^\s-]+-?", header))))
-        justify: JustifyMethod = "left" if column.text else "right"
-        table.add_column(Text(header), justify=justify, no_wrap=True, min_width=widest)
-    for row in cells:
-        table.add_row(*(Text(cell) for cell in row))
-    console.print(table)
+    headers = [(printable(column.header), column.text) for column in columns]
+    names = [index for index, column in enumerate(columns) if column in (MODEL, MODEL_AND_RUN)]
+    print_table(console, title, headers, cells, wrap=wrap, names=names[0] if names else None, notes=notes)
     console.print()
+
+
+def print_table(
+    console: Console,
+    title: str,
+    headers: Sequence[tuple[str, bool]],
+    cells: Sequence[Sequence[str]],
+    *,
+    wrap: bool = True,
+    names: int | None = None,
+    notes: str | None = None,
+    fixed: int = 1,
+) -> None:
+    """A table of text cells under `title`, each column's header with whether it holds text (left-aligned) or a
+    figure. With `wrap` it fits the console and cuts nothing: headers stack over their column; when the names
+    (column `names`) do not fit whole, each is shown as a key (`m1`...) named in a legend under the table; when the
+    columns do not fit, they go on in another table, each repeating the first `fixed` columns (and the names)."""
+    if not wrap or _fits(console, _table(headers, cells, wrap=wrap)):
+        console.print(Text(printable(title)))
+        console.print(_table(headers, cells, wrap=wrap))
+        _notes(console, notes)
+        return
+    lead = list(range(max(fixed, 0 if names is None else names + 1)))
+    legend: list[str] = []
+    if names is not None and not _fits(console, _part(headers, cells, [*lead, *lead[-1:]])):
+        keys = [f"m{number}" for number in range(1, len(cells) + 1)]
+        legend = [f"{key}: {' '.join(line[names].split())}" for key, line in zip(keys, cells, strict=True)]
+        cells = [[*line[:names], key, *line[names + 1 :]] for line, key in zip(cells, keys, strict=True)]
+    parts: list[list[int]] = [[]]
+    for index in range(len(lead), len(headers)):
+        if parts[-1] and not _fits(console, _part(headers, cells, [*lead, *parts[-1], index])):
+            parts.append([])
+        parts[-1].append(index)
+    for place, part in enumerate(parts):
+        console.print(Text(printable(title if place == 0 else f"{title} (continued)")))
+        console.print(_part(headers, cells, [*lead, *part]))
+    for line in legend:
+        console.print(Text(line))
+    _notes(console, notes)
+
+
+def _notes(console: Console, notes: str | None) -> None:
+    if notes is not None:
+        console.print(Text(notes))
+
+
+def _fits(console: Console, table: Table) -> bool:
+    """The table's natural width (every cell on its lines, uncut) is the console's or less."""
+    unbounded = console.options.update_width(1 << 20)
+    return Measurement.get(console, unbounded, table).maximum <= console.width
+
+
+def _part(
+    headers: Sequence[tuple[str, bool]],
+    cells: Sequence[Sequence[str]],
+    columns: Sequence[int],
+) -> Table:
+    """The table of `columns` only."""
+    return _table([headers[i] for i in columns], [[line[i] for i in columns] for line in cells], wrap=True)
+
+
+def _table(headers: Sequence[tuple[str, bool]], cells: Sequence[Sequence[str]], *, wrap: bool) -> Table:
+    """The table (its title is printed above it, wrapped at the console's width, not the table's)."""
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        padding=0,
+        show_edge=False,
+    )
+    for index, (header, text) in enumerate(headers):
+        widest = max((len(part) for line in cells for part in line[index].splitlines()), default=0)
+        if wrap:  # a header stacks over its column: "great grand-child" as great / grand- / child
+            header = textwrap.fill(header, max(widest, *(len(part) for part in re.findall(r"[^\s-]+-?", header))))
+        justify: JustifyMethod = "left" if text else "right"
+        table.add_column(Text(header), justify=justify, no_wrap=True, min_width=widest)
+    for line in cells:
+        table.add_row(*(Text(cell) for cell in line))
+    return table
 
 
 CSV_FIELDS = (
@@ -322,7 +413,7 @@ CSV_FIELDS = (
 )  # fmt: skip
 
 
-def _csv_value(value: object) -> object:
+def csv_value(value: object) -> object:
     if value is None:
         return ""
     if isinstance(value, str):
@@ -340,8 +431,9 @@ def render_csv(rows: Sequence[LeaderboardRow]) -> str:
     fields = CSV_FIELDS + (("score_relaxed",) if any(r.relaxed_column for r in rows) else ()) + tuple(metrics)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["rank", "suite", "model", "mode", "run_id", "status", "imported", "score",
-                     *map(printable, classes), *fields])  # fmt: skip
+    writer.writerow(
+        ["rank", "suite", "model", "mode", "run_id", "status", "imported", "score", *map(printable, classes), *fields]
+    )
     for r in rows:
         values = r.model_dump()
         low, high = r.score_ci95 or (None, None)
@@ -349,9 +441,9 @@ def render_csv(rows: Sequence[LeaderboardRow]) -> str:
         values |= {name: r.metrics.get(name) for name in metrics}
         writer.writerow(
             [r.rank, *map(printable, (r.suite, r.model)), r.mode, printable(r.run_id), r.status, r.imported]
-            + [_num(r.score)]
-            + [_num(r.classes.get(c)) for c in classes]
-            + [_csv_value(values[field]) for field in fields]
+            + [number(r.score)]
+            + [number(r.classes.get(c)) for c in classes]
+            + [csv_value(values[field]) for field in fields]
         )
     return out.getvalue()
 
@@ -376,107 +468,16 @@ def render_comparison(comparison: Comparison, a: LeaderboardRow, b: LeaderboardR
     test = "McNemar exact" if c.test == "mcnemar" else "sign test"
     verdict = "a difference" if c.p_value < ALPHA else "no difference shown"
     lines = [
-        f"A: {_label(a)}  {_num(a.score)}  [{a.run_id}]",
-        f"B: {_label(b)}  {_num(b.score)}  [{b.run_id}]",
+        f"A: {_label(a)}  {number(a.score)}  [{a.run_id}]",
+        f"B: {_label(b)}  {number(b.score)}  [{b.run_id}]",
         f"paired cases {c.paired}: both right {c.both_correct}, only A {c.only_a}, only B {c.only_b}, "
         f"neither {c.neither}",
     ]
     if c.test == "sign":
         lines.append(f"A scored higher on {c.a_better} cases, B on {c.b_better}")
     lines += [
-        f"{test}: p = {c.p_value:.4g} ({verdict} at {ALPHA})",
-        f"difference A - B: {c.difference:+.2f} points, 95% CI {c.difference_ci95[0]:+.2f} to "
-        f"{c.difference_ci95[1]:+.2f} (paired bootstrap)",
+        f"{test}: p = {p_value(c.p_value)} ({verdict} at {ALPHA})",
+        f"difference A - B: {signed(c.difference)} points, 95% CI {signed(c.difference_ci95[0])} to "
+        f"{signed(c.difference_ci95[1])} (paired bootstrap)",
     ]
     return printable("\n".join(lines)) + "\n"
-
-
-MODE_HEADERS = ("Model", "Mode", "Score", "95% CI", "Valid 1st", "$/correct", "Best")
-PAIR_HEADERS = ("Model", "A", "B", "Paired", "Only A", "Only B", "p", "p (Holm)", "A - B", "95% CI")
-
-
-def _interval(values: Sequence[float] | None) -> str:
-    return "" if not values else f"{values[0]:.2f} to {values[1]:.2f}"
-
-
-def _p(value: float | None) -> str:
-    return "" if value is None else f"{value:.4g}"
-
-
-def mode_table_lines(comparisons: Sequence[ModeComparison]) -> tuple[list[list[str]], list[list[str]]]:
-    """The table's two parts as text cells: a line per model and mode, then a line per pair of modes."""
-    modes: list[list[str]] = []
-    pairs: list[list[str]] = []
-    for c in comparisons:
-        for mode, cell in c.modes.items():
-            cost = "" if cell.cost_per_correct_usd is None else f"${cell.cost_per_correct_usd:.6f}"
-            best = "best" if mode == c.best_mode else ""
-            modes.append([c.model, mode, _num(cell.score), _interval(cell.score_ci95), _percent(cell.valid_first_try),
-                          cost, best])  # fmt: skip
-        for p in c.versus:
-            difference = "" if p.difference is None else f"{p.difference:+.2f}"
-            pairs.append([c.model, p.a, p.b, str(p.paired), str(p.only_a), str(p.only_b), _p(p.p_value),
-                          _p(p.p_holm), difference, _interval(p.difference_ci95)])  # fmt: skip
-    return modes, pairs
-
-
-def _by_suite_modes(comparisons: Sequence[ModeComparison]) -> list[tuple[str, list[ModeComparison]]]:
-    suites = list(dict.fromkeys(c.suite for c in comparisons))
-    return [(suite, [c for c in comparisons if c.suite == suite]) for suite in suites]
-
-
-def _pipe_table(headers: Sequence[str], lines: Sequence[Sequence[str]]) -> str:
-    cells = [[_escape(cell) for cell in line] for line in [headers, *lines]]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(headers))]
-    text = ["| " + " | ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) + " |" for line in cells]
-    text.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    return "\n".join(text) + "\n"
-
-
-def render_modes_markdown(comparisons: Sequence[ModeComparison]) -> str:
-    """Per suite: a line per model and mode, then each pair of a model's modes compared on paired cases."""
-    parts: list[str] = []
-    for suite, mine in _by_suite_modes(comparisons):
-        modes, pairs = mode_table_lines(mine)
-        parts.append(f"### {printable(suite)}: modes\n\n{_pipe_table(MODE_HEADERS, modes)}\n"
-                     f"{_pipe_table(PAIR_HEADERS, pairs)}")  # fmt: skip
-    return "\n".join(parts)
-
-
-def render_modes_rich(comparisons: Sequence[ModeComparison], console: Console) -> None:
-    for suite, mine in _by_suite_modes(comparisons):
-        modes, pairs = mode_table_lines(mine)
-        for title, headers, lines in ((f"{suite}: modes", MODE_HEADERS, modes),
-                                      (f"{suite}: modes compared on paired cases (Holm over each model's pairs)",
-                                       PAIR_HEADERS, pairs)):  # fmt: skip
-            table = Table(title=Text(printable(title)), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-            for index, header in enumerate(headers):
-                table.add_column(Text(header), justify="left" if index < 3 else "right")
-            for line in lines:
-                table.add_row(*(Text(printable(cell)) for cell in line))
-            console.print(table)
-
-
-def render_modes_csv(comparisons: Sequence[ModeComparison]) -> str:
-    """A line per pair of a model's modes, with each side's figures: one flat table."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["suite", "model", "a", "b", "run_a", "run_b", "score_a", "score_b", "valid_first_try_a",
-                     "valid_first_try_b", "cost_per_correct_usd_a", "cost_per_correct_usd_b", "paired", "only_a",
-                     "only_b", "p_value", "p_holm", "difference", "difference_ci95_low", "difference_ci95_high",
-                     "best_mode"])  # fmt: skip
-    for c in comparisons:
-        for p in c.versus:
-            a, b = c.modes[p.a], c.modes[p.b]
-            low, high = p.difference_ci95 or (None, None)
-            writer.writerow([_csv_value(v) for v in (
-                c.suite, c.model, p.a, p.b, a.run, b.run, a.score, b.score, a.valid_first_try, b.valid_first_try,
-                a.cost_per_correct_usd, b.cost_per_correct_usd, p.paired, p.only_a, p.only_b, p.p_value, p.p_holm,
-                p.difference, low, high, c.best_mode,
-            )])  # fmt: skip
-    return out.getvalue()
-
-
-def render_modes_json(comparisons: Sequence[ModeComparison]) -> str:
-    data = [c.model_dump(mode="json") for c in comparisons]
-    return json_printable(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"

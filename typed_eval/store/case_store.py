@@ -2,9 +2,10 @@
 
 Each run's records file is read by DuckDB into an in-memory table the first time a run is asked for, and read
 again when the file changes (its size or time), so a run in progress shows its records so far; nothing is copied
-to disk. A grid page is one query: the newest record per case and repeat, reduced to one cell per case (the mean
-of its scored repeats: what a paired test pairs), the runs joined on the case id, filtered, sorted and paged. Only
-the records of the page's cells are then read as `SampleRecord`s (old formats migrated).
+to disk but a migrated copy of records of an older schema (`case_tables`). A grid page is one query: the newest
+record per case and repeat, reduced to one cell per case (the mean of its scored repeats: what a paired test
+pairs), the runs joined on the case id, filtered, sorted and paged. Only the records of the page's cells are then
+read as `SampleRecord`s (old formats migrated).
 """
 
 from __future__ import annotations
@@ -12,19 +13,28 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
 
 import duckdb
-from pydantic import JsonValue, ValidationError
+from pydantic import ValidationError
 
 from typed_eval.core.errors import InputError, ResultFileError
-from typed_eval.core.scoring import counted_score
-from typed_eval.schemas import RunSummary, SampleRecord
-from typed_eval.store.storage import RECORDS_FILE, RUNNING, SUMMARY_FILE, StoredRun, load_runs, parse_record
+from typed_eval.schemas import SampleRecord
+from typed_eval.store.case_tables import RunTable, load_run_table, make_searchable
+from typed_eval.store.case_views import (
+    FILTERS,
+    PER_RUN_SORTS,
+    CaseCell,
+    CaseDetail,
+    CasePage,
+    CaseRow,
+    NotFoundError,
+    RunEntry,
+)
+from typed_eval.store.read_write_lock import ReadWriteLock
+from typed_eval.store.storage import RECORDS_FILE, SUMMARY_FILE, load_runs, parse_record
 
 __all__ = [
     "FILTERS",
@@ -38,204 +48,10 @@ __all__ = [
     "RunEntry",
 ]
 
-Filter = Literal["all", "disagree", "wrong", "invalid", "error"]
-FILTERS: tuple[Filter, ...] = ("all", "disagree", "wrong", "invalid", "error")
-"""`disagree`: scored in every run shown, with scores not all equal (the cases behind a paired test); `wrong`: scored
-below 1 in some run; `invalid`: an invalid output in some run; `error`: a failed call in some run. Besides these,
-`better:N`: scored in every run shown, run N (from 0) above each other (a paired comparison's "only A right")."""
-
-PER_RUN_SORTS = ("score", "cost", "latency", "retries")
-"""Sorts by one run's cells (`score:1`: by the second run shown); `case` and `group` sort the rows."""
 _RUN_ORDER = 1 << 40
 """Rows are in the first run's record order, then cases only later runs have, in theirs."""
 _MAX_OFFSET = 1 << 62
 """Past any row (DuckDB's OFFSET is a 64-bit integer): a page number beyond it is a page past the last one."""
-
-
-class NotFoundError(InputError):
-    """A run key or case id that is not stored (the viewer answers 404)."""
-
-
-@dataclass(frozen=True)
-class RunEntry:
-    """A stored run under its key: its folder relative to the results folder (`<model-folder>/<run-folder>`)."""
-
-    key: str
-    run: StoredRun
-
-    @property
-    def summary(self) -> RunSummary:
-        return self.run.summary
-
-    @property
-    def status(self) -> str:
-        """The summary's status, or `running` for a run whose summary says it has not finished."""
-        reason = self.summary.reason or ""
-        return "running" if reason == RUNNING else self.summary.status
-
-
-@dataclass(frozen=True)
-class CaseCell:
-    """One run's answer to one case: its records (one per repeat) reduced to what the grid shows."""
-
-    records: list[SampleRecord]
-
-    @property
-    def status(self) -> str:
-        """The records' status, or `mixed` when the repeats differ."""
-        statuses = {record.status for record in self.records}
-        return statuses.pop() if len(statuses) == 1 else "mixed"
-
-    @property
-    def score(self) -> float | None:
-        """The mean score of the scored repeats, in [0, 1] (a missing output scores 0)."""
-        scores = [counted_score(record) for record in self.records]
-        known = [score for score in scores if score is not None]
-        return sum(known) / len(known) if known else None
-
-    @property
-    def output(self) -> JsonValue:
-        """The output; with repeats, each repeat's in order."""
-        if len(self.records) == 1:
-            return self.records[0].output
-        return [record.output for record in self.records]
-
-    @property
-    def invalid_kinds(self) -> list[str]:
-        kinds = (a.invalid_kind for r in self.records for a in r.attempts if not a.valid and a.invalid_kind)
-        return list(dict.fromkeys(kinds))
-
-    @property
-    def cost_usd(self) -> float | None:
-        known = [record.cost.usd for record in self.records if record.cost.usd is not None]
-        return sum(known) if known else None
-
-    @property
-    def latency_s(self) -> float | None:
-        known = [record.latency_s for record in self.records if record.latency_s is not None]
-        return sum(known) / len(known) if known else None
-
-    @property
-    def corrective_retries(self) -> int:
-        return sum(record.corrective_retries for record in self.records)
-
-    @property
-    def input_tokens(self) -> int | None:
-        """Summed over the repeats; None when a repeat's count is not known."""
-        counts = [record.usage.input_tokens for record in self.records]
-        return None if None in counts else sum(count or 0 for count in counts)
-
-    @property
-    def output_tokens(self) -> int | None:
-        counts = [record.usage.output_tokens for record in self.records]
-        return None if None in counts else sum(count or 0 for count in counts)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "score": self.score,
-            "output": self.output,
-            "corrective_retries": self.corrective_retries,
-            "invalid_kinds": self.invalid_kinds,
-            "cost_usd": self.cost_usd,
-            "latency_s": self.latency_s,
-            "repeats": len(self.records),
-            "statuses": [record.status for record in self.records],
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-        }
-
-
-@dataclass(frozen=True)
-class CaseRow:
-    case_id: str
-    group: str | None
-    cells: dict[str, CaseCell]
-    """By run key; a run that has no record of the case has no cell."""
-
-
-@dataclass(frozen=True)
-class CasePage:
-    total: int
-    """Rows the filter keeps, over all pages."""
-    page: int
-    per_page: int
-    rows: list[CaseRow]
-    groups: list[str] = field(default_factory=list)
-    """Every group of the shown runs' cases (for the group filter)."""
-    entries: list[RunEntry] = field(default_factory=list)
-    """The runs shown, in their columns' order."""
-
-
-@dataclass(frozen=True)
-class CaseDetail:
-    case_id: str
-    prompt: str | None
-    expected: JsonValue
-    group: str | None
-    runs: dict[str, list[SampleRecord]]
-    """By run key: the run's records of the case, one per repeat (none when the run did not pose it)."""
-    entries: list[RunEntry] = field(default_factory=list)
-    """The runs shown, in the order named."""
-
-
-@dataclass
-class _Table:
-    name: str
-    stamp: tuple[int, int]
-    searchable: bool = False
-    """Its `_text` table is made (for this stamp)."""
-
-
-_FIELDS = (
-    '{"case_id": "VARCHAR", "quiz_id": "VARCHAR", "repeat": "BIGINT", "group": "VARCHAR", "class_name": "VARCHAR", '
-    '"status": "VARCHAR", "score": "DOUBLE", "excluded": "BOOLEAN", "ambiguous": "BOOLEAN", "corrective_retries": '
-    '"BIGINT", "cost": {"usd": "DOUBLE"}, "latency_s": "DOUBLE", "attempts": [{"valid": "BOOLEAN"}]}'
-)
-"""What the grid filters and sorts on, read from each line in one parse (a value of another type reads as NULL).
-`quiz_id`, `class_name` and `ambiguous` are schema version 1's names."""
-
-_TEXT_FIELDS = '{"prompt": "VARCHAR", "output": "JSON", "answer": "VARCHAR", "attempts": [{"raw": "VARCHAR"}]}'
-_TEXT = """
-CREATE OR REPLACE TABLE {records}_text AS
-SELECT case_id, concat_ws(chr(10), t.prompt, t.output::VARCHAR, t.answer,
-    array_to_string(list_transform(t.attempts, lambda a: a.raw), chr(10))) AS text
-FROM (SELECT case_id, from_json(line, '{fields}') AS t FROM {records}
-    WHERE rowid IN (SELECT unnest(rids) FROM {records}_cells))
-"""
-"""What a search reads, of the records that count (`answer` is schema version 1's output): made the first time a run
-is searched, so a run only browsed never pays for it."""
-
-_LOAD = """
-CREATE OR REPLACE TABLE {records} AS
-SELECT line, coalesce(r.case_id, r.quiz_id) AS case_id, coalesce(r.repeat, 0) AS rep,
-    coalesce(r."group", r.class_name) AS grp, r.status AS status,
-    CASE
-        WHEN r.status = 'error' OR coalesce(r.excluded, false) OR coalesce(r.ambiguous, false) THEN NULL
-        WHEN r.quiz_id IS NOT NULL THEN CASE r.status WHEN 'correct' THEN 1.0 WHEN 'incorrect' THEN 0.0
-            WHEN 'missing' THEN 0.0 END
-        WHEN r.status = 'missing' THEN coalesce(r.score, 0.0)
-        ELSE r.score
-    END AS score,
-    list_contains(list_transform(r.attempts, lambda a: a.valid), false) AS invalid,
-    coalesce(r.corrective_retries, 0) AS retries, r.cost.usd AS cost, r.latency_s AS latency
-FROM (SELECT json::VARCHAR AS line, from_json(json, '{fields}') AS r FROM {source})
-WHERE coalesce(r.case_id, r.quiz_id) IS NOT NULL;
-CREATE OR REPLACE TABLE {cells} AS
-SELECT case_id, min(rid) AS first, any_value(grp) AS grp, avg(score) AS score, count(score) AS scored,
-    bool_or(score < 1) AS wrong, bool_or(invalid) AS invalid, bool_or(status = 'error') AS error,
-    sum(retries) AS retries, sum(cost) AS cost, avg(latency) AS latency, list(rid ORDER BY rep) AS rids
-FROM (
-    SELECT rowid AS rid, case_id, rep, grp, status, score, invalid, retries, cost, latency FROM {records}
-    WHERE rowid IN (SELECT max(rowid) FROM {records} GROUP BY case_id, rep)
-)
-GROUP BY case_id;
-"""
-_RECORDS = "read_json_objects(?, format = 'newline_delimited', ignore_errors = true, maximum_object_size = 268435456)"
-"""A line cut short (a run writing it, or killed while it did) is not a record yet, and is left out. A record may hold
-answers of up to 64 MB each (`transport`'s bound), beyond DuckDB's default 16 MB object."""
-_NO_RECORDS = "(SELECT NULL::JSON AS json LIMIT 0)"
-"""A run stored without records (a hand-made summary) has no cells."""
 
 
 def _index(text: str, runs: int) -> int | None:
@@ -243,53 +59,6 @@ def _index(text: str, runs: int) -> int | None:
     if not (text.isascii() and text.isdigit() and len(text) < 10):
         return None
     return int(text) if int(text) < runs else None
-
-
-def _lines(path: Path, *, blank: bool = False) -> int:
-    """Lines of the file that end in a newline (with `blank`, only those not empty): each must be a record. Empty lines
-    are counted only when the records are fewer than the lines, which is rare, so the file is usually read once."""
-    count = empty = 0
-    previous = b"\n"
-    with path.open("rb") as data:
-        while chunk := data.read(1 << 24):
-            count += chunk.count(b"\n")
-            if blank:
-                empty += chunk.count(b"\n\n") + (previous == b"\n" and chunk[:1] == b"\n")
-                previous = chunk[-1:]
-    return count - empty
-
-
-class _ReadWriteLock:
-    """Many readers at once, or one writer alone; a waiting writer goes before new readers."""
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._readers = 0
-        self._writers = 0  # waiting or writing
-
-    @contextlib.contextmanager
-    def reading(self) -> Iterator[None]:
-        with self._changed:
-            self._changed.wait_for(lambda: not self._writers)
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._readers -= 1
-                self._changed.notify_all()
-
-    @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
-        with self._changed:
-            self._writers += 1
-            self._changed.wait_for(lambda: not self._readers)
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._writers -= 1
-                self._changed.notify_all()
 
 
 class CaseStore:
@@ -301,16 +70,16 @@ class CaseStore:
     def __init__(self, results_dir: Path) -> None:
         self.results_dir = results_dir
         self._db = duckdb.connect(":memory:")
-        self._links = tempfile.TemporaryDirectory(prefix="farel-view-")
+        self._links = tempfile.TemporaryDirectory(prefix="typed-eval-view-")
         """A link to each run's records file under a plain name: DuckDB reads a path as a glob (`*`, `?`, `[`), and
         a run folder may hold those characters."""
-        self._tables: dict[str, _Table] = {}
+        self._tables: dict[str, RunTable] = {}
         self._names: dict[str, str] = {}
         self._loading: dict[str, threading.Lock] = {}
         """Per run: held to look its tables up or make them (one maker at a time)."""
         self._lock = threading.Lock()
         """Held to name a run's tables and its lock."""
-        self._queries = _ReadWriteLock()
+        self._queries = ReadWriteLock()
         """Read by each query, written by each load: no query sees a run's tables change under it."""
 
     def close(self) -> None:
@@ -448,40 +217,12 @@ class CaseStore:
         with loading:
             table = self._tables.get(entry.key)
             if table is None or table.stamp != stamp:
-                table = self._load(path, stamp, name, replacing=table is not None)
+                alone = self._queries.writing() if table is not None else contextlib.nullcontext()
+                table = load_run_table(self._db, path, stamp, name, Path(self._links.name), alone)
                 self._tables[entry.key] = table
             if searchable and not table.searchable:  # no query reads it before it is made
-                with contextlib.closing(self._db.cursor()) as cursor:
-                    cursor.execute(_TEXT.format(records=table.name, fields=_TEXT_FIELDS))
-                table.searchable = True
+                make_searchable(self._db, table)
             return table.name
-
-    def _load(self, path: Path, stamp: tuple[int, int], name: str, *, replacing: bool) -> _Table:
-        """The run's tables made from its records file; while no query runs when they replace older ones."""
-        source = _NO_RECORDS if stamp == (0, 0) else _RECORDS
-        load = _LOAD.format(records=name, cells=f"{name}_cells", source=source, fields=_FIELDS)
-        link = Path(self._links.name) / f"{name}.jsonl"
-        try:
-            link.unlink(missing_ok=True)
-            link.symlink_to(path.absolute())
-            alone = self._queries.writing() if replacing else contextlib.nullcontext()
-            with alone, contextlib.closing(self._db.cursor()) as cursor:
-                for statement in load.split(";"):
-                    if statement.strip():
-                        cursor.execute(statement, [str(link)] if "?" in statement else [])
-                found = cursor.execute(f"SELECT count(*) FROM {name}").fetchone()
-            records = found[0] if found else 0
-            if stamp != (0, 0) and records < _lines(path):
-                lines = _lines(path, blank=True)
-                if records < lines:  # only a last line still being written may be left out
-                    raise ResultFileError(
-                        f"corrupt records file {path}: {lines - records} of its lines are not records"
-                    )
-        except duckdb.Error as exc:
-            raise ResultFileError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
-        except OSError as exc:
-            raise ResultFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-        return _Table(name, stamp)
 
     @staticmethod
     def _check_filter(filter: str, runs: int) -> None:
@@ -527,8 +268,9 @@ class CaseStore:
         params: list[object] = []
         if filter == "disagree":
             conditions += [f"{c}.scored > 0" for c in cells]
-            conditions.append(f"greatest({', '.join(f'{c}.score' for c in cells)}) <> "
-                              f"least({', '.join(f'{c}.score' for c in cells)})")  # fmt: skip
+            conditions.append(
+                f"greatest({', '.join(f'{c}.score' for c in cells)}) <> least({', '.join(f'{c}.score' for c in cells)})"
+            )
         elif filter.startswith("better:"):
             best = f"c{_index(filter.partition(':')[2], len(cells))}"
             conditions += [f"{c}.scored > 0" for c in cells]

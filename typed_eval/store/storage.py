@@ -31,6 +31,7 @@ __all__ = [
     "SUMMARY_FILE",
     "RunWriter",
     "StoredRun",
+    "current_records_file",
     "drop_torn_line",
     "imported_run_dir",
     "latest_records",
@@ -136,8 +137,10 @@ class RunWriter:
             self._records.write(record.model_dump_json() + "\n")
             self._records.flush()
         except OSError as exc:  # a full disk: what is on disk stays there, and a resume carries on
-            raise ResultFileError(f"cannot write to {self.run_dir / RECORDS_FILE}: {exc.strerror or exc}; the "
-                                  "records written so far are kept") from None  # fmt: skip
+            raise ResultFileError(
+                f"cannot write to {self.run_dir / RECORDS_FILE}: {exc.strerror or exc}; the "
+                "records written so far are kept"
+            ) from None
 
     def write_summary(self, summary: RunSummary) -> Path:
         path = self.run_dir / SUMMARY_FILE
@@ -258,6 +261,27 @@ def parse_record(line: str, formats: Sequence[StoredFormat] | None = None) -> Sa
         if migrated is not None:
             return SampleRecord.model_validate(migrated)
     return SampleRecord.model_validate_json(line)
+
+
+def current_records_file(path: Path, scratch: Path) -> Path:
+    """A records file whose lines are all of the current schema, for readers of the JSON itself (DuckDB): `path`
+    when its lines are, else a copy at `scratch` with each older line migrated (a line that does not parse, cut
+    short or corrupt, is copied as it is, for the reader to leave out or report)."""
+    formats = stored_formats()
+    starts = tuple(stored.record_start.encode() for stored in formats)
+    with path.open("rb") as head:
+        if not starts or not head.read(max(map(len, starts))).startswith(starts):  # older lines come first
+            return path
+    with path.open(encoding="utf-8", newline="") as lines, scratch.open("w", encoding="utf-8", newline="") as out:
+        for line in lines:
+            if not line.startswith(_RECORD):
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    migrated = migrated_record(line, formats)
+                    if migrated is not None:
+                        end = "\n" if line.endswith("\n") else ""
+                        line = json.dumps(migrated, ensure_ascii=False) + end
+            out.write(line)
+    return scratch
 
 
 def read_records(run_dir: Path) -> Iterator[SampleRecord]:

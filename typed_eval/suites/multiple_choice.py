@@ -27,6 +27,7 @@ __all__ = [
     "OptionAnswer",
     "evaluate_quizzes",
     "multiple_choice_task",
+    "option_baseline",
     "question_text",
     "relaxed_tag_answer",
     "show_option",
@@ -180,6 +181,15 @@ def show_option(record: SampleRecord) -> list[AnswerLine]:
         return [AnswerLine(f"{chosen}. (no such option)", "wrong")]
     right = isinstance(expected, int) and not isinstance(expected, bool) and chosen == expected
     return [AnswerLine(f"{chosen}. {options[chosen - 1]}", "right" if right else "wrong")]
+
+
+def option_baseline(record: SampleRecord) -> tuple[int, int] | None:
+    """The case's options counted and its right option's number, for the chance and favourite-position baselines:
+    the multiple-choice suites declare it as their `Suite.baseline`."""
+    options = record.metadata.get("options")
+    if isinstance(options, list) and options and isinstance(record.expected, int):
+        return len(options), record.expected
+    return None
 
 
 async def evaluate_quizzes(

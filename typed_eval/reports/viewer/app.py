@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from starlette.routing import Route
 
 from typed_eval.core.errors import EvaluatorError, InputError
 from typed_eval.core.suite import Suite, find_suites
+from typed_eval.reports.html import asset
 from typed_eval.reports.leaderboard import Board, build_board
 from typed_eval.reports.viewer import pages
 from typed_eval.store.case_store import CaseDetail, CasePage, CaseStore, NotFoundError, RunEntry
@@ -44,7 +44,11 @@ HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-STATIC = {"viewer.css": "text/css; charset=utf-8", "viewer.js": "text/javascript; charset=utf-8"}
+STATIC = {
+    "viewer.css": ("style.css", "text/css; charset=utf-8"),
+    "viewer.js": ("viewer.js", "text/javascript; charset=utf-8"),
+}
+"""What `/static/NAME` serves: the views' one stylesheet (the report inlines it) and the viewer's script."""
 
 
 class _Boards:
@@ -56,8 +60,10 @@ class _Boards:
         self._board: Board | None = None
 
     def get(self, entries: Sequence[RunEntry]) -> Board:
-        stamp = tuple((entry.key, *_stamp(entry.run.path / SUMMARY_FILE), *_stamp(entry.run.path / RECORDS_FILE))
-                      for entry in entries)  # fmt: skip
+        stamp = tuple(
+            (entry.key, *_stamp(entry.run.path / SUMMARY_FILE), *_stamp(entry.run.path / RECORDS_FILE))
+            for entry in entries
+        )
         with self._lock:
             if self._board is None or stamp != self._stamp:
                 self._board = build_board([entry.run for entry in entries], on_error=lambda _: None)
@@ -91,12 +97,15 @@ def create_app(results_dir: Path, *, hosts: Sequence[str] = LOOPBACK_HOSTS) -> S
                 "per_page": page.per_page,
                 "groups": page.groups,
                 "cases": [
-                    {"case_id": row.case_id, "group": row.group,
-                     "cells": {key: cell.as_json() for key, cell in row.cells.items()}}
+                    {
+                        "case_id": row.case_id,
+                        "group": row.group,
+                        "cells": {key: cell.as_json() for key, cell in row.cells.items()},
+                    }
                     for row in page.rows
                 ],
             }
-        )  # fmt: skip
+        )
 
     def api_case(request: Request) -> Response:
         detail = store.case(request.path_params["case_id"], _keys(request))
@@ -118,8 +127,8 @@ def create_app(results_dir: Path, *, hosts: Sequence[str] = LOOPBACK_HOSTS) -> S
         name = request.path_params["name"]
         if name not in STATIC:
             raise NotFoundError(f"no file {name!r}")
-        text = files("typed_eval.reports.viewer").joinpath("static", name).read_text(encoding="utf-8")
-        return Response(text, media_type=STATIC[name], headers=HEADERS)
+        asset_name, media_type = STATIC[name]
+        return Response(asset(asset_name), media_type=media_type, headers=HEADERS)
 
     routes = [
         Route("/", _guarded(leaderboard_page, page=True)),

@@ -3,6 +3,7 @@ multiple-choice cases. The dataset's MD5 is that of its farel-bench CSV bytes, a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,7 +17,7 @@ from typed_eval.suites.farel.dataset import FAREL_TASK, generated_dataset, quiz_
 from typed_eval.suites.farel.import_command import IMPORT_FAREL
 from typed_eval.suites.farel.stored_v1 import STORED_V1
 from typed_eval.suites.flags import QUIZ_FLAGS
-from typed_eval.suites.multiple_choice import OptionAnswer, show_option
+from typed_eval.suites.multiple_choice import OptionAnswer, option_baseline, show_option
 
 __all__ = ["FAREL", "FAREL_TASK", "FarelParams", "generated_dataset", "quiz_of", "read_dataset"]
 
@@ -59,6 +60,11 @@ def _ambiguous(summary: RunSummary) -> list[str]:
     ]
 
 
+def _class_header(name: str) -> str:
+    """Class names as the public FaRel table writes its headers: "grandchild" -> "grand-child"."""
+    return re.sub(r"grand(?=[a-z])", "grand-", name)
+
+
 def _generate(argv: Sequence[str], prog: str) -> int:
     return farel_bench.main(list(argv))
 
@@ -79,4 +85,6 @@ FAREL = Suite(
     board_flags=("--farel-only",),
     formats=(STORED_V1,),
     default=True,
+    baseline=option_baseline,
+    group_header=_class_header,
 )

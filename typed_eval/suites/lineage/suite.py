@@ -43,7 +43,7 @@ from typed_eval.suites.lineage.quiz_files import (
     options_of,
     read_dataset,
 )
-from typed_eval.suites.multiple_choice import OptionAnswer, show_option
+from typed_eval.suites.multiple_choice import OptionAnswer, option_baseline, show_option
 
 __all__ = [
     "DEFAULT_LENGTHS",
@@ -122,4 +122,5 @@ LINEAGE = Suite(
     importer=IMPORT_LINEAGE,
     generate=_generator,
     show_answer=show_option,
+    baseline=option_baseline,
 )
