@@ -352,8 +352,7 @@ def test_the_test_model_runs_offline_budgets_stop_and_resume_finishes(tmp_path: 
     assert render_csv([row]).splitlines()[1].endswith(",2.0,2.0")
     page = render_html([row], {})
     assert (
-        '<button type="button">Score</button></th><th scope="col" title="novelty: a figure the suite&#39;s task'
-        in page
+        '<button type="button">Score</button></th><th scope="col" title="novelty: a figure the suite&#39;s task' in page
     )
     assert '<td class="num" data-v="2.0">2.00</td><td class="num" data-v="2.0">2.00</td>' in page
 
