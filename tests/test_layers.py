@@ -84,3 +84,9 @@ def test_the_layers_are_told_apart() -> None:
         "pydantic",
     )
     assert [layer(name) for name in names] == [0, 1, 2, 3, 4, 5, 6, 6, 7, None]
+
+
+def test_no_module_is_over_500_lines() -> None:
+    sizes = {str(path.relative_to(REPO)): len(path.read_text(encoding="utf-8").splitlines()) for _, path in modules()}
+    assert "typed_eval/engine/evaluation.py" in sizes
+    assert {name: size for name, size in sizes.items() if size > 500} == {}
