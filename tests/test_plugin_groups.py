@@ -100,3 +100,15 @@ def test_a_suite_and_a_model_under_the_old_groups_run_and_store(site: Path, tmp_
     (summary,) = tmp_path.glob("*/*/summary.json")
     stored = json.loads(summary.read_text())
     assert (stored["suite"], stored["model"], stored["scores"]["score"]) == ("old", "echo:a", 100.0)
+
+
+def test_the_leaderboard_of_such_a_run_says_the_notice_once(site: Path, tmp_path: Path) -> None:
+    made = main_py(site, "run", "--suite", "old", "--model", "echo:a", "--results-dir", str(tmp_path), "--quiet")
+    assert made.returncode == 0, made.stderr
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    board = subprocess.run(
+        [PYTHON, "format_result.py", str(tmp_path), "--format", "json"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert (board.returncode, [row["suite"] for row in json.loads(board.stdout)]) == (0, ["old"])
+    assert board.stderr == NOTICE.format(name="old", group="suites").replace("main.py:", "format_result.py:", 1)

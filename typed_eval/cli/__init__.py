@@ -13,14 +13,11 @@ import argparse
 import gc
 import logging
 import sys
-import warnings
 from collections.abc import Sequence
 
 from typed_eval.cli import generate, imports, models, run, suites, view
-from typed_eval.cli.common import flags_of, prog, reported
+from typed_eval.cli.common import flags_of, notes_in_one_line, prog, reported
 from typed_eval.core.errors import OneLineArgumentParser
-from typed_eval.core.plugins import PluginGroupWarning
-from typed_eval.core.terminal import printable
 
 __all__ = ["build_parser", "main"]
 
@@ -37,17 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     gc.freeze()  # what the imports made lives as long as the process: collections skip it, and so does the exit
-    parser = build_parser()
-    args = parser.parse_args(imports.spelled_out(sys.argv[1:] if argv is None else argv))
-    args.flags = flags_of(parser)
-    logging.getLogger("genai-prices").addHandler(logging.NullHandler())  # its update failures: our one line says it
-    logging.getLogger("genai-prices").propagate = False
-    with warnings.catch_warnings():
-        warnings.simplefilter("once", PluginGroupWarning)
-        warnings.showwarning = _one_line
+    with notes_in_one_line(prog()):  # from the parser on: it reads the installed suites' flags
+        parser = build_parser()
+        args = parser.parse_args(imports.spelled_out(sys.argv[1:] if argv is None else argv))
+        args.flags = flags_of(parser)
+        logging.getLogger("genai-prices").addHandler(logging.NullHandler())  # its update failures: our one line
+        logging.getLogger("genai-prices").propagate = False
         return reported(args, lambda: args.command(args))
-
-
-def _one_line(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
-    """A warning as one line on stderr, as the program's errors are."""
-    print(f"{prog()}: note: {printable(str(message))}", file=sys.stderr)

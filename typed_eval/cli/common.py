@@ -6,11 +6,14 @@ import argparse
 import math
 import os
 import sys
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from typed_eval.cli.suite_flags import given_keys, given_values
 from typed_eval.core.errors import EvaluatorError
+from typed_eval.core.plugins import PluginGroupWarning
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.terminal import printable
 
@@ -127,3 +130,17 @@ def seconds(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
     return value
+
+
+@contextmanager
+def notes_in_one_line(program: str) -> Iterator[None]:
+    """Warnings meant for the user (a plug-in under a group's earlier name) as one line each on stderr, as the
+    program's errors are, each said once."""
+
+    def one_line(message: Warning | str, *_: object, **__: object) -> None:
+        print(f"{program}: note: {printable(str(message))}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("once", PluginGroupWarning)
+        warnings.showwarning = one_line
+        yield

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from typed_eval.cli.common import notes_in_one_line
 from typed_eval.core.errors import EvaluatorError, InputError, OneLineArgumentParser, ResultFileError
 from typed_eval.core.suite import find_suites
 from typed_eval.core.terminal import printable
@@ -80,6 +81,11 @@ def _comparison(paths: Sequence[Path], fmt: str | None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with notes_in_one_line("format_result.py"):
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.compare:
