@@ -32,6 +32,7 @@ from typed_eval.core.attempts import (
     sample_usage,
     validation_errors,
 )
+from typed_eval.core.calls import CaseFunctions, calls_output, chat_history, last_calls
 from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.settings import user_prices
@@ -128,12 +129,16 @@ class Poser:
         context = task.validation_context
         output_spec = task.output_spec(self.mode)
         capabilities: list[Any] = [batching.capability] if batching is not None else []
-        if task.empty_reply and is_text_mode(self.mode):
+        self.calls = task.functions is not None and self.mode == "tool"
+        """The answer is the calls the model makes among the case's functions (external tools, never run)."""
+        if (task.empty_reply and is_text_mode(self.mode)) or self.calls:
             capabilities.append(EmptyReplyAsText())
+        toolsets = [CaseFunctions(task.functions, self.retries)] if self.calls and task.functions else None
         self.agent: Agent[Case, Any] = Agent(
             model,
             output_type=[output_spec, PendingModelResponse] if batching is not None else output_spec,
             capabilities=capabilities or None,
+            toolsets=toolsets,
             deps_type=Case,
             instructions=task.instructions_for(self.mode),
             system_prompt=settings.system_prompt or (),
@@ -168,6 +173,9 @@ class Poser:
             unreadable_kind=reader.invalid_kind if reader is not None else "unreadable",
             unreadable_feedback=reader.feedback if reader is not None else None,
             recheck=recheck if reader is None or not is_text_mode(self.mode) else None,
+            offered=frozenset(str(doc.get("name")) for doc in task.functions(case))
+            if self.calls and task.functions
+            else None,
         )
 
     def _settings_for(self, repeat: int) -> ModelSettings | None:
@@ -214,13 +222,18 @@ class Poser:
         exception: BaseException | None = None
         batching, key = self.batching, (case.id, repeat)
         history = batching.pending.history(key) if batching is not None else None
+        posed = self.task.messages
+        if not history and posed is not None:  # the case's own conversation, sent as it is
+            history = chat_history(posed(case, self.mode))
         while True:
             output = None
             with capture_run_messages() as messages:
                 try:
                     settings = self._settings_for(repeat)
                     asked = None if history else prompt
-                    left = max(self.retries - _answers(history), 0) if history else None  # the sample's, not the run's
+                    left = (
+                        max(self.retries - _answers(history), 0) if history and posed is None else None
+                    )  # the sample's, not the run's
                     output = (
                         await self.agent.run(
                             asked, message_history=history, deps=case, model_settings=settings, retries=left
@@ -242,7 +255,9 @@ class Poser:
         if batching is not None:
             batching.done(key, self.traffic)
             messages = without_pending(messages)
-        value = output.output if isinstance(output, TextReply) else output
+        value = output.output if isinstance(output, TextReply) else calls_output(output) if self.calls else output
+        if self.calls and value == EMPTY_REPLY:
+            value = ""
         attempts = [
             a.model_copy(update={"raw": ""}) if a.raw == EMPTY_REPLY else a
             for a in read_attempts(messages, self._verdicts(case, value is not None, exception))
@@ -251,7 +266,8 @@ class Poser:
         usage = sample_usage(messages)
         turns.add(attempts, usage, sample_cost(messages, usage, local=self.local, prices=self.prices))
         if isinstance(exception, UnexpectedModelBehavior) and len(attempts) > self.retries:
-            return None  # the retries ran out: every attempt is invalid
+            # the retries ran out: every attempt is invalid; the last one's calls are scored as they are
+            return last_calls(messages) if self.calls else None
         if exception is not None:
             raise exception
         return value
