@@ -75,6 +75,7 @@ class CaseFunctions(AbstractToolset[Case]):
                 parameters_json_schema=dict(doc.get("parameters") or {"type": "object", "properties": {}}),
                 description=doc.get("description"),
                 kind="external",
+                strict=False,  # sent as defined: no schema rewriting for strict mode
             )
             tools[name] = ToolsetTool(
                 toolset=self, tool_def=definition, max_retries=self._retries, args_validator=ARGUMENTS_OBJECT

@@ -1,0 +1,175 @@
+"""The bfcl suite end to end: `main.py run --suite bfcl` against a loopback OpenAI-compatible server answering with
+scripted calls and replies, the verdicts stored and the requests the server received (BFCL's own messages and tools
+in function-calling mode, BFCL's prompt in prompt mode)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import PYTHON, REPO
+from tests.fake_openai import FakeOpenAI, completion, text
+from typed_eval.suites.bfcl.data import load_sample
+from typed_eval.suites.bfcl.prompting import prompt_messages
+from typed_eval.suites.bfcl.tools import tools_for
+
+CATEGORIES = "simple_python,parallel,irrelevance"
+CASES = {case.id: case for case in load_sample(tuple(CATEGORIES.split(","))).cases}
+
+
+def calls(*pairs: tuple[str, dict[str, Any] | str]) -> dict[str, Any]:
+    """An assistant message making `pairs` (name, arguments) as parallel tool calls."""
+    made = [
+        {
+            "id": f"call_{n}",
+            "type": "function",
+            "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
+        }
+        for n, (name, args) in enumerate(pairs)
+    ]
+    return {"role": "assistant", "content": None, "tool_calls": made}
+
+
+TOOL_REPLIES: dict[str, dict[str, Any]] = {
+    "simple_python_0": calls(("calculate_triangle_area", {"base": 10, "height": 5})),
+    "simple_python_80": text("I cannot help with restaurants."),
+    "simple_python_160": calls(("get_case_info", '{"docket": "2022/AL2562", court')),
+    "simple_python_240": calls(("history_api_get_president_by_year", {"year": 1940})),
+    "simple_python_320": calls(
+        ("sports_ranking_get_team_position", {"team": "GSW", "season": "2022-2023", "detailed": "yes"})
+    ),
+    "parallel_0": calls(
+        ("spotify_play", {"artist": "Maroon 5", "duration": 15}),
+        ("spotify_play", {"artist": "Taylor Swift", "duration": 20}),
+    ),
+    "parallel_40": calls(
+        ("museum_exhibition_detail", {"exhibition_name": "Wonder of Nature", "museum_name": "Louvre"})
+    ),
+    "parallel_80": calls(("math_gcd", {"num1": 36, "num2": 48}), ("math_gcd", {"num1": 60, "num2": 96})),
+    "parallel_120": text(""),
+    "parallel_160": calls(("prob_dist_normal", {"trials": 20})),
+    "irrelevance_0": text("No function fits."),
+    "irrelevance_48": calls(("finance_fetchGDP", {"country": "US"})),
+    "irrelevance_96": calls(("get_case_result", "not json")),
+    "irrelevance_144": text(""),
+    "irrelevance_192": text("I cannot answer that."),
+}
+
+TEXT_REPLIES: dict[str, str] = {
+    "simple_python_0": "[calculate_triangle_area(base=10, height=5)]",
+    "simple_python_80": "I don't know.",
+    "simple_python_160": "[get_case_info(docket='2022/AL2562', court='CA', info_type='witness')]",
+    "simple_python_240": "history_api.get_president_by_year(year=1940)",
+    "simple_python_320": "```\n[sports_ranking.get_team_position(team='GSW', season='2022-2023', detailed=True)]\n```",
+    "irrelevance_0": "[]",
+    "irrelevance_48": "[finance.fetchGDP(country='US')]",
+    "irrelevance_96": "I cannot answer that.",
+    "irrelevance_144": "[search_holy_books(book=len)]",
+    "irrelevance_192": "No function fits.",
+}
+
+
+def case_of(request: dict[str, Any]) -> str:
+    """The case a request poses, found by its last user message."""
+    question = [m["content"] for m in request["messages"] if m["role"] == "user"][-1]
+    (found,) = [
+        i for i, c in CASES.items() if [m["content"] for m in c.question if m["role"] == "user"][-1] == question
+    ]
+    return found
+
+
+def run(tmp_path: Path, reply: Callable[[dict[str, Any]], dict[str, Any]], *args: str) -> tuple[FakeOpenAI, str]:
+    with FakeOpenAI(reply) as server:
+        done = subprocess.run(
+            [PYTHON, "main.py", "run", "--suite", "bfcl", "-S", "data=sample", "--model", "fake-model",
+             "--base-url", server.url, "--api-key", "sk-test", "--results-dir", str(tmp_path), "--quiet",
+             "--retries", "0", *args],
+            cwd=REPO, capture_output=True, timeout=300, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    return server, done.stdout.decode()
+
+
+def stored(tmp_path: Path) -> dict[str, dict[str, Any]]:
+    (samples,) = tmp_path.glob("*/*/samples.jsonl")
+    records = [json.loads(line) for line in samples.read_text().splitlines()]
+    return {record["case_id"]: record for record in records}
+
+
+def verdicts(records: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str | None, list[str | None]]]:
+    """Each case's status, BFCL error type and its attempts' invalid kinds."""
+    return {
+        case_id: (
+            r["status"],
+            (r["score_details"] or {}).get("error_type"),
+            [a["invalid_kind"] for a in r["attempts"]],
+        )
+        for case_id, r in records.items()
+    }
+
+
+def test_function_calling_mode_sends_bfcl_requests_and_stores_bfcl_verdicts(tmp_path: Path) -> None:
+    server, out = run(
+        tmp_path, lambda request: completion(TOOL_REPLIES[case_of(request)]), "-S", f"categories={CATEGORIES}"
+    )
+    assert verdicts(stored(tmp_path)) == {
+        "simple_python_0": ("correct", None, [None]),
+        "simple_python_80": ("incorrect", "ast_decoder:decoder_failed", [None]),
+        "simple_python_160": ("incorrect", "ast_decoder:decoder_failed", ["malformed_json"]),
+        "simple_python_240": ("correct", None, [None]),
+        "simple_python_320": ("incorrect", "type_error:simple", [None]),
+        "parallel_0": ("correct", None, [None]),
+        "parallel_40": ("incorrect", "parallel_function_checker_no_order:wrong_count", [None]),
+        "parallel_80": ("correct", None, [None]),
+        "parallel_120": ("incorrect", "parallel_function_checker_no_order:wrong_count", [None]),
+        "parallel_160": ("incorrect", "parallel_function_checker_no_order:wrong_count", ["unknown_tool"]),
+        "irrelevance_0": ("correct", None, [None]),
+        "irrelevance_48": ("incorrect", "irrelevance_error:decoder_success", [None]),
+        "irrelevance_96": ("correct", None, ["malformed_json"]),
+        "irrelevance_144": ("correct", None, [None]),
+        "irrelevance_192": ("correct", None, [None]),
+    }
+    assert (
+        "BFCL: non-live 13.33, live 0.00, irrelevance N/A, overall 5.33 (overall counts groups not run as 0; groups "
+        "present: non_live, irrelevance)"
+    ) in out.splitlines()
+    assert "simple_python: 40.00 (C: 2, I: 3, M: 0 A: 5)" in out
+    assert "parallel: 40.00 (C: 2, I: 3, M: 0 A: 5)" in out
+    assert "irrelevance: 80.00 (C: 4, I: 1, M: 0 A: 5)" in out
+    assert len(server.requests) == 15
+    for request in server.requests:
+        case = CASES[case_of(request)]
+        assert request["messages"] == case.question  # BFCL's messages, no system prompt of ours
+        assert request["tools"] == tools_for(case.functions, case.category)
+
+
+def test_prompt_mode_sends_bfcl_system_prompt_and_decodes_as_bfcl(tmp_path: Path) -> None:
+    server, out = run(
+        tmp_path,
+        lambda request: completion(text(TEXT_REPLIES[case_of(request)])),
+        "-S",
+        "categories=simple_python,irrelevance",
+        "--mode",
+        "text",
+    )
+    assert verdicts(stored(tmp_path)) == {
+        "simple_python_0": ("correct", None, [None]),
+        "simple_python_80": ("incorrect", "ast_decoder:decoder_failed", [None]),
+        "simple_python_160": ("incorrect", "value_error:string", [None]),
+        "simple_python_240": ("correct", None, [None]),
+        "simple_python_320": ("correct", None, [None]),
+        "irrelevance_0": ("correct", None, [None]),
+        "irrelevance_48": ("incorrect", "irrelevance_error:decoder_success", [None]),
+        "irrelevance_96": ("correct", None, [None]),
+        "irrelevance_144": ("incorrect", "irrelevance_error:decoder_success", [None]),
+        "irrelevance_192": ("correct", None, [None]),
+    }
+    assert "simple_python: 60.00 (C: 3, I: 2, M: 0 A: 5)" in out
+    assert "irrelevance: 60.00 (C: 3, I: 2, M: 0 A: 5)" in out
+    for request in server.requests:
+        case = CASES[case_of(request)]
+        assert request["messages"] == prompt_messages(case.question, case.functions, case.category)
+        assert "tools" not in request
