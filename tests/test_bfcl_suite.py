@@ -173,3 +173,40 @@ def test_prompt_mode_sends_bfcl_system_prompt_and_decodes_as_bfcl(tmp_path: Path
         case = CASES[case_of(request)]
         assert request["messages"] == prompt_messages(case.question, case.functions, case.category)
         assert "tools" not in request
+
+
+def test_an_invalid_call_is_an_attempt_of_its_kind_and_with_retries_the_model_is_told_why(tmp_path: Path) -> None:
+    def reply(request: dict[str, Any]) -> dict[str, Any]:
+        if len(request["messages"]) == 1:  # the first answer: arguments that are not JSON
+            return completion(calls(("calculate_triangle_area", '{"base": 10, height: 5}')))
+        return completion(calls(("calculate_triangle_area", {"base": 10, "height": 5})))
+
+    server, _ = run(tmp_path, reply, "-S", "categories=simple_python", "--limit", "1", "--retries", "1")
+    record = stored(tmp_path)["simple_python_0"]
+    assert (record["status"], record["corrective_retries"]) == ("correct", 1)
+    assert [(a["valid"], a["invalid_kind"]) for a in record["attempts"]] == [(False, "malformed_json"), (True, None)]
+    assert record["output"] == [{"name": "calculate_triangle_area", "arguments": '{"base": 10, "height": 5}'}]
+    retry = server.requests[1]["messages"]
+    assert [m["role"] for m in retry] == ["user", "assistant", "tool"]
+    sent_back = retry[1]["tool_calls"][0]["function"]["arguments"]  # pydantic-ai resends invalid JSON wrapped
+    assert json.loads(sent_back) == {"INVALID_JSON": '{"base": 10, height: 5}'}
+    assert "Invalid JSON" in retry[2]["content"]
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    (folder / "possible_answer").mkdir(parents=True)
+    (folder / "BFCL_v4_multiple.json").write_text('{"id": "multiple_0"')
+    (folder / "possible_answer" / "BFCL_v4_multiple.json").write_text("")
+    for setting, message in [
+        ("categories=nosuch", "main.py: error: unknown BFCL category 'nosuch'; the single-turn categories are "),
+        (f"data={folder}", f"main.py: error: {folder}/BFCL_v4_multiple.json:1: not a JSON object ("),
+    ]:
+        done = subprocess.run(
+            [PYTHON, "main.py", "run", "--suite", "bfcl", "-S", "categories=multiple", "-S", setting, "--model", "test",
+             "--results-dir", str(tmp_path / "runs")],
+            cwd=REPO, capture_output=True, timeout=300, check=False,
+        )  # fmt: skip
+        lines = done.stderr.decode().splitlines()
+        assert (done.returncode, len(lines)) == (2, 1)
+        assert lines[0].startswith(message)
