@@ -139,6 +139,19 @@ def test_function_calling_mode_sends_bfcl_requests_and_stores_bfcl_verdicts(tmp_
     assert "simple_python: 40.00 (C: 2, I: 3, M: 0 A: 5)" in out
     assert "parallel: 40.00 (C: 2, I: 3, M: 0 A: 5)" in out
     assert "irrelevance: 80.00 (C: 4, I: 1, M: 0 A: 5)" in out
+    leaderboard = subprocess.run(
+        [PYTHON, "format_result.py", str(tmp_path), "--format", "json"], cwd=REPO, capture_output=True, check=True
+    )
+    (row,) = json.loads(leaderboard.stdout)
+    assert row["metrics"] == {
+        "bfcl-simple_python": 40.0,
+        "bfcl-parallel": 40.0,
+        "bfcl-irrelevance": 80.0,
+        "bfcl-non_live_overall": 13.33,
+        "bfcl-live_overall": 0.0,
+        "bfcl-irrelevance_detection": None,  # BFCL's needs live_irrelevance too: N/A
+        "bfcl-overall": 5.33,
+    }
     assert len(server.requests) == 15
     for request in server.requests:
         case = CASES[case_of(request)]

@@ -39,7 +39,13 @@ __all__ = ["BFCL", "BfclParams", "bfcl_metrics", "bfcl_task", "score_reply"]
 SUITE = "bfcl"
 REPLY = "reply"
 """Key of a prompt-mode output (`{"reply": text}`), so a stored output says how it is decoded."""
-AGGREGATES = ("non_live", "live", "irrelevance", "overall")
+AGGREGATES = {
+    "non_live": "non_live_overall",
+    "live": "live_overall",
+    "irrelevance": "irrelevance_detection",
+    "overall": "overall",
+}
+"""BFCL's aggregates and their metric names (as its leaderboard's columns: never a category's name)."""
 
 
 class BfclParams(BaseModel):
@@ -160,9 +166,9 @@ def bfcl_metrics(scores: Scores) -> dict[str, float | None]:
     metrics: dict[str, float | None] = {
         f"bfcl-{name}": round(100 * score.accuracy, 2) for name, score in categories.items()
     }
-    for name in AGGREGATES:
+    for name, column in AGGREGATES.items():
         aggregate: Aggregate = getattr(summary, name)
-        metrics[f"bfcl-{name}"] = round(100 * aggregate.accuracy, 2) if aggregate.shown else None
+        metrics[f"bfcl-{column}"] = round(100 * aggregate.accuracy, 2) if aggregate.shown else None
     return metrics
 
 
@@ -196,6 +202,7 @@ BFCL = Suite(
     columns=["bfcl-*"],
     title="BFCL",
     modes=("tool", "text"),
+    group_columns=False,  # the categories are columns of their own, counted as BFCL counts them
     row_metrics=bfcl_metrics,
     report_lines=_report_lines,
 )
