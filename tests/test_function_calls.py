@@ -94,3 +94,18 @@ def test_the_calls_come_back_unexecuted_and_the_case_conversation_is_sent_as_it_
     ]
     assert isinstance(request.parts[0], SystemPromptPart)
     assert seen["none"][0] == ["mul"]
+
+
+def test_a_reply_of_many_calls_keeps_the_first_thousand_and_a_huge_argument_is_scored_as_sent() -> None:
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        first = messages[0]
+        assert isinstance(first, ModelRequest)
+        if first.parts[-1].content == "many":
+            return ModelResponse(parts=[ToolCallPart("add", "{}", tool_call_id=f"c{n}") for n in range(1_500)])
+        return ModelResponse(parts=[ToolCallPart("add", '{"x": "' + "a" * 10_000_000 + '"}', tool_call_id="a")])
+
+    cases = [make_case("many", [ADD], None), make_case("huge", [ADD], None)]
+    result = asyncio.run(evaluator.evaluate(TASK, cases, FunctionModel(respond), retries=0, concurrency=1))
+    many, huge = result.records
+    assert (many.status, len(many.output), many.output[-1]) == ("incorrect", 1_000, {"name": "add", "arguments": "{}"})
+    assert (huge.status, len(huge.output[0]["arguments"]), huge.attempts[0].valid) == ("incorrect", 10_000_009, True)

@@ -25,6 +25,8 @@ from pydantic_ai import (
     ToolCallPart,
     UserPromptPart,
 )
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -34,6 +36,8 @@ from typed_eval.core.errors import TaskError
 from typed_eval.schemas import Case, InvalidKind
 
 __all__ = [
+    "MAX_CALLS",
+    "AtMostCalls",
     "CaseFunctions",
     "ChatMessage",
     "Functions",
@@ -49,6 +53,10 @@ ChatMessage = Mapping[str, Any]
 
 Functions = Callable[[Case], Sequence[Mapping[str, Any]]]
 """A case's functions: `{"name", "description", "parameters"}` each, `parameters` a JSON schema of an object."""
+
+MAX_CALLS = 1_000
+"""The calls of one reply that are kept: pydantic-ai's handling of deferred calls grows with their square, so a
+reply of a million calls would stall the run; no answer needs more."""
 
 ARGUMENTS_OBJECT = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
 """A call's arguments must be a JSON object: pydantic-ai validates them with this, and tells the model why not."""
@@ -86,6 +94,20 @@ class CaseFunctions(AbstractToolset[Case]):
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Case], tool: ToolsetTool[Case]
     ) -> Any:
         raise TaskError("a case's functions are never executed")  # external tools are deferred by pydantic-ai
+
+
+class AtMostCalls(AbstractCapability[Any]):
+    """A reply's calls beyond the first `MAX_CALLS` dropped (its other parts kept), before pydantic-ai reads it."""
+
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
+        calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
+        if len(calls) <= MAX_CALLS:
+            return response
+        kept = {id(p) for p in calls[:MAX_CALLS]}
+        parts = [p for p in response.parts if not isinstance(p, ToolCallPart) or id(p) in kept]
+        return replace(response, parts=parts)
 
 
 def call_json(call: ToolCallPart) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from typed_eval.core.attempts import (
     sample_usage,
     validation_errors,
 )
-from typed_eval.core.calls import CaseFunctions, calls_output, chat_history, last_calls
+from typed_eval.core.calls import AtMostCalls, CaseFunctions, calls_output, chat_history, last_calls
 from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.settings import user_prices
@@ -133,6 +133,8 @@ class Poser:
         """The answer is the calls the model makes among the case's functions (external tools, never run)."""
         if (task.empty_reply and is_text_mode(self.mode)) or self.calls:
             capabilities.append(EmptyReplyAsText())
+        if self.calls:
+            capabilities.append(AtMostCalls())
         toolsets = [CaseFunctions(task.functions, self.retries)] if self.calls and task.functions else None
         self.agent: Agent[Case, Any] = Agent(
             model,
