@@ -109,3 +109,59 @@ def test_a_reply_of_many_calls_keeps_the_first_thousand_and_a_huge_argument_is_s
     many, huge = result.records
     assert (many.status, len(many.output), many.output[-1]) == ("incorrect", 1_000, {"name": "add", "arguments": "{}"})
     assert (huge.status, len(huge.output[0]["arguments"]), huge.attempts[0].valid) == ("incorrect", 10_000_009, True)
+
+
+def test_a_reply_of_valid_and_invalid_calls_is_asked_again_whole_while_retries_are_left() -> None:
+    sent: list[list[tuple[str, str | None, str]]] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        sent.append(
+            [
+                (type(p).__name__, getattr(p, "tool_call_id", None), str(p.content))
+                for m in messages
+                for p in m.parts
+                if not isinstance(p, ToolCallPart)
+            ]
+        )
+        if len(sent) == 1:
+            return ModelResponse(
+                parts=[ToolCallPart("add", '{"x": 1}', tool_call_id="a"), ToolCallPart("mul", "{bad", tool_call_id="b")]
+            )
+        return ModelResponse(
+            parts=[ToolCallPart("add", '{"x": 1}', tool_call_id="c"), ToolCallPart("mul", '{"a": 2}', tool_call_id="d")]
+        )
+
+    (record,) = asyncio.run(
+        evaluator.evaluate(TASK, [make_case("mixed", [ADD, MUL], None)], FunctionModel(respond), retries=1)
+    ).records
+    assert record.output == [{"name": "add", "arguments": '{"x": 1}'}, {"name": "mul", "arguments": '{"a": 2}'}]
+    assert [(a.valid, a.invalid_kind) for a in record.attempts] == [(False, "malformed_json"), (True, None)]
+    assert record.corrective_retries == 1
+    (user, to_add, to_mul) = sent[1]
+    assert user == ("UserPromptPart", None, "mixed")
+    assert to_add == ("ToolReturnPart", "a", "Another call of this reply is invalid: make all the calls again.")
+    assert to_mul[:2] == ("ToolReturnPart", "b") and "Invalid JSON" in to_mul[2]
+
+
+def test_the_conversation_posed_is_not_an_answer_of_the_model() -> None:
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        assert [type(m).__name__ for m in messages] == ["ModelRequest", "ModelResponse", "ModelRequest"]
+        return ModelResponse(parts=[TextPart("none")])
+
+    case = Case(
+        id="chat",
+        prompt="again",
+        expected="none",
+        metadata={
+            "functions": [ADD],
+            "messages": [
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "hello"},
+                {"role": "user", "content": "again"},
+            ],
+        },
+    )
+    (record,) = asyncio.run(evaluator.evaluate(TASK, [case], FunctionModel(respond), retries=0)).records
+    assert (record.status, len(record.attempts), record.usage.requests) == ("correct", 1, 1)
+    assert record.usage.input_tokens is not None

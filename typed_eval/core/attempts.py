@@ -116,7 +116,7 @@ def _judge(response: ModelResponse, feedback: Sequence[Any], verdicts: Verdicts,
     if last and told is None:
         told = _final_verdict(verdicts.final_error)
     if verdicts.offered is not None:
-        return _judge_calls(response, told, verdicts.offered)
+        return _judge_calls(response, feedback, told, verdicts.offered)
     accepted = last and verdicts.accepted
     if is_text_mode(mode):
         if accepted or (not last and told is None):
@@ -144,8 +144,9 @@ def _judge(response: ModelResponse, feedback: Sequence[Any], verdicts: Verdicts,
     return _invalid(_kind(errors), raw, _feedback_text(errors), "rejected")
 
 
-def _judge_calls(response: ModelResponse, told: Any, offered: frozenset[str]) -> Attempt:
-    """A reply to a task answered by calls: its calls (as JSON), or its text when it called none."""
+def _judge_calls(response: ModelResponse, feedback: Sequence[Any], told: Any, offered: frozenset[str]) -> Attempt:
+    """A reply to a task answered by calls: its calls (as JSON), or its text when it called none; an invalid one is
+    told what was said about its first invalid call."""
     calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
     if not calls:
         return Attempt(valid=True, raw="".join(p.content for p in response.parts if isinstance(p, TextPart)))
@@ -154,7 +155,8 @@ def _judge_calls(response: ModelResponse, told: Any, offered: frozenset[str]) ->
         found = invalid_call(call, offered)
         if found is not None:
             kind, reason = found
-            return _invalid(kind, raw, _feedback_text(told), reason)
+            said = _verdict(feedback, call) if feedback else told
+            return _invalid(kind, raw, _feedback_text(said if said is not None else told), reason)
     return Attempt(valid=True, raw=raw)
 
 

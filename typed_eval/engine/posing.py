@@ -6,15 +6,19 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic_ai import (
     Agent,
+    DeferredToolRequests,
     ModelHTTPError,
     ModelMessage,
+    ModelRequest,
     ModelResponse,
     PendingModelResponse,
+    ToolCallPart,
+    ToolReturnPart,
     UnexpectedModelBehavior,
     UserError,
     capture_run_messages,
@@ -32,7 +36,7 @@ from typed_eval.core.attempts import (
     sample_usage,
     validation_errors,
 )
-from typed_eval.core.calls import AtMostCalls, CaseFunctions, calls_output, chat_history, last_calls
+from typed_eval.core.calls import AtMostCalls, CaseFunctions, calls_output, chat_history, invalid_call, last_calls
 from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.settings import user_prices
@@ -225,17 +229,18 @@ class Poser:
         batching, key = self.batching, (case.id, repeat)
         history = batching.pending.history(key) if batching is not None else None
         posed = self.task.messages
-        if not history and posed is not None:  # the case's own conversation, sent as it is
-            history = chat_history(posed(case, self.mode))
+        prefix = 0  # the messages of the case's own conversation: posed, not answered
+        if posed is not None:
+            conversation = chat_history(posed(case, self.mode))
+            prefix, history = len(conversation), history or conversation
         while True:
             output = None
             with capture_run_messages() as messages:
                 try:
                     settings = self._settings_for(repeat)
                     asked = None if history else prompt
-                    left = (
-                        max(self.retries - _answers(history), 0) if history and posed is None else None
-                    )  # the sample's, not the run's
+                    answered = history[prefix:] if history else None
+                    left = max(self.retries - _answers(answered), 0) if answered else None  # the sample's
                     output = (
                         await self.agent.run(
                             asked, message_history=history, deps=case, model_settings=settings, retries=left
@@ -250,6 +255,11 @@ class Poser:
                     raise
                 except Exception as exc:  # a failed call or a malformed response is this sample's error
                     exception = exc
+            if self.calls and isinstance(output, DeferredToolRequests) and exception is None:
+                resent = self._resend_calls(case, messages, prefix)
+                if resent is not None:  # a reply of valid and invalid calls, with retries left: asked again
+                    history = resent
+                    continue
             if batching is None or not isinstance(output, PendingModelResponse):
                 break
             history = list(messages)
@@ -257,6 +267,7 @@ class Poser:
         if batching is not None:
             batching.done(key, self.traffic)
             messages = without_pending(messages)
+        messages = messages[prefix:]
         value = output.output if isinstance(output, TextReply) else calls_output(output) if self.calls else output
         if self.calls and value == EMPTY_REPLY:
             value = ""
@@ -273,6 +284,35 @@ class Poser:
         if exception is not None:
             raise exception
         return value
+
+    def _resend_calls(self, case: Case, messages: list[ModelMessage], prefix: int) -> list[ModelMessage] | None:
+        """The conversation asking again for a reply of calls some of which are invalid (pydantic-ai ends the run
+        with the valid ones deferred), while retries are left: every call of the reply is sent back, the invalid
+        ones with their reason, so the model makes them all again. None when nothing is to be asked again."""
+        responses = [m for m in messages[prefix:] if isinstance(m, ModelResponse)]
+        if not responses or len(responses) > self.retries or not self.task.functions:
+            return None
+        offered = {str(doc.get("name")) for doc in self.task.functions(case)}
+        calls = [p for p in responses[-1].parts if isinstance(p, ToolCallPart)]
+        reasons = [invalid_call(call, offered) for call in calls]
+        if not any(reasons):
+            return None
+        last = messages[-1]
+        said = last.parts if isinstance(last, ModelRequest) else ()  # pydantic-ai's word on the invalid calls
+        answered = {p.tool_call_id for p in said if isinstance(p, ToolReturnPart)}
+        parts = [
+            ToolReturnPart(
+                tool_name=call.tool_name,
+                content=found[1] if found else "Another call of this reply is invalid: make all the calls again.",
+                tool_call_id=call.tool_call_id,
+                outcome="retried",
+            )
+            for call, found in zip(calls, reasons, strict=True)
+            if call.tool_call_id not in answered
+        ]
+        if isinstance(last, ModelRequest):
+            return [*messages[:-1], replace(last, parts=[*last.parts, *parts])]
+        return [*messages, ModelRequest(parts=parts)]
 
     async def _pose(self, case: Case, repeat: int) -> Outcome:
         started = time.perf_counter()
