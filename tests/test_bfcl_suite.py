@@ -12,8 +12,11 @@ from typing import Any
 
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, text
+from typed_eval.core.suite import AnswerLine, answer_lines
+from typed_eval.schemas import SampleRecord
 from typed_eval.suites.bfcl.data import load_sample
 from typed_eval.suites.bfcl.prompting import prompt_messages
+from typed_eval.suites.bfcl.suite import BFCL
 from typed_eval.suites.bfcl.tools import tools_for
 
 CATEGORIES = "simple_python,parallel,irrelevance"
@@ -152,6 +155,25 @@ def test_function_calling_mode_sends_bfcl_requests_and_stores_bfcl_verdicts(tmp_
         "bfcl-irrelevance_detection": None,  # BFCL's needs live_irrelevance too: N/A
         "bfcl-overall": 5.33,
     }
+    views = {i: answer_lines(BFCL, SampleRecord.model_validate(r)) for i, r in stored(tmp_path).items()}
+    assert views["simple_python_320"] == [
+        AnswerLine(
+            'sports_ranking_get_team_position({"team": "GSW", "season": "2022-2023", "detailed": "yes"})', "wrong"
+        ),
+        AnswerLine(
+            "checker: type_error:simple: Incorrect type for parameter 'detailed'. Expected type boolean, got str. "
+            "Parameter value: 'yes'."
+        ),
+        AnswerLine("offered: sports_ranking.get_team_position"),
+        AnswerLine(
+            'allowed: {"sports_ranking.get_team_position": {"team": ["Golden State Warriors", "GSW"], '
+            '"season": ["2022-2023"], "detailed": [true]}}'
+        ),
+    ]
+    assert views["irrelevance_0"] == [
+        AnswerLine("(no call) No function fits.", "right"),
+        AnswerLine("offered: determine_body_mass_index"),
+    ]
     assert len(server.requests) == 15
     for request in server.requests:
         case = CASES[case_of(request)]

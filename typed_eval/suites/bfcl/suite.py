@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from typed_eval.core.datasets import Dataset, dataset_from_cases
-from typed_eval.core.suite import Suite
+from typed_eval.core.suite import AnswerLine, Suite
 from typed_eval.core.tasks import Score, Task, TextReader
-from typed_eval.schemas import AnswerMode, Case, RunSummary, Scores
+from typed_eval.schemas import AnswerMode, Case, RunSummary, SampleRecord, Scores
 from typed_eval.suites.bfcl.checker import Decoded, check_reply
 from typed_eval.suites.bfcl.data import (
     INSTALL_HINT,
@@ -34,7 +34,7 @@ from typed_eval.suites.bfcl.prompting import decode_prompt_reply, prompt_message
 from typed_eval.suites.bfcl.scores import Aggregate, CategoryScore, summarize
 from typed_eval.suites.bfcl.tools import decode_tool_calls, tools_for
 
-__all__ = ["BFCL", "BfclParams", "bfcl_metrics", "bfcl_task", "score_reply"]
+__all__ = ["BFCL", "BfclParams", "bfcl_metrics", "bfcl_task", "score_reply", "show_calls"]
 
 SUITE = "bfcl"
 REPLY = "reply"
@@ -182,6 +182,38 @@ def _report_lines(summary: RunSummary) -> list[str]:
     return [f"BFCL: {', '.join(parts)} (overall counts groups not run as 0; groups present: {present})"]
 
 
+def show_calls(record: SampleRecord) -> list[AnswerLine]:
+    """The calls made (or the reply), right or wrong as BFCL's checker found them, its reason, the functions
+    offered and the calls that count as right."""
+    mark: Literal["right", "wrong"] = "right" if record.score == 1.0 else "wrong"
+    output = record.output
+    if isinstance(output, list):
+        lines = [AnswerLine(f"{_field(call, 'name')}({_field(call, 'arguments')})", mark) for call in output]
+        lines = lines or [AnswerLine("(no call)", mark)]
+    elif isinstance(output, dict) and REPLY in output:
+        lines = [AnswerLine(str(output[REPLY]) or "(empty reply)", mark)]
+    else:
+        lines = [AnswerLine(f"(no call) {output}" if output else "(no call, no text)", mark)]
+    details = record.score_details or {}
+    if details.get("error_type"):
+        errors = details.get("errors")
+        reasons = "; ".join(str(e) for e in errors) if isinstance(errors, list) else ""
+        lines.append(AnswerLine(f"checker: {details['error_type']}: {reasons}"))
+    functions = record.metadata.get("functions")
+    if isinstance(functions, list):
+        names = ", ".join(str(doc.get("name")) for doc in functions if isinstance(doc, dict))
+        lines.append(AnswerLine(f"offered: {names or '(none)'}"))
+    expected = record.expected if isinstance(record.expected, list) else []
+    for allowed in expected:
+        lines.append(AnswerLine(f"allowed: {json.dumps(allowed, ensure_ascii=False)}"))
+    return lines
+
+
+def _field(call: Any, key: str) -> str:
+    value = call.get(key) if isinstance(call, dict) else None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def _build(params: BfclParams) -> tuple[Task[Any], Dataset]:
     data = _load(params)
     cases = [bfcl_case(case) for case in data.cases]
@@ -205,4 +237,5 @@ BFCL = Suite(
     group_columns=False,  # the categories are columns of their own, counted as BFCL counts them
     row_metrics=bfcl_metrics,
     report_lines=_report_lines,
+    show_answer=show_calls,
 )
