@@ -14,7 +14,7 @@ from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, text
 from typed_eval.core.suite import AnswerLine, answer_lines
 from typed_eval.schemas import SampleRecord
-from typed_eval.suites.bfcl.data import load_sample
+from typed_eval.suites.bfcl.data import load_folder, load_sample
 from typed_eval.suites.bfcl.prompting import prompt_messages
 from typed_eval.suites.bfcl.suite import BFCL
 from typed_eval.suites.bfcl.tools import tools_for
@@ -245,3 +245,28 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         lines = done.stderr.decode().splitlines()
         assert (done.returncode, len(lines)) == (2, 1)
         assert lines[0].startswith(message)
+
+
+def test_every_category_is_sent_bfcl_s_messages_and_tools_an_assistant_message_included(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    entry = {
+        "id": "live_irrelevance_0-0-0",
+        "question": [[{"role": "system", "content": "You are a helpful assistant."},
+                      {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello! How can I help?"},
+                      {"role": "user", "content": "What's the weather in Paris?"}]],
+        "function": [{"name": "weather.get", "description": "Weather", "parameters": {"type": "dict",
+                      "required": ["city"], "properties": {"city": {"type": "string", "description": "City"}}}}],
+    }  # fmt: skip
+    (folder / "BFCL_v4_live_irrelevance.json").write_text(json.dumps(entry))
+    for data, categories in (("sample", ""), (str(folder), "live_irrelevance")):
+        runs = tmp_path / "runs" / str(len(data))
+        server, _ = run(runs, lambda _: completion(text("No.")), "-S", f"data={data}", "-S", f"categories={categories}")
+        posed = {
+            c.id: c for c in (load_sample() if data == "sample" else load_folder(folder, ["live_irrelevance"])).cases
+        }
+        assert len(server.requests) == len(posed)
+        for request in server.requests:
+            (case,) = [c for c in posed.values() if c.question == request["messages"]]  # BFCL's messages exactly
+            assert request.get("tools", []) == tools_for(case.functions, case.category)
+    assert server.requests[0]["messages"][2] == {"role": "assistant", "content": "Hello! How can I help?"}
