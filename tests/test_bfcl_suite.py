@@ -142,6 +142,18 @@ def test_function_calling_mode_sends_bfcl_requests_and_stores_bfcl_verdicts(tmp_
     assert "simple_python: 40.00 (C: 2, I: 3, M: 0 A: 5)" in out
     assert "parallel: 40.00 (C: 2, I: 3, M: 0 A: 5)" in out
     assert "irrelevance: 80.00 (C: 4, I: 1, M: 0 A: 5)" in out
+    (summary,) = tmp_path.glob("*/*/summary.json")
+    dataset = json.loads(summary.read_text())["dataset"]
+    assert (dataset["suite"], dataset["cases"], dataset["params"]) == (
+        "bfcl",
+        15,
+        {
+            "bfcl_eval_version": "2026.3.23 (sample)",
+            "dataset_hash": load_sample(("simple_python", "parallel", "irrelevance")).dataset_hash,
+            "categories": ["simple_python", "parallel", "irrelevance"],
+        },
+    )
+    assert dataset["suite_params"] == {"categories": CATEGORIES, "data": "sample"}
     leaderboard = subprocess.run(
         [PYTHON, "format_result.py", str(tmp_path), "--format", "json"], cwd=REPO, capture_output=True, check=True
     )
