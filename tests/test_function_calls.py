@@ -165,3 +165,16 @@ def test_the_conversation_posed_is_not_an_answer_of_the_model() -> None:
     (record,) = asyncio.run(evaluator.evaluate(TASK, [case], FunctionModel(respond), retries=0)).records
     assert (record.status, len(record.attempts), record.usage.requests) == ("correct", 1, 1)
     assert record.usage.input_tokens is not None
+
+
+def test_when_the_retries_run_out_on_a_reply_of_valid_and_invalid_calls_all_its_calls_are_scored() -> None:
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(
+            parts=[ToolCallPart("add", '{"x": 1}', tool_call_id="a"), ToolCallPart("mul", "[2]", tool_call_id="b")]
+        )
+
+    (record,) = asyncio.run(
+        evaluator.evaluate(TASK, [make_case("mixed", [ADD, MUL], None)], FunctionModel(respond), retries=1)
+    ).records
+    assert record.output == [{"name": "add", "arguments": '{"x": 1}'}, {"name": "mul", "arguments": "[2]"}]
+    assert [(a.valid, a.invalid_kind) for a in record.attempts] == [(False, "wrong_type"), (False, "wrong_type")]

@@ -15,7 +15,6 @@ from dataclasses import replace
 from typing import Any
 
 from pydantic_ai import (
-    DeferredToolRequests,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -42,7 +41,6 @@ __all__ = [
     "ChatMessage",
     "Functions",
     "call_json",
-    "calls_output",
     "chat_history",
     "invalid_call",
     "last_calls",
@@ -115,15 +113,8 @@ def call_json(call: ToolCallPart) -> dict[str, Any]:
     return {"name": call.tool_name, "arguments": call.args if call.args is not None else ""}
 
 
-def calls_output(output: Any) -> Any:
-    """The run's output as the scorer gets it: the calls (`[{"name", "arguments"}]`) or the text."""
-    if isinstance(output, DeferredToolRequests):
-        return [call_json(call) for call in output.calls]
-    return output
-
-
 def last_calls(messages: Sequence[ModelMessage]) -> list[dict[str, Any]] | None:
-    """The calls of the last response, when it made any: what is scored when the retries ran out on them."""
+    """The calls of the last response as sent (`[{"name", "arguments"}]`), when it made any: what is scored."""
     responses = [m for m in messages if isinstance(m, ModelResponse)]
     if not responses:
         return None

@@ -36,7 +36,7 @@ from typed_eval.core.attempts import (
     sample_usage,
     validation_errors,
 )
-from typed_eval.core.calls import AtMostCalls, CaseFunctions, calls_output, chat_history, invalid_call, last_calls
+from typed_eval.core.calls import AtMostCalls, CaseFunctions, chat_history, invalid_call, last_calls
 from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.settings import user_prices
@@ -268,7 +268,9 @@ class Poser:
             batching.done(key, self.traffic)
             messages = without_pending(messages)
         messages = messages[prefix:]
-        value = output.output if isinstance(output, TextReply) else calls_output(output) if self.calls else output
+        value = output.output if isinstance(output, TextReply) else output
+        if self.calls and isinstance(output, DeferredToolRequests):
+            value = last_calls(messages)  # every call as sent (pydantic-ai defers only the valid ones)
         if self.calls and value == EMPTY_REPLY:
             value = ""
         attempts = [
