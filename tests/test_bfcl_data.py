@@ -84,6 +84,14 @@ def test_a_folder_reads_as_the_sample_does(tmp_path: Path) -> None:
             '{"id": "irrelevance_9", "question": [[]], "function": [{"name": "f"}]}',
             '"function" must be a list of docs with a name and parameters.properties',
         ),
+        (
+            '{"id": "irrelevance_9", "question": [[{"role": "tool", "content": "x"}]], "function": []}',
+            "the turn's messages must be system, user, assistant ones, the last not the assistant's",
+        ),
+        (
+            '{"id": "irrelevance_9", "question": [[{"role": "assistant", "content": "x"}]], "function": []}',
+            "the turn's messages must be system, user, assistant ones, the last not the assistant's",
+        ),
     ],
 )
 def test_a_malformed_line_is_one_error_naming_file_and_line(tmp_path: Path, line: str, message: str) -> None:

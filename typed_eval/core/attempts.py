@@ -29,6 +29,7 @@ from pydantic_ai import (
 from pydantic_ai.exceptions import ToolRetryError
 from pydantic_ai.usage import RequestUsage
 
+from typed_eval.core.calls import call_json, invalid_call
 from typed_eval.schemas import AnswerMode, Attempt, Cost, InvalidKind, TokenUsage, is_text_mode
 
 __all__ = [
@@ -79,6 +80,10 @@ class Verdicts:
     """Text modes: what the task's reader tells the model about a reply it cannot read."""
     recheck: Callable[[str], Any] | None = None
     """Validation errors of a raw output, for a last response with no verdict (None: it is valid)."""
+    offered: frozenset[str] | None = None
+    """A task answered by calls among the case's functions (`Task.functions`): their names. A reply's calls are then
+    its answer (its text when it called none), invalid when one names no offered function or its arguments are not
+    a JSON object."""
 
 
 def read_attempts(messages: Sequence[ModelMessage], verdicts: Verdicts) -> list[Attempt]:
@@ -110,6 +115,8 @@ def _judge(response: ModelResponse, feedback: Sequence[Any], verdicts: Verdicts,
     told = _verdict(feedback, call)
     if last and told is None:
         told = _final_verdict(verdicts.final_error)
+    if verdicts.offered is not None:
+        return _judge_calls(response, feedback, told, verdicts.offered)
     accepted = last and verdicts.accepted
     if is_text_mode(mode):
         if accepted or (not last and told is None):
@@ -135,6 +142,22 @@ def _judge(response: ModelResponse, feedback: Sequence[Any], verdicts: Verdicts,
     if errors is None:
         errors = [{"type": "other", "msg": "rejected after the last retry"}]
     return _invalid(_kind(errors), raw, _feedback_text(errors), "rejected")
+
+
+def _judge_calls(response: ModelResponse, feedback: Sequence[Any], told: Any, offered: frozenset[str]) -> Attempt:
+    """A reply to a task answered by calls: its calls (as JSON), or its text when it called none; an invalid one is
+    told what was said about its first invalid call."""
+    calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
+    if not calls:
+        return Attempt(valid=True, raw="".join(p.content for p in response.parts if isinstance(p, TextPart)))
+    raw = json.dumps([call_json(c) for c in calls], ensure_ascii=False)
+    for call in calls:
+        found = invalid_call(call, offered)
+        if found is not None:
+            kind, reason = found
+            said = _verdict(feedback, call) if feedback else told
+            return _invalid(kind, raw, _feedback_text(said if said is not None else told), reason)
+    return Attempt(valid=True, raw=raw)
 
 
 def _verdict(feedback: Sequence[Any], call: ToolCallPart | None) -> Any | None:

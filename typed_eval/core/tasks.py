@@ -10,12 +10,13 @@ from __future__ import annotations
 import inspect
 import json
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import TypeAdapter
 from pydantic_ai import (
+    DeferredToolRequests,
     ModelResponse,
     ModelRetry,
     NativeOutput,
@@ -33,6 +34,7 @@ from pydantic_ai.output import OutputSpec
 from pydantic_ai.profiles import ModelProfile
 from pydantic_core import to_json, to_jsonable_python
 
+from typed_eval.core.calls import ChatMessage, Functions
 from typed_eval.core.errors import TaskError
 from typed_eval.schemas import Aggregate, AnswerMode, Case, Cost, InvalidKind, TokenUsage, is_text_mode
 
@@ -155,6 +157,14 @@ class Task(Generic[OutputT]):
     """True: in the text modes an empty reply is the text "" (read by `reader`), not sent back for another."""
     bounded_scores: bool = True
     """False: a score may be any finite number (e.g. a case file's, whose python assertion may give 5)."""
+    functions: Functions | None = None
+    """For tasks whose answer is the calls a model makes among functions offered per case: `functions(case)` gives
+    the case's function definitions (name, description, JSON schema of the parameters). In tool mode they are the
+    request's tools, posed as external tools: nothing is run, the model may call none, one or several, and the output
+    scored is the calls (`[{"name", "arguments"}]`, arguments as sent) or the text when it called none."""
+    messages: Callable[[Case, AnswerMode], Sequence[ChatMessage]] | None = None
+    """The conversation posed for a case in a mode (`{"role", "content"}` messages, a system message of its own
+    allowed), instead of `prompt`: sent as it is."""
     asks_once: tuple[AnswerMode, ...] = ()
     """Modes in which the task's original benchmark asked once: no corrective retries there unless the run sets
     `retries` (multiple choice: `tag`, as the benchmarks that read an answer tag score it); 3 in the others."""
@@ -186,13 +196,15 @@ class Task(Generic[OutputT]):
             return self.instructions(mode)
         if self.instructions is not None:
             return self.instructions
-        if mode == "tool":
+        if mode == "tool" and self.functions is None:
             return f"Answer by calling the {self.tool_name} tool."
         return None
 
     def output_spec(self, mode: AnswerMode) -> OutputSpec[Any]:
         """What the agent must produce in `mode` (pydantic-ai validates it and asks again when invalid)."""
         name, description = self.tool_name, self.tool_description
+        if mode == "tool" and self.functions is not None:
+            return [str, DeferredToolRequests]
         if mode == "tool":
             return ToolOutput(self.output_type, name=name, description=description)
         if mode == "native":

@@ -6,15 +6,19 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic_ai import (
     Agent,
+    DeferredToolRequests,
     ModelHTTPError,
     ModelMessage,
+    ModelRequest,
     ModelResponse,
     PendingModelResponse,
+    ToolCallPart,
+    ToolReturnPart,
     UnexpectedModelBehavior,
     UserError,
     capture_run_messages,
@@ -32,6 +36,7 @@ from typed_eval.core.attempts import (
     sample_usage,
     validation_errors,
 )
+from typed_eval.core.calls import AtMostCalls, CaseFunctions, chat_history, invalid_call, last_calls
 from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.settings import user_prices
@@ -128,12 +133,18 @@ class Poser:
         context = task.validation_context
         output_spec = task.output_spec(self.mode)
         capabilities: list[Any] = [batching.capability] if batching is not None else []
-        if task.empty_reply and is_text_mode(self.mode):
+        self.calls = task.functions is not None and self.mode == "tool"
+        """The answer is the calls the model makes among the case's functions (external tools, never run)."""
+        if (task.empty_reply and is_text_mode(self.mode)) or self.calls:
             capabilities.append(EmptyReplyAsText())
+        if self.calls:
+            capabilities.append(AtMostCalls())
+        toolsets = [CaseFunctions(task.functions, self.retries)] if self.calls and task.functions else None
         self.agent: Agent[Case, Any] = Agent(
             model,
             output_type=[output_spec, PendingModelResponse] if batching is not None else output_spec,
             capabilities=capabilities or None,
+            toolsets=toolsets,
             deps_type=Case,
             instructions=task.instructions_for(self.mode),
             system_prompt=settings.system_prompt or (),
@@ -168,6 +179,9 @@ class Poser:
             unreadable_kind=reader.invalid_kind if reader is not None else "unreadable",
             unreadable_feedback=reader.feedback if reader is not None else None,
             recheck=recheck if reader is None or not is_text_mode(self.mode) else None,
+            offered=frozenset(str(doc.get("name")) for doc in task.functions(case))
+            if self.calls and task.functions
+            else None,
         )
 
     def _settings_for(self, repeat: int) -> ModelSettings | None:
@@ -214,13 +228,19 @@ class Poser:
         exception: BaseException | None = None
         batching, key = self.batching, (case.id, repeat)
         history = batching.pending.history(key) if batching is not None else None
+        posed = self.task.messages
+        prefix = 0  # the messages of the case's own conversation: posed, not answered
+        if posed is not None:
+            conversation = chat_history(posed(case, self.mode))
+            prefix, history = len(conversation), history or conversation
         while True:
             output = None
             with capture_run_messages() as messages:
                 try:
                     settings = self._settings_for(repeat)
                     asked = None if history else prompt
-                    left = max(self.retries - _answers(history), 0) if history else None  # the sample's, not the run's
+                    answered = history[prefix:] if history else None
+                    left = max(self.retries - _answers(answered), 0) if answered else None  # the sample's
                     output = (
                         await self.agent.run(
                             asked, message_history=history, deps=case, model_settings=settings, retries=left
@@ -235,6 +255,11 @@ class Poser:
                     raise
                 except Exception as exc:  # a failed call or a malformed response is this sample's error
                     exception = exc
+            if self.calls and isinstance(output, DeferredToolRequests) and exception is None:
+                resent = self._resend_calls(case, messages, prefix)
+                if resent is not None:  # a reply of valid and invalid calls, with retries left: asked again
+                    history = resent
+                    continue
             if batching is None or not isinstance(output, PendingModelResponse):
                 break
             history = list(messages)
@@ -242,7 +267,12 @@ class Poser:
         if batching is not None:
             batching.done(key, self.traffic)
             messages = without_pending(messages)
+        messages = messages[prefix:]
         value = output.output if isinstance(output, TextReply) else output
+        if self.calls and isinstance(output, DeferredToolRequests):
+            value = last_calls(messages)  # every call as sent (pydantic-ai defers only the valid ones)
+        if self.calls and value == EMPTY_REPLY:
+            value = ""
         attempts = [
             a.model_copy(update={"raw": ""}) if a.raw == EMPTY_REPLY else a
             for a in read_attempts(messages, self._verdicts(case, value is not None, exception))
@@ -251,10 +281,40 @@ class Poser:
         usage = sample_usage(messages)
         turns.add(attempts, usage, sample_cost(messages, usage, local=self.local, prices=self.prices))
         if isinstance(exception, UnexpectedModelBehavior) and len(attempts) > self.retries:
-            return None  # the retries ran out: every attempt is invalid
+            # the retries ran out: every attempt is invalid; the last one's calls are scored as they are
+            return last_calls(messages) if self.calls else None
         if exception is not None:
             raise exception
         return value
+
+    def _resend_calls(self, case: Case, messages: list[ModelMessage], prefix: int) -> list[ModelMessage] | None:
+        """The conversation asking again for a reply of calls some of which are invalid (pydantic-ai ends the run
+        with the valid ones deferred), while retries are left: every call of the reply is sent back, the invalid
+        ones with their reason, so the model makes them all again. None when nothing is to be asked again."""
+        responses = [m for m in messages[prefix:] if isinstance(m, ModelResponse)]
+        if not responses or len(responses) > self.retries or not self.task.functions:
+            return None
+        offered = {str(doc.get("name")) for doc in self.task.functions(case)}
+        calls = [p for p in responses[-1].parts if isinstance(p, ToolCallPart)]
+        reasons = [invalid_call(call, offered) for call in calls]
+        if not any(reasons):
+            return None
+        last = messages[-1]
+        said = last.parts if isinstance(last, ModelRequest) else ()  # pydantic-ai's word on the invalid calls
+        answered = {p.tool_call_id for p in said if isinstance(p, ToolReturnPart)}
+        parts = [
+            ToolReturnPart(
+                tool_name=call.tool_name,
+                content=found[1] if found else "Another call of this reply is invalid: make all the calls again.",
+                tool_call_id=call.tool_call_id,
+                outcome="retried",
+            )
+            for call, found in zip(calls, reasons, strict=True)
+            if call.tool_call_id not in answered
+        ]
+        if isinstance(last, ModelRequest):
+            return [*messages[:-1], replace(last, parts=[*last.parts, *parts])]
+        return [*messages, ModelRequest(parts=parts)]
 
     async def _pose(self, case: Case, repeat: int) -> Outcome:
         started = time.perf_counter()

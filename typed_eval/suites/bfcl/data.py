@@ -53,6 +53,8 @@ CATEGORY_SIZES: dict[str, int] = {  # in BFCL's order (constants/category_mappin
     "live_relevance": 16,
 }
 SINGLE_TURN_CATEGORIES: tuple[str, ...] = tuple(CATEGORY_SIZES)
+ROLES = ("system", "user", "assistant")
+"""The roles of a single-turn case's messages."""
 SAMPLE_DIR = Path(__file__).parent / "sample"
 """Five cases per category of bfcl-eval 2026.3.23, with BFCL's LICENSE and a NOTICE: for tests and offline tries."""
 
@@ -197,6 +199,8 @@ def make_case(entry: dict[str, Any], answer: dict[str, Any] | None, category: st
     functions = entry.get("function")
     if not isinstance(functions, list) or not all(is_function_doc(doc) for doc in functions):
         raise InputError(f'{where}: "function" must be a list of docs with a name and parameters.properties')
+    if not messages or messages[-1].get("role") == "assistant" or any(m.get("role") not in ROLES for m in messages):
+        raise InputError(f"{where}: the turn's messages must be {', '.join(ROLES)} ones, the last not the assistant's")
     ground_truth = None
     if answer is not None:
         if answer.get("id") != entry["id"]:

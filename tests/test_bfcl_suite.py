@@ -1,0 +1,284 @@
+"""The bfcl suite end to end: `main.py run --suite bfcl` against a loopback OpenAI-compatible server answering with
+scripted calls and replies, the verdicts stored and the requests the server received (BFCL's own messages and tools
+in function-calling mode, BFCL's prompt in prompt mode)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import PYTHON, REPO
+from tests.fake_openai import FakeOpenAI, completion, text
+from typed_eval.core.suite import AnswerLine, answer_lines
+from typed_eval.schemas import SampleRecord
+from typed_eval.suites.bfcl.data import load_folder, load_sample
+from typed_eval.suites.bfcl.prompting import prompt_messages
+from typed_eval.suites.bfcl.suite import BFCL
+from typed_eval.suites.bfcl.tools import tools_for
+
+CATEGORIES = "simple_python,parallel,irrelevance"
+CASES = {case.id: case for case in load_sample(tuple(CATEGORIES.split(","))).cases}
+
+
+def calls(*pairs: tuple[str, dict[str, Any] | str]) -> dict[str, Any]:
+    """An assistant message making `pairs` (name, arguments) as parallel tool calls."""
+    made = [
+        {
+            "id": f"call_{n}",
+            "type": "function",
+            "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
+        }
+        for n, (name, args) in enumerate(pairs)
+    ]
+    return {"role": "assistant", "content": None, "tool_calls": made}
+
+
+TOOL_REPLIES: dict[str, dict[str, Any]] = {
+    "simple_python_0": calls(("calculate_triangle_area", {"base": 10, "height": 5})),
+    "simple_python_80": text("I cannot help with restaurants."),
+    "simple_python_160": calls(("get_case_info", '{"docket": "2022/AL2562", court')),
+    "simple_python_240": calls(("history_api_get_president_by_year", {"year": 1940})),
+    "simple_python_320": calls(
+        ("sports_ranking_get_team_position", {"team": "GSW", "season": "2022-2023", "detailed": "yes"})
+    ),
+    "parallel_0": calls(
+        ("spotify_play", {"artist": "Maroon 5", "duration": 15}),
+        ("spotify_play", {"artist": "Taylor Swift", "duration": 20}),
+    ),
+    "parallel_40": calls(
+        ("museum_exhibition_detail", {"exhibition_name": "Wonder of Nature", "museum_name": "Louvre"})
+    ),
+    "parallel_80": calls(("math_gcd", {"num1": 36, "num2": 48}), ("math_gcd", {"num1": 60, "num2": 96})),
+    "parallel_120": text(""),
+    "parallel_160": calls(("prob_dist_normal", {"trials": 20})),
+    "irrelevance_0": text("No function fits."),
+    "irrelevance_48": calls(("finance_fetchGDP", {"country": "US"})),
+    "irrelevance_96": calls(("get_case_result", "not json")),
+    "irrelevance_144": text(""),
+    "irrelevance_192": text("I cannot answer that."),
+}
+
+TEXT_REPLIES: dict[str, str] = {
+    "simple_python_0": "[calculate_triangle_area(base=10, height=5)]",
+    "simple_python_80": "I don't know.",
+    "simple_python_160": "[get_case_info(docket='2022/AL2562', court='CA', info_type='witness')]",
+    "simple_python_240": "history_api.get_president_by_year(year=1940)",
+    "simple_python_320": "```\n[sports_ranking.get_team_position(team='GSW', season='2022-2023', detailed=True)]\n```",
+    "irrelevance_0": "[]",
+    "irrelevance_48": "[finance.fetchGDP(country='US')]",
+    "irrelevance_96": "I cannot answer that.",
+    "irrelevance_144": "[search_holy_books(book=len)]",
+    "irrelevance_192": "No function fits.",
+}
+
+
+def case_of(request: dict[str, Any]) -> str:
+    """The case a request poses, found by its last user message."""
+    question = [m["content"] for m in request["messages"] if m["role"] == "user"][-1]
+    (found,) = [
+        i for i, c in CASES.items() if [m["content"] for m in c.question if m["role"] == "user"][-1] == question
+    ]
+    return found
+
+
+def run(tmp_path: Path, reply: Callable[[dict[str, Any]], dict[str, Any]], *args: str) -> tuple[FakeOpenAI, str]:
+    with FakeOpenAI(reply) as server:
+        done = subprocess.run(
+            [PYTHON, "main.py", "run", "--suite", "bfcl", "-S", "data=sample", "--model", "fake-model",
+             "--base-url", server.url, "--api-key", "sk-test", "--results-dir", str(tmp_path), "--quiet",
+             "--retries", "0", *args],
+            cwd=REPO, capture_output=True, timeout=300, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    return server, done.stdout.decode()
+
+
+def stored(tmp_path: Path) -> dict[str, dict[str, Any]]:
+    (samples,) = tmp_path.glob("*/*/samples.jsonl")
+    records = [json.loads(line) for line in samples.read_text().splitlines()]
+    return {record["case_id"]: record for record in records}
+
+
+def verdicts(records: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str | None, list[str | None]]]:
+    """Each case's status, BFCL error type and its attempts' invalid kinds."""
+    return {
+        case_id: (
+            r["status"],
+            (r["score_details"] or {}).get("error_type"),
+            [a["invalid_kind"] for a in r["attempts"]],
+        )
+        for case_id, r in records.items()
+    }
+
+
+def test_function_calling_mode_sends_bfcl_requests_and_stores_bfcl_verdicts(tmp_path: Path) -> None:
+    server, out = run(
+        tmp_path, lambda request: completion(TOOL_REPLIES[case_of(request)]), "-S", f"categories={CATEGORIES}"
+    )
+    assert verdicts(stored(tmp_path)) == {
+        "simple_python_0": ("correct", None, [None]),
+        "simple_python_80": ("incorrect", "ast_decoder:decoder_failed", [None]),
+        "simple_python_160": ("incorrect", "ast_decoder:decoder_failed", ["malformed_json"]),
+        "simple_python_240": ("correct", None, [None]),
+        "simple_python_320": ("incorrect", "type_error:simple", [None]),
+        "parallel_0": ("correct", None, [None]),
+        "parallel_40": ("incorrect", "parallel_function_checker_no_order:wrong_count", [None]),
+        "parallel_80": ("correct", None, [None]),
+        "parallel_120": ("incorrect", "parallel_function_checker_no_order:wrong_count", [None]),
+        "parallel_160": ("incorrect", "parallel_function_checker_no_order:wrong_count", ["unknown_tool"]),
+        "irrelevance_0": ("correct", None, [None]),
+        "irrelevance_48": ("incorrect", "irrelevance_error:decoder_success", [None]),
+        "irrelevance_96": ("correct", None, ["malformed_json"]),
+        "irrelevance_144": ("correct", None, [None]),
+        "irrelevance_192": ("correct", None, [None]),
+    }
+    assert (
+        "BFCL: non-live 13.33, live 0.00, irrelevance N/A, overall 5.33 (overall counts groups not run as 0; groups "
+        "present: non_live, irrelevance)"
+    ) in out.splitlines()
+    assert "simple_python: 40.00 (C: 2, I: 3, M: 0 A: 5)" in out
+    assert "parallel: 40.00 (C: 2, I: 3, M: 0 A: 5)" in out
+    assert "irrelevance: 80.00 (C: 4, I: 1, M: 0 A: 5)" in out
+    (summary,) = tmp_path.glob("*/*/summary.json")
+    dataset = json.loads(summary.read_text())["dataset"]
+    assert (dataset["suite"], dataset["cases"], dataset["params"]) == (
+        "bfcl",
+        15,
+        {
+            "bfcl_eval_version": "2026.3.23 (sample)",
+            "dataset_hash": load_sample(("simple_python", "parallel", "irrelevance")).dataset_hash,
+            "categories": ["simple_python", "parallel", "irrelevance"],
+        },
+    )
+    assert dataset["suite_params"] == {"categories": CATEGORIES, "data": "sample"}
+    leaderboard = subprocess.run(
+        [PYTHON, "format_result.py", str(tmp_path), "--format", "json"], cwd=REPO, capture_output=True, check=True
+    )
+    (row,) = json.loads(leaderboard.stdout)
+    assert row["metrics"] == {
+        "bfcl-simple_python": 40.0,
+        "bfcl-parallel": 40.0,
+        "bfcl-irrelevance": 80.0,
+        "bfcl-non_live_overall": 13.33,
+        "bfcl-live_overall": 0.0,
+        "bfcl-irrelevance_detection": None,  # BFCL's needs live_irrelevance too: N/A
+        "bfcl-overall": 5.33,
+    }
+    views = {i: answer_lines(BFCL, SampleRecord.model_validate(r)) for i, r in stored(tmp_path).items()}
+    assert views["simple_python_320"] == [
+        AnswerLine(
+            'sports_ranking_get_team_position({"team": "GSW", "season": "2022-2023", "detailed": "yes"})', "wrong"
+        ),
+        AnswerLine(
+            "checker: type_error:simple: Incorrect type for parameter 'detailed'. Expected type boolean, got str. "
+            "Parameter value: 'yes'."
+        ),
+        AnswerLine("offered: sports_ranking.get_team_position"),
+        AnswerLine(
+            'allowed: {"sports_ranking.get_team_position": {"team": ["Golden State Warriors", "GSW"], '
+            '"season": ["2022-2023"], "detailed": [true]}}'
+        ),
+    ]
+    assert views["irrelevance_0"] == [
+        AnswerLine("(no call) No function fits.", "right"),
+        AnswerLine("offered: determine_body_mass_index"),
+    ]
+    assert len(server.requests) == 15
+    for request in server.requests:
+        case = CASES[case_of(request)]
+        assert request["messages"] == case.question  # BFCL's messages, no system prompt of ours
+        assert request["tools"] == tools_for(case.functions, case.category)
+
+
+def test_prompt_mode_sends_bfcl_system_prompt_and_decodes_as_bfcl(tmp_path: Path) -> None:
+    server, out = run(
+        tmp_path,
+        lambda request: completion(text(TEXT_REPLIES[case_of(request)])),
+        "-S",
+        "categories=simple_python,irrelevance",
+        "--mode",
+        "text",
+    )
+    assert verdicts(stored(tmp_path)) == {
+        "simple_python_0": ("correct", None, [None]),
+        "simple_python_80": ("incorrect", "ast_decoder:decoder_failed", [None]),
+        "simple_python_160": ("incorrect", "value_error:string", [None]),
+        "simple_python_240": ("correct", None, [None]),
+        "simple_python_320": ("correct", None, [None]),
+        "irrelevance_0": ("correct", None, [None]),
+        "irrelevance_48": ("incorrect", "irrelevance_error:decoder_success", [None]),
+        "irrelevance_96": ("correct", None, [None]),
+        "irrelevance_144": ("incorrect", "irrelevance_error:decoder_success", [None]),
+        "irrelevance_192": ("correct", None, [None]),
+    }
+    assert "simple_python: 60.00 (C: 3, I: 2, M: 0 A: 5)" in out
+    assert "irrelevance: 60.00 (C: 3, I: 2, M: 0 A: 5)" in out
+    for request in server.requests:
+        case = CASES[case_of(request)]
+        assert request["messages"] == prompt_messages(case.question, case.functions, case.category)
+        assert "tools" not in request
+
+
+def test_an_invalid_call_is_an_attempt_of_its_kind_and_with_retries_the_model_is_told_why(tmp_path: Path) -> None:
+    def reply(request: dict[str, Any]) -> dict[str, Any]:
+        if len(request["messages"]) == 1:  # the first answer: arguments that are not JSON
+            return completion(calls(("calculate_triangle_area", '{"base": 10, height: 5}')))
+        return completion(calls(("calculate_triangle_area", {"base": 10, "height": 5})))
+
+    server, _ = run(tmp_path, reply, "-S", "categories=simple_python", "--limit", "1", "--retries", "1")
+    record = stored(tmp_path)["simple_python_0"]
+    assert (record["status"], record["corrective_retries"]) == ("correct", 1)
+    assert [(a["valid"], a["invalid_kind"]) for a in record["attempts"]] == [(False, "malformed_json"), (True, None)]
+    assert record["output"] == [{"name": "calculate_triangle_area", "arguments": '{"base": 10, "height": 5}'}]
+    retry = server.requests[1]["messages"]
+    assert [m["role"] for m in retry] == ["user", "assistant", "tool"]
+    sent_back = retry[1]["tool_calls"][0]["function"]["arguments"]  # pydantic-ai resends invalid JSON wrapped
+    assert json.loads(sent_back) == {"INVALID_JSON": '{"base": 10, height: 5}'}
+    assert "Invalid JSON" in retry[2]["content"]
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    (folder / "possible_answer").mkdir(parents=True)
+    (folder / "BFCL_v4_multiple.json").write_text('{"id": "multiple_0"')
+    (folder / "possible_answer" / "BFCL_v4_multiple.json").write_text("")
+    for setting, message in [
+        ("categories=nosuch", "main.py: error: unknown BFCL category 'nosuch'; the single-turn categories are "),
+        (f"data={folder}", f"main.py: error: {folder}/BFCL_v4_multiple.json:1: not a JSON object ("),
+    ]:
+        done = subprocess.run(
+            [PYTHON, "main.py", "run", "--suite", "bfcl", "-S", "categories=multiple", "-S", setting, "--model", "test",
+             "--results-dir", str(tmp_path / "runs")],
+            cwd=REPO, capture_output=True, timeout=300, check=False,
+        )  # fmt: skip
+        lines = done.stderr.decode().splitlines()
+        assert (done.returncode, len(lines)) == (2, 1)
+        assert lines[0].startswith(message)
+
+
+def test_every_category_is_sent_bfcl_s_messages_and_tools_an_assistant_message_included(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    entry = {
+        "id": "live_irrelevance_0-0-0",
+        "question": [[{"role": "system", "content": "You are a helpful assistant."},
+                      {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello! How can I help?"},
+                      {"role": "user", "content": "What's the weather in Paris?"}]],
+        "function": [{"name": "weather.get", "description": "Weather", "parameters": {"type": "dict",
+                      "required": ["city"], "properties": {"city": {"type": "string", "description": "City"}}}}],
+    }  # fmt: skip
+    (folder / "BFCL_v4_live_irrelevance.json").write_text(json.dumps(entry))
+    for data, categories in (("sample", ""), (str(folder), "live_irrelevance")):
+        runs = tmp_path / "runs" / str(len(data))
+        server, _ = run(runs, lambda _: completion(text("No.")), "-S", f"data={data}", "-S", f"categories={categories}")
+        posed = {
+            c.id: c for c in (load_sample() if data == "sample" else load_folder(folder, ["live_irrelevance"])).cases
+        }
+        assert len(server.requests) == len(posed)
+        for request in server.requests:
+            (case,) = [c for c in posed.values() if c.question == request["messages"]]  # BFCL's messages exactly
+            assert request.get("tools", []) == tools_for(case.functions, case.category)
+    assert server.requests[0]["messages"][2] == {"role": "assistant", "content": "Hello! How can I help?"}

@@ -1,0 +1,241 @@
+"""The `bfcl` suite: BFCL v4's single-turn categories, posed as BFCL poses them and scored by its AST checker.
+
+Function-calling (`tool` mode): the case's functions, converted as BFCL converts them, are the request's tools and
+BFCL's messages are sent unchanged (no instructions of ours); the calls come back unexecuted and are scored. Prompt
+(`text` mode): BFCL's prompting system prompt lists the functions and the reply is decoded as BFCL decodes
+`[func(a=1), ...]`. The category is the case's group; the report adds BFCL's aggregates.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from typed_eval.core.datasets import Dataset, dataset_from_cases
+from typed_eval.core.suite import AnswerLine, Suite
+from typed_eval.core.tasks import Score, Task, TextReader
+from typed_eval.schemas import AnswerMode, Case, RunSummary, SampleRecord, Scores
+from typed_eval.suites.bfcl.checker import Decoded, check_reply
+from typed_eval.suites.bfcl.data import (
+    INSTALL_HINT,
+    SAMPLE_DIR,
+    BfclCase,
+    BfclData,
+    load_folder,
+    load_installed,
+    load_sample,
+    parse_categories,
+)
+from typed_eval.suites.bfcl.prompting import decode_prompt_reply, prompt_messages
+from typed_eval.suites.bfcl.scores import Aggregate, CategoryScore, summarize
+from typed_eval.suites.bfcl.tools import decode_tool_calls, tools_for
+
+__all__ = ["BFCL", "BfclParams", "bfcl_metrics", "bfcl_task", "score_reply", "show_calls"]
+
+SUITE = "bfcl"
+REPLY = "reply"
+"""Key of a prompt-mode output (`{"reply": text}`), so a stored output says how it is decoded."""
+AGGREGATES = {
+    "non_live": "non_live_overall",
+    "live": "live_overall",
+    "irrelevance": "irrelevance_detection",
+    "overall": "overall",
+}
+"""BFCL's aggregates and their metric names (as its leaderboard's columns: never a category's name)."""
+
+
+class BfclParams(BaseModel):
+    """Which categories to pose, and where BFCL's data is read from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    categories: str | None = Field(None, description="comma-separated BFCL categories (default: every single-turn one)")
+    data: str | None = Field(
+        None,
+        description=f"a folder laid out as bfcl-eval's data/, or 'sample' for the shipped sample (default: the "
+        f"installed bfcl-eval: {INSTALL_HINT})",
+    )
+
+
+def _load(params: BfclParams) -> BfclData:
+    categories = parse_categories(params.categories)
+    if params.data is None:
+        return load_installed(categories)
+    if params.data == "sample":
+        return load_sample(categories)
+    return load_folder(Path(params.data), categories)
+
+
+def _last_user_text(question: Sequence[dict[str, Any]]) -> str:
+    texts = [str(m.get("content", "")) for m in question if m.get("role") == "user"]
+    return texts[-1] if texts else ""
+
+
+def bfcl_case(case: BfclCase) -> Case:
+    """A BFCL entry as a case: its messages and function docs in the metadata, its possible answers expected."""
+    return Case(
+        id=case.id,
+        prompt=_last_user_text(case.question),
+        expected=case.ground_truth,
+        group=case.category,
+        metadata={"question": case.question, "functions": case.functions},
+    )
+
+
+def _functions(case: Case) -> list[dict[str, Any]]:
+    """The case's tools in function-calling mode, converted as BFCL's FC handler converts them."""
+    return [tool["function"] for tool in tools_for(case.metadata["functions"], case.group or "")]
+
+
+def _messages(case: Case, mode: AnswerMode) -> list[dict[str, Any]]:
+    question: list[dict[str, Any]] = case.metadata["question"]
+    if mode == "text":
+        return prompt_messages(question, case.metadata["functions"], case.group or "")
+    return [dict(message) for message in question]
+
+
+def _decoded(output: Any) -> Decoded:
+    """An output as BFCL's handler decodes it: a prompt-mode reply, the calls made, or a function-calling text."""
+    if isinstance(output, dict) and REPLY in output:
+        return decode_prompt_reply(str(output[REPLY]))
+    if isinstance(output, list):
+        pairs = []
+        for call in output:
+            arguments = call.get("arguments") if isinstance(call, dict) else None
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            pairs.append((str(call.get("name")) if isinstance(call, dict) else "", text))
+        return decode_tool_calls(pairs, None)
+    return decode_tool_calls(None, output if isinstance(output, str) else None)
+
+
+def score_reply(case: Case, output: Any) -> Score:
+    """BFCL's verdict: 1 or 0, with the checker's error type and reasons."""
+    category = case.group or ""
+    prompt_mode = isinstance(output, dict) and REPLY in output
+    verdict = check_reply(
+        category,
+        case.metadata["functions"],
+        case.expected,
+        _decoded(output),
+        underscore_to_dot=not prompt_mode,
+    )
+    if verdict.valid:
+        return Score(1.0)
+    return Score(0.0, {"error_type": verdict.error_type, "errors": list(verdict.errors)})
+
+
+def _read_reply(text: str) -> dict[str, str]:
+    """Every reply is read (BFCL scores what it cannot decode as such): the checker decodes it."""
+    return {REPLY: text}
+
+
+def _no_instructions(_: AnswerMode) -> str | None:
+    return None
+
+
+def bfcl_task() -> Task[Any]:
+    return Task(
+        name=SUITE,
+        output_type=list[dict[str, Any]] | dict[str, str] | str,
+        score=score_reply,
+        reader=TextReader(_read_reply, example="[]"),
+        instructions=_no_instructions,
+        functions=_functions,
+        messages=_messages,
+        empty_reply=True,
+    )
+
+
+def _category_scores(scores: Scores) -> dict[str, CategoryScore]:
+    """Each category's BFCL accuracy: correct over every case posed (a missing answer or a failed call is wrong)."""
+    found = {}
+    for group in scores.groups:
+        total = group.correct + group.partial + group.incorrect + group.missing + group.errors
+        found[group.group] = CategoryScore(group.group, group.correct, total)
+    return found
+
+
+def bfcl_metrics(scores: Scores) -> dict[str, float | None]:
+    """Per-category accuracy and BFCL's aggregates, in percent (an aggregate BFCL shows as N/A: None)."""
+    categories = _category_scores(scores)
+    summary = summarize(categories)
+    metrics: dict[str, float | None] = {
+        f"bfcl-{name}": round(100 * score.accuracy, 2) for name, score in categories.items()
+    }
+    for name, column in AGGREGATES.items():
+        aggregate: Aggregate = getattr(summary, name)
+        metrics[f"bfcl-{column}"] = round(100 * aggregate.accuracy, 2) if aggregate.shown else None
+    return metrics
+
+
+def _report_lines(summary: RunSummary) -> list[str]:
+    table = summarize(_category_scores(summary.scores))
+    parts = [
+        f"{name.replace('_', '-')} {100 * a.accuracy:.2f}" if a.shown else f"{name.replace('_', '-')} N/A"
+        for name, a in ((n, getattr(table, n)) for n in AGGREGATES)
+    ]
+    present = ", ".join(table.groups_present) or "none"
+    return [f"BFCL: {', '.join(parts)} (overall counts groups not run as 0; groups present: {present})"]
+
+
+def show_calls(record: SampleRecord) -> list[AnswerLine]:
+    """The calls made (or the reply), right or wrong as BFCL's checker found them, its reason, the functions
+    offered and the calls that count as right."""
+    mark: Literal["right", "wrong"] = "right" if record.score == 1.0 else "wrong"
+    output = record.output
+    if isinstance(output, list):
+        lines = [AnswerLine(f"{_field(call, 'name')}({_field(call, 'arguments')})", mark) for call in output]
+        lines = lines or [AnswerLine("(no call)", mark)]
+    elif isinstance(output, dict) and REPLY in output:
+        lines = [AnswerLine(str(output[REPLY]) or "(empty reply)", mark)]
+    else:
+        lines = [AnswerLine(f"(no call) {output}" if output else "(no call, no text)", mark)]
+    details = record.score_details or {}
+    if details.get("error_type"):
+        errors = details.get("errors")
+        reasons = "; ".join(str(e) for e in errors) if isinstance(errors, list) else ""
+        lines.append(AnswerLine(f"checker: {details['error_type']}: {reasons}"))
+    functions = record.metadata.get("functions")
+    if isinstance(functions, list):
+        names = ", ".join(str(doc.get("name")) for doc in functions if isinstance(doc, dict))
+        lines.append(AnswerLine(f"offered: {names or '(none)'}"))
+    expected = record.expected if isinstance(record.expected, list) else []
+    for allowed in expected:
+        lines.append(AnswerLine(f"allowed: {json.dumps(allowed, ensure_ascii=False)}"))
+    return lines
+
+
+def _field(call: Any, key: str) -> str:
+    value = call.get(key) if isinstance(call, dict) else None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _build(params: BfclParams) -> tuple[Task[Any], Dataset]:
+    data = _load(params)
+    cases = [bfcl_case(case) for case in data.cases]
+    info = {
+        "bfcl_eval_version": data.version,
+        "dataset_hash": data.dataset_hash,
+        "categories": list(dict.fromkeys(case.category for case in data.cases)),
+    }
+    path = str(SAMPLE_DIR) if params.data == "sample" else data.source
+    return bfcl_task(), dataset_from_cases(cases, suite=SUITE, source="file", path=path, params=info)
+
+
+BFCL = Suite(
+    name=SUITE,
+    params=BfclParams,
+    build=_build,
+    description="BFCL v4 single-turn function calling, scored by BFCL's AST checker (function calling and prompt)",
+    columns=["bfcl-*"],
+    title="BFCL",
+    modes=("tool", "text"),
+    group_columns=False,  # the categories are columns of their own, counted as BFCL counts them
+    row_metrics=bfcl_metrics,
+    report_lines=_report_lines,
+    show_answer=show_calls,
+)
