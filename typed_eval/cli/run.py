@@ -168,16 +168,20 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     out.add_argument("--quiet", action="store_true", help="no progress display")
     faults = run.add_argument_group("faults, budgets and cache")
     faults.add_argument(
-        "--rpm", type=common.rate,
+        "--rpm",
+        type=common.rate,
         help="cap the run at N requests a minute from the start (the provider's stated limits are kept besides, "
         "and read as they come)",
-    )  # fmt: skip
+    )
     faults.add_argument("--tpm", type=common.rate, help="cap the run at N tokens a minute from the start")
     faults.add_argument(
-        "--max-wait", type=common.seconds, default=600.0, metavar="SECONDS",
+        "--max-wait",
+        type=common.seconds,
+        default=600.0,
+        metavar="SECONDS",
         help="stop the run as partial (resumable) once requests have waited this long for capacity, or for an "
         "outage to end, with nothing answered (default 600)",
-    )  # fmt: skip
+    )
     faults.add_argument(
         "--max-transport-retries",
         type=common.non_negative,
@@ -236,9 +240,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def command_run(args: argparse.Namespace) -> int:
     context = SuiteContext(
-        cache_path=args.results_dir / CACHE_FILE if args.cache else None, request_timeout=args.request_timeout,
-        base_url=args.base_url, api_key=args.api_key, keys=given_keys(args),
-    )  # fmt: skip
+        cache_path=args.results_dir / CACHE_FILE if args.cache else None,
+        request_timeout=args.request_timeout,
+        base_url=args.base_url,
+        api_key=args.api_key,
+        keys=given_keys(args),
+    )
     found, task, dataset = suite_from_args(args, context)
     modes = answer_modes(args.mode, found.suite, default_run=args.model is None)
     command = run_command(args)
@@ -427,8 +434,13 @@ def _outcome_code(outcome: RunOutcome, suite: Suite[Any]) -> int:
     final, run_dir = outcome.summary, outcome.run_dir
     if final.status == "dnf":
         where = f" at {final.settings.base_url}" if final.settings.base_url else ""
-        print(printable(f"{prog()}: error: model {final.model}{where} could not be reached: {final.reason} "
-                        f"(run stored as DNF in {run_dir})"), file=sys.stderr)  # fmt: skip
+        print(
+            printable(
+                f"{prog()}: error: model {final.model}{where} could not be reached: {final.reason} "
+                f"(run stored as DNF in {run_dir})"
+            ),
+            file=sys.stderr,
+        )
         return EXIT_DNF
     print_report(final, run_dir, suite)
     if final.reason is not None and final.reason.startswith(CREDENTIALS_REFUSED):
