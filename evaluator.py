@@ -13,7 +13,7 @@ The importable core, on one page: no argument parsing, no printing.
 `summary.json` holding the settings the run resolved from the `RunConfig`. `read_records(run_dir)` and
 `load_runs(folder)` read stored runs. `Suite(name, params, build)` makes a benchmark a plug-in (entry-point group
 `typed_eval.suites`), run with `main.py run --suite NAME -S key=value`. `analyse(records)` gives a run's interval
-and baselines, `compare(a, b)` pairs two runs case by case:
+(and its chance baselines, given a suite's `baseline`), `compare(a, b)` pairs two runs case by case:
 
     a, b = evaluator.analyse(result_a.records), evaluator.analyse(result_b.records)
     a.score_ci95(), evaluator.compare(a, b).p_value
