@@ -65,3 +65,10 @@ def loaded(directory: Path, full: bool) -> dict[str, Any]:
 @pytest.mark.parametrize(("directory", "expected"), [(RUNS, "loaded.json"), (Path("result"), "v1_loaded.json")])
 def test_summaries_and_records_load_as_before(directory: Path, expected: str) -> None:
     assert loaded(REPO / directory, full=True) == json.loads((EXPECTED / expected).read_text(encoding="utf-8"))
+
+
+def test_a_folder_may_be_named_by_a_string_as_in_the_docs() -> None:
+    by_path = load_runs(REPO / RUNS)
+    by_text = load_runs(str(REPO / RUNS))
+    assert [run.path for run in by_text] == [run.path for run in by_path]
+    assert list(read_records(str(by_path[0].path))) == list(read_records(by_path[0].path))

@@ -201,9 +201,10 @@ def _load_summary(path: Path) -> RunSummary:
         raise ResultFileError(f"corrupt result file {path}: {where}: {first['msg']}") from None
 
 
-def load_runs(directory: Path, on_error: Callable[[ResultFileError], None] | None = None) -> list[StoredRun]:
+def load_runs(directory: Path | str, on_error: Callable[[ResultFileError], None] | None = None) -> list[StoredRun]:
     """Every run summary below `directory`, oldest first. A corrupt file raises `ResultFileError`, or with
     `on_error` is handed to it and left out, so one bad run hides none of the others."""
+    directory = Path(directory)
     if not directory.exists():
         raise ResultFileError(f"no results folder {directory}: run `python main.py run` first or name another folder")
     paths = [directory] if directory.is_file() else sorted(directory.rglob(SUMMARY_FILE))
@@ -284,11 +285,11 @@ def current_records_file(path: Path, scratch: Path) -> Path:
     return scratch
 
 
-def read_records(run_dir: Path) -> Iterator[SampleRecord]:
+def read_records(run_dir: Path | str) -> Iterator[SampleRecord]:
     """The records of a run in the order written, migrated to the current schema. A last line cut short (no
     newline: a run killed mid-write, which a resume cuts away) is not a record yet and is skipped; any other
     corrupt line raises `ResultFileError`."""
-    path = run_dir / RECORDS_FILE
+    path = Path(run_dir) / RECORDS_FILE
     formats: list[StoredFormat] | None = None  # found once, at the first line of an earlier format
     try:
         with path.open(encoding="utf-8") as lines:
