@@ -7,7 +7,7 @@ declares how its runs read today (`Suite.formats`), and is found through its dec
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from typed_eval.core.suite import StoredFormat, find_suites
@@ -33,21 +33,25 @@ def _format(version: int, formats: Sequence[StoredFormat]) -> StoredFormat | Non
 
 def migrate_summary(data: JsonObject, version: int, formats: Sequence[StoredFormat] | None = None) -> JsonObject:
     """A summary of `version` as the current version's JSON."""
-    from_version = version
-    known = stored_formats() if formats is None else formats
-    while (stored := _format(version, known)) is not None:
-        data, version = stored.summary(data), version + 1
-    if version == from_version and from_version < SCHEMA_VERSION:
-        raise UnknownFormat(f"no installed suite reads schema version {from_version}")
-    return data
+    return _migrate(data, version, formats, lambda stored: stored.summary)
 
 
 def migrate_record(data: JsonObject, version: int, formats: Sequence[StoredFormat] | None = None) -> JsonObject:
     """A record of `version` as the current version's JSON."""
+    return _migrate(data, version, formats, lambda stored: stored.record)
+
+
+def _migrate(
+    data: JsonObject,
+    version: int,
+    formats: Sequence[StoredFormat] | None,
+    step: Callable[[StoredFormat], Callable[[JsonObject], JsonObject]],
+) -> JsonObject:
+    """`data` of `version` taken one declared format at a time to the current version."""
     from_version = version
     known = stored_formats() if formats is None else formats
     while (stored := _format(version, known)) is not None:
-        data, version = stored.record(data), version + 1
+        data, version = step(stored)(data), version + 1
     if version == from_version and from_version < SCHEMA_VERSION:
         raise UnknownFormat(f"no installed suite reads schema version {from_version}")
     return data
