@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic_ai import (
@@ -22,6 +22,7 @@ from pydantic_ai import (
     SystemPromptPart,
     TextPart,
     ToolCallPart,
+    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.capabilities import AbstractCapability
@@ -40,14 +41,36 @@ __all__ = [
     "CaseFunctions",
     "ChatMessage",
     "Functions",
+    "Reply",
+    "ToolCall",
     "call_json",
     "chat_history",
     "invalid_call",
     "last_calls",
+    "reply_of",
+    "tool_definitions",
 ]
 
 ChatMessage = Mapping[str, Any]
 """`{"role": "system" | "user" | "assistant", "content": text}`: one message of a conversation posed as it is."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call of a reply, as the model sent it: its arguments are the JSON text it wrote, never parsed here."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A model's reply to one request of a conversation a task drives itself (`Conversation.exchange`)."""
+
+    text: str
+    calls: tuple[ToolCall, ...] = ()
+
 
 Functions = Callable[[Case], Sequence[Mapping[str, Any]]]
 """A case's functions: `{"name", "description", "parameters"}` each, `parameters` a JSON schema of an object."""
@@ -74,16 +97,8 @@ class CaseFunctions(AbstractToolset[Case]):
 
     async def get_tools(self, ctx: RunContext[Case]) -> dict[str, ToolsetTool[Case]]:
         tools: dict[str, ToolsetTool[Case]] = {}
-        for doc in self._functions(ctx.deps):
-            name = str(doc.get("name", ""))
-            definition = ToolDefinition(
-                name=name,
-                parameters_json_schema=dict(doc.get("parameters") or {"type": "object", "properties": {}}),
-                description=doc.get("description"),
-                kind="external",
-                strict=False,  # sent as defined: no schema rewriting for strict mode
-            )
-            tools[name] = ToolsetTool(
+        for definition in tool_definitions(self._functions(ctx.deps)):
+            tools[definition.name] = ToolsetTool(
                 toolset=self, tool_def=definition, max_retries=self._retries, args_validator=ARGUMENTS_OBJECT
             )
         return tools
@@ -139,27 +154,82 @@ def invalid_call(call: ToolCallPart, offered: AbstractSet[str]) -> tuple[Invalid
 
 
 def chat_history(messages: Sequence[ChatMessage]) -> list[ModelMessage]:
-    """A conversation as pydantic-ai's messages, ready to be answered: system and user messages become requests,
-    assistant messages responses; consecutive system and user messages share one request."""
+    """A conversation as pydantic-ai's messages, ready to be answered: system, user and tool messages become
+    requests, assistant messages (their text and calls) responses; consecutive requests' messages share one."""
     history: list[ModelMessage] = []
+    names: dict[str, str] = {}  # a call's id -> its function, which a tool message does not repeat
     for message in messages:
         role, content = message.get("role"), message.get("content")
+        if role == "assistant":
+            calls = _assistant_calls(message.get("tool_calls"))
+            names.update((call.tool_call_id, call.tool_name) for call in calls)
+            text = [TextPart(content)] if isinstance(content, str) and (content or not calls) else []
+            if not text and not calls:
+                raise TaskError("a posed assistant message needs text or tool calls")
+            history.append(ModelResponse(parts=[*text, *calls]))
+            continue
         if not isinstance(content, str):
             raise TaskError(f"a posed message's content must be text, got {type(content).__name__}")
-        if role == "assistant":
-            history.append(ModelResponse(parts=[TextPart(content)]))
-            continue
+        part: SystemPromptPart | UserPromptPart | ToolReturnPart
         if role == "system":
-            part: SystemPromptPart | UserPromptPart = SystemPromptPart(content)
+            part = SystemPromptPart(content)
         elif role == "user":
             part = UserPromptPart(content)
+        elif role == "tool":
+            call_id = str(message.get("tool_call_id"))
+            if call_id not in names:
+                raise TaskError(f"a posed tool message answers no call of the conversation: {call_id[:80]!r}")
+            part = ToolReturnPart(tool_name=names[call_id], content=content, tool_call_id=call_id)
         else:
-            raise TaskError(f"a posed message's role must be system, user or assistant, got {role!r}")
+            raise TaskError(f"a posed message's role must be system, user, assistant or tool, got {str(role)[:40]!r}")
         last = history[-1] if history else None
         if isinstance(last, ModelRequest):
             history[-1] = replace(last, parts=[*last.parts, part])
         else:
             history.append(ModelRequest(parts=[part]))
     if not history or not isinstance(history[-1], ModelRequest):
-        raise TaskError("a posed conversation must end with a system or user message")
+        raise TaskError("a posed conversation must end with a system, user or tool message")
     return history
+
+
+def _assistant_calls(tool_calls: Any) -> list[ToolCallPart]:
+    """An assistant message's `tool_calls` (OpenAI's chat format) as pydantic-ai's call parts, arguments as sent."""
+    if tool_calls is None:
+        return []
+    if not isinstance(tool_calls, list):
+        raise TaskError("a posed assistant message's tool_calls must be a list")
+    parts = []
+    for call in tool_calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise TaskError("a posed tool call needs a function with a name")
+        arguments = function.get("arguments")
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        parts.append(ToolCallPart(tool_name=function["name"], args=text, tool_call_id=str(call.get("id"))))
+    return parts
+
+
+def reply_of(response: ModelResponse) -> Reply:
+    """A response as a `Reply`: its text, and its calls with their arguments as sent."""
+    text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
+    calls = tuple(
+        ToolCall(p.tool_call_id, p.tool_name, p.args if isinstance(p.args, str) else json.dumps(p.args or {}))
+        for p in response.parts
+        if isinstance(p, ToolCallPart)
+    )
+    return Reply(text, calls)
+
+
+def tool_definitions(functions: Sequence[Mapping[str, Any]]) -> list[ToolDefinition]:
+    """Functions (`{"name", "description", "parameters"}`) as the tools of a request."""
+    empty: dict[str, Any] = {"type": "object", "properties": {}}
+    return [
+        ToolDefinition(
+            name=str(doc.get("name", "")),
+            description=doc.get("description"),
+            parameters_json_schema=dict(doc.get("parameters") or empty),
+            kind="external",
+            strict=False,  # sent as defined: no schema rewriting for strict mode
+        )
+        for doc in functions
+    ]

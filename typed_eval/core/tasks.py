@@ -34,7 +34,7 @@ from pydantic_ai.output import OutputSpec
 from pydantic_ai.profiles import ModelProfile
 from pydantic_core import to_json, to_jsonable_python
 
-from typed_eval.core.calls import ChatMessage, Functions
+from typed_eval.core.calls import ChatMessage, Functions, Reply
 from typed_eval.core.errors import TaskError
 from typed_eval.schemas import Aggregate, AnswerMode, Case, Cost, InvalidKind, TokenUsage, is_text_mode
 
@@ -67,6 +67,12 @@ class Conversation(Protocol):
     async def ask(self, prompt: str) -> Any:
         """One request (with its corrective retries) in the task's output and mode, with the run's settings: the valid
         output, or None when the retries ran out. A failed call raises: let it, and the sample is an `error`."""
+
+    async def exchange(self, messages: Sequence[ChatMessage], functions: Sequence[Mapping[str, Any]]) -> Reply:
+        """One request of a conversation the session keeps itself: `messages` in OpenAI's chat format (`system`,
+        `user`, `assistant` with optional `tool_calls`, `tool` with `tool_call_id`) sent as they are, `functions`
+        offered as tools (`{"name", "description", "parameters"}`; none: no tools). The reply comes back unread: no
+        corrective retry, no call executed. Paced, budgeted and counted with the sample like every request."""
 
     def charge(self, usage: TokenUsage, cost: Cost) -> None:
         """Count what the session spent beside its requests (an LLM judge, an embeddings endpoint) with the sample."""

@@ -4,8 +4,9 @@ read, priced and graded, and the sample's record made."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,8 +24,9 @@ from pydantic_ai import (
     UserError,
     capture_run_messages,
 )
-from pydantic_ai.models import Model
-from pydantic_ai.settings import ModelSettings
+from pydantic_ai.direct import model_request
+from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.settings import ModelSettings, merge_model_settings
 from pydantic_core import to_jsonable_python
 
 from typed_eval.core.attempts import (
@@ -36,7 +38,17 @@ from typed_eval.core.attempts import (
     sample_usage,
     validation_errors,
 )
-from typed_eval.core.calls import AtMostCalls, CaseFunctions, chat_history, invalid_call, last_calls
+from typed_eval.core.calls import (
+    AtMostCalls,
+    CaseFunctions,
+    ChatMessage,
+    Reply,
+    chat_history,
+    invalid_call,
+    last_calls,
+    reply_of,
+    tool_definitions,
+)
 from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.settings import user_prices
@@ -84,6 +96,9 @@ class _Turns:
 
     async def ask(self, prompt: str) -> Any:
         return await self._poser._ask(self._case, self._repeat, prompt, self)
+
+    async def exchange(self, messages: Sequence[ChatMessage], functions: Sequence[Mapping[str, Any]]) -> Reply:
+        return await self._poser._exchange(self._repeat, messages, functions, self)
 
     def add(self, attempts: list[Attempt], usage: TokenUsage, cost: Cost) -> None:
         """One agent run's attempts (its corrective retries are those after its first) and what it used."""
@@ -286,6 +301,25 @@ class Poser:
         if exception is not None:
             raise exception
         return value
+
+    async def _exchange(
+        self, repeat: int, messages: Sequence[ChatMessage], functions: Sequence[Mapping[str, Any]], turns: _Turns
+    ) -> Reply:
+        """One request of a session's own conversation, sent as it is; its reply counted with the sample."""
+        settings = merge_model_settings(self.model_settings or None, self._settings_for(repeat))
+        parameters = ModelRequestParameters(function_tools=tool_definitions(functions), allow_text_output=True)
+        response = await model_request(
+            self.model, chat_history(messages), model_settings=settings, model_request_parameters=parameters
+        )
+        reply = reply_of(response)
+        usage = sample_usage([response])
+        cost = sample_cost([response], usage, local=self.local, prices=self.prices)
+        raw = json.dumps([call.__dict__ for call in reply.calls], ensure_ascii=False) if reply.calls else reply.text
+        attempt = Attempt(
+            valid=True, raw=raw, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost_usd=cost.usd
+        )
+        turns.add([attempt], usage, cost)
+        return reply
 
     def _resend_calls(self, case: Case, messages: list[ModelMessage], prefix: int) -> list[ModelMessage] | None:
         """The conversation asking again for a reply of calls some of which are invalid (pydantic-ai ends the run
