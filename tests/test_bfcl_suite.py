@@ -240,6 +240,59 @@ def test_an_invalid_call_is_an_attempt_of_its_kind_and_with_retries_the_model_is
     assert "Invalid JSON" in retry[2]["content"]
 
 
+def test_the_first_attempt_is_scored_as_bfcl_scores_it_beside_the_score_after_retries(tmp_path: Path) -> None:
+    """BFCL scores the first answer: invalid JSON arguments decode to no call, right for irrelevance and wrong
+    elsewhere; the retry then turns the one wrong and the other right."""
+    first = {
+        "simple_python_0": calls(("calculate_triangle_area", '{"base": 10, height: 5}')),
+        "irrelevance_0": calls(("determine_body_mass_index", '{"weight": 70, height: 1.75}')),
+    }
+    second = {
+        "simple_python_0": calls(("calculate_triangle_area", {"base": 10, "height": 5})),
+        "irrelevance_0": calls(("determine_body_mass_index", {"weight": 70, "height": 1.75})),
+    }
+
+    def reply(request: dict[str, Any]) -> dict[str, Any]:
+        retried = any(m["role"] == "tool" for m in request["messages"])
+        case = case_of(request)
+        return completion(second[case] if retried else first.get(case, text("No function fits.")))
+
+    _, out = run(tmp_path, reply, "-S", "categories=simple_python,irrelevance", "--retries", "2")
+    records = stored(tmp_path)
+    assert [(a["invalid_kind"], a.get("score")) for a in records["simple_python_0"]["attempts"]] == [
+        ("malformed_json", 0.0),
+        (None, None),
+    ]
+    assert [(a["invalid_kind"], a.get("score")) for a in records["irrelevance_0"]["attempts"]] == [
+        ("malformed_json", 1.0),
+        (None, None),
+    ]
+    assert (records["simple_python_0"]["status"], records["irrelevance_0"]["status"]) == ("correct", "incorrect")
+    lines = out.splitlines()
+    assert "corrective retries: score 50.00 with none, 50.00 with up to 1; the 2 retries cost $0.000000" in lines
+    assert (
+        "with no corrective retry, BFCL: non-live 0.00, live 0.00, irrelevance N/A, overall 5.00 (overall counts "
+        "groups not run as 0; groups present: non_live, irrelevance)"
+    ) in lines
+    leaderboard = subprocess.run(
+        [PYTHON, "format_result.py", str(tmp_path), "--format", "json"], cwd=REPO, capture_output=True, check=True
+    )
+    (row,) = json.loads(leaderboard.stdout)
+    assert (row["metrics"]["bfcl-simple_python"], row["metrics"]["bfcl-irrelevance"]) == (20.0, 80.0)
+    assert (row["metrics_no_retry"]["bfcl-simple_python"], row["metrics_no_retry"]["bfcl-irrelevance"]) == (0.0, 100.0)
+    assert row["score_by_retries"] == [50.0, 50.0]
+    table = subprocess.run(
+        [PYTHON, "format_result.py", str(tmp_path), "--format", "csv"], cwd=REPO, capture_output=True, check=True
+    )
+    header, values = (line.split(",") for line in table.stdout.decode().splitlines())
+    assert dict(zip(header, values, strict=True))["bfcl-irrelevance_no_retry"] == "100.0"
+    page = tmp_path / "report.html"
+    subprocess.run(
+        [PYTHON, "format_result.py", str(tmp_path), "--format", "html", "-o", str(page)], cwd=REPO, check=True
+    )
+    assert 'title="had no corrective retry been allowed">no retry 100.00</span>' in page.read_text()
+
+
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     folder = tmp_path / "data"
     (folder / "possible_answer").mkdir(parents=True)

@@ -13,7 +13,7 @@ from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.suite import Suite
 from typed_eval.core.terminal import printable
 from typed_eval.reports.analysis import RunAnalysis
-from typed_eval.reports.leaderboard import build_board, compare_runs, load_run, read_run
+from typed_eval.reports.leaderboard import RunRead, build_board, compare_runs, load_run, read_run
 from typed_eval.reports.mode_matrix import mode_comparisons
 from typed_eval.reports.mode_tables import render_modes_rich
 from typed_eval.reports.tables import render_comparison, render_rich
@@ -68,6 +68,26 @@ def _count(value: int | None) -> str:
     return "unknown" if value is None else str(value)
 
 
+def _retry_lines(summary: RunSummary, read: RunRead, suite: Suite[Any] | None) -> list[str]:
+    """What the corrective retries changed and cost, and the suite's lines as they would read with none (what a
+    benchmark scoring the first answer reports), when some sample used one."""
+    economics, first = read.retries, read.first_attempt
+    if economics is None or first is None:
+        return []
+    scores = economics.score_by_retries
+    cost = f"${economics.retry_cost_usd:.6f}" if economics.retry_cost_usd is not None else "an unknown amount"
+    lines = [
+        f"corrective retries: score {_score(scores[0])} with none, {_score(scores[-1])} with up to "
+        f"{len(scores) - 1}; the {economics.retry_requests} retries cost {cost}"
+    ]
+    if suite is not None and suite.report_lines is not None:
+        lines += [
+            f"with no corrective retry, {line}"
+            for line in suite.report_lines(summary.model_copy(update={"scores": first}))
+        ]
+    return lines
+
+
 def print_report(summary: RunSummary, run_dir: Path, suite: Suite[Any] | None = None) -> None:
     """Per-group lines (as the original benchmark prints them), the headline score, format compliance and totals."""
     scores = summary.scores
@@ -79,6 +99,7 @@ def print_report(summary: RunSummary, run_dir: Path, suite: Suite[Any] | None = 
     headline = f"{scores.score:.2f}" if scores.score is not None else "n/a"
     title = suite.headline(summary) if suite is not None and suite.headline is not None else f"{summary.suite} score"
     print(printable(f"{title}: {headline}  ({summary.model}, {summary.mode} mode)"))
+    read = read_run(StoredRun(run_dir, summary))  # the records, once: retries, the relaxed reading, the baselines
     for line in suite.report_lines(summary) if suite is not None and suite.report_lines is not None else []:
         print(printable(line))
     if scores.metrics:
@@ -91,7 +112,8 @@ def print_report(summary: RunSummary, run_dir: Path, suite: Suite[Any] | None = 
         f"format: valid first try {first}, after retries {after}, corrective retries {comp.corrective_retries}, "
         f"invalid outputs {comp.invalid_outputs} ({kinds}), missing {scores.missing}, errors {scores.errors}"
     )
-    read = read_run(StoredRun(run_dir, summary))  # the records, once: the relaxed reading and the baselines
+    for line in _retry_lines(summary, read, suite):
+        print(printable(line))
     if is_text_mode(summary.mode) and comp.relaxed_recoverable:
         relaxed = read.relaxed
         print(

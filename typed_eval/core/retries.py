@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from typed_eval.core.scoring import ScoreBook
-from typed_eval.schemas import Aggregate, SampleRecord
+from typed_eval.schemas import Aggregate, SampleRecord, SampleStatus, Scores
 
-__all__ = ["MAX_COUNTED_RETRIES", "RetryBook", "RetryEconomics"]
+__all__ = ["MAX_COUNTED_RETRIES", "RetryBook", "RetryEconomics", "with_retries_up_to"]
 
 MAX_COUNTED_RETRIES = 10
 """`score_by_retries` goes up to this many retries (a run allowing more is counted up to it)."""
@@ -30,6 +30,22 @@ class RetryEconomics:
     after_invalid: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     """Attempt number (1 = the first) -> invalid kind -> what the next attempt was: `fixed` (valid), `same` (the same
     kind again), `other` (another kind), `none` (no retry was left)."""
+
+
+def with_retries_up_to(record: SampleRecord, r: int) -> SampleRecord:
+    """The sample as it would have been with at most `r` corrective retries: unchanged when it used no more; else its
+    answer is attempt r's, scored when that attempt holds a score (calls), else missing (an invalid output)."""
+    attempts = record.attempts
+    if r >= len(attempts) - 1 or record.status == "error":
+        return record
+    first_valid = next((k for k, attempt in enumerate(attempts) if attempt.valid), None)
+    score = attempts[r].score
+    if score is None and first_valid is None:
+        return record  # every attempt invalid, none scored on its own: stored before attempts kept their score
+    if score is None:
+        return record.model_copy(update={"status": "missing", "score": None, "output": None, "score_details": None})
+    status: SampleStatus = "correct" if score == 1.0 else "incorrect" if score == 0.0 else "partial"
+    return record.model_copy(update={"status": status, "score": score, "output": None, "score_details": None})
 
 
 class RetryBook:
@@ -53,13 +69,8 @@ class RetryBook:
         if self._sessions:
             return
         first_valid = next((k for k, attempt in enumerate(attempts) if attempt.valid), None)
-        late = (
-            None
-            if first_valid is None or first_valid == 0
-            else record.model_copy(update={"status": "missing", "score": None, "output": None, "score_details": None})
-        )
         for r, book in enumerate(self._books):
-            book.add(late if late is not None and first_valid is not None and first_valid > r else record)
+            book.add(with_retries_up_to(record, r))
         if attempts:
             self._answered += 1
             for r in range(len(self._books)):
@@ -87,6 +98,12 @@ class RetryBook:
             kinds = self._after.setdefault(str(k + 1), {})
             counts = kinds.setdefault(attempt.invalid_kind, {"fixed": 0, "same": 0, "other": 0, "none": 0})
             counts[what] += 1
+
+    def first_attempt(self) -> Scores | None:
+        """The scores with no corrective retry, when some sample used one (else they are the run's own)."""
+        if self._sessions or not self._most_used:
+            return None
+        return self._books[0].scores()
 
     def economics(self) -> RetryEconomics | None:
         """None for a task whose samples ask several times (a session): its attempts are not one conversation."""

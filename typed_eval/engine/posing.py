@@ -292,7 +292,7 @@ class Poser:
             a.model_copy(update={"raw": ""}) if a.raw == EMPTY_REPLY else a
             for a in read_attempts(messages, self._verdicts(case, value is not None, exception))
         ]
-        attempts = self._priced(attempts, messages)
+        attempts = await self._scored(case, self._priced(attempts, messages), turns)
         usage = sample_usage(messages)
         turns.add(attempts, usage, sample_cost(messages, usage, local=self.local, prices=self.prices))
         if isinstance(exception, UnexpectedModelBehavior) and len(attempts) > self.retries:
@@ -301,6 +301,21 @@ class Poser:
         if exception is not None:
             raise exception
         return value
+
+    async def _scored(self, case: Case, attempts: list[Attempt], turns: _Turns) -> list[Attempt]:
+        """A task answered by calls: each invalid attempt that a retry followed scored on its calls as sent, the score
+        the sample would have had with no more retries (the last attempt's is the sample's own)."""
+        if not self.calls:
+            return attempts
+        scored = []
+        for k, attempt in enumerate(attempts):
+            if not attempt.valid and k < len(attempts) - 1:
+                verdict = await self.grader.grade(case, json.loads(attempt.raw))
+                if verdict.usage is not None and verdict.cost is not None:  # a judge's requests are the sample's
+                    turns.charge(verdict.usage, verdict.cost)
+                attempt = attempt.model_copy(update={"score": verdict.value})
+            scored.append(attempt)
+        return scored
 
     async def _exchange(
         self, repeat: int, messages: Sequence[ChatMessage], functions: Sequence[Mapping[str, Any]], turns: _Turns

@@ -20,7 +20,7 @@ from typed_eval.core.suite import Suite, find_suites
 from typed_eval.reports.analysis import Comparison, RunAnalysis, analyse, compare, tied_with_best
 from typed_eval.reports.invalid_examples import InvalidExample, InvalidExamples
 from typed_eval.reports.stats import pareto_front
-from typed_eval.schemas import LeaderboardRow, SampleRecord, is_text_mode
+from typed_eval.schemas import LeaderboardRow, SampleRecord, Scores, is_text_mode
 from typed_eval.store.storage import RECORDS_FILE, SUMMARY_FILE, StoredRun, latest_records, load_runs
 
 __all__ = [
@@ -51,6 +51,8 @@ class RunRead:
     relaxed: float | None = None
     examples: list[InvalidExample] = field(default_factory=list)
     retries: RetryEconomics | None = None
+    first_attempt: Scores | None = None
+    """The scores with no corrective retry, when some sample used one."""
 
 
 def installed_suites() -> dict[str, Suite[Any]]:
@@ -81,7 +83,7 @@ def read_run(run: StoredRun, suites: Mapping[str, Suite[Any]] | None = None) -> 
 
     analysis = analyse(each(), s.scores.aggregate, suite.baseline if suite is not None else None)
     score = relaxed.scores().score if relaxed is not None else s.scores.score if text else None
-    return RunRead(analysis, score, examples.found, retries.economics())
+    return RunRead(analysis, score, examples.found, retries.economics(), retries.first_attempt())
 
 
 _NUMBER = re.compile(r"(\d+)")
@@ -206,6 +208,8 @@ def _row(run: StoredRun, read: RunRead, suite: Suite[Any] | None) -> Leaderboard
     metrics: dict[str, float | None] = {}
     if scored:
         metrics = scores.metrics | (suite.row_metrics(scores) if suite is not None and suite.row_metrics else {})
+    first = read.first_attempt
+    no_retry = suite.row_metrics(first) if scored and first and suite is not None and suite.row_metrics else {}
     known_cost = scores.totals.cost_usd is not None and scores.totals.cost_complete
     cost = scores.totals.cost_usd if known_cost else None
     per_case = None if cost is None or not scores.samples else cost / scores.samples
@@ -224,6 +228,7 @@ def _row(run: StoredRun, read: RunRead, suite: Suite[Any] | None) -> Leaderboard
         title=suite.title if suite is not None and suite.title else "Score",
         classes={g.group: g.score for g in scores.groups} if scored else {},
         metrics=metrics,
+        metrics_no_retry=no_retry,
         columns=_shown(suite, metrics),
         group_columns=suite.group_columns if suite is not None else True,
         relaxed_column=suite.relaxed_column if suite is not None else False,

@@ -425,10 +425,17 @@ def csv_value(value: object) -> object:
 
 def render_csv(rows: Sequence[LeaderboardRow]) -> str:
     """A line per run: the groups' scores, `CSV_FIELDS`, the relaxed score when a suite shows it, then each metric
-    a suite shows as a column."""
+    a suite shows as a column, and each again as it was with no corrective retry (`NAME_no_retry`) when a run used
+    some."""
     classes = list(dict.fromkeys(name for row in rows for name in row.classes))
     metrics = [name for name in metric_columns(rows) if name not in (*CSV_FIELDS, "score_relaxed")]
-    fields = CSV_FIELDS + (("score_relaxed",) if any(r.relaxed_column for r in rows) else ()) + tuple(metrics)
+    no_retry = [name for name in metrics if any(name in r.metrics_no_retry for r in rows)]
+    fields = (
+        CSV_FIELDS
+        + (("score_relaxed",) if any(r.relaxed_column for r in rows) else ())
+        + tuple(metrics)
+        + tuple(f"{name}_no_retry" for name in no_retry)
+    )
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
@@ -439,6 +446,7 @@ def render_csv(rows: Sequence[LeaderboardRow]) -> str:
         low, high = r.score_ci95 or (None, None)
         values |= {"score_ci95_low": low, "score_ci95_high": high}
         values |= {name: r.metrics.get(name) for name in metrics}
+        values |= {f"{name}_no_retry": r.metrics_no_retry.get(name, r.metrics.get(name)) for name in no_retry}
         writer.writerow(
             [r.rank, *map(printable, (r.suite, r.model)), r.mode, printable(r.run_id), r.status, r.imported]
             + [number(r.score)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from typed_eval.schemas.record import AnswerMode
 from typed_eval.schemas.run import RunStatus
@@ -34,6 +34,9 @@ class LeaderboardRow(BaseModel):
     metrics: dict[str, float | None]
     """Task-specific figures (e.g. a graph's edge precision, recall and F1, or the score of each problem size); None
     for a figure that is not a finite number."""
+    metrics_no_retry: dict[str, float | None] = Field(default_factory=dict, exclude_if=lambda metrics: not metrics)
+    """The suite's figures had no corrective retry been allowed (what a benchmark that scores the first answer
+    reports), when some sample used one; empty otherwise."""
     columns: list[str] = []
     """The metrics the suite shows as columns of the tables (its `Suite.columns`), in order."""
     group_columns: bool = True

@@ -73,6 +73,10 @@ class Attempt(_Record):
     output_tokens: int | None = Field(default=None, exclude_if=lambda tokens: tokens is None)
     cost_usd: float | None = Field(default=None, exclude_if=lambda usd: usd is None)
     """What this attempt's request cost; left out when unknown."""
+    score: float | None = Field(default=None, exclude_if=lambda score: score is None)
+    """An invalid attempt followed by a retry, of a task answered by calls: the score of its calls as sent, which the
+    sample would have had with no more retries (a benchmark that scores the first answer, as BFCL does, counts
+    this); left out otherwise (the sample's own score is the last attempt's)."""
 
 
 class TokenUsage(_Record):
