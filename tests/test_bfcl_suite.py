@@ -293,6 +293,34 @@ def test_the_first_attempt_is_scored_as_bfcl_scores_it_beside_the_score_after_re
     assert 'title="had no corrective retry been allowed">no retry 100.00</span>' in page.read_text()
 
 
+def test_both_modes_end_with_the_paired_function_calling_against_prompt_effect_per_category(tmp_path: Path) -> None:
+    def reply(request: dict[str, Any]) -> dict[str, Any]:
+        case = case_of(request)
+        return completion(TOOL_REPLIES[case] if "tools" in request else text(TEXT_REPLIES[case]))
+
+    _, out = run(
+        tmp_path, reply, "-S", "categories=simple_python,irrelevance", "--mode", "tool", "--mode", "text", "--quiet"
+    )
+    assert "bfcl · fake-model: modes compared group by group (Holm over each pair's groups)" in out
+    modes = subprocess.run(
+        [PYTHON, "format_result.py", str(tmp_path), "--modes", "--format", "json"],
+        cwd=REPO, capture_output=True, check=True,
+    )  # fmt: skip
+    ((pair,),) = [c["versus"] for c in json.loads(modes.stdout)]
+    assert (pair["a"], pair["b"], pair["paired"], pair["only_a"], pair["only_b"]) == ("tool", "text", 10, 1, 1)
+    assert [
+        (g["group"], g["paired"], g["only_a"], g["only_b"], g["p_value"], g["p_holm"], g["difference"])
+        for g in pair["by_group"]
+    ] == [("simple_python", 5, 0, 1, 1.0, 1.0, -20.0), ("irrelevance", 5, 1, 0, 1.0, 1.0, 20.0)]
+    table = subprocess.run(
+        [PYTHON, "format_result.py", str(tmp_path), "--modes", "--format", "csv"],
+        cwd=REPO, capture_output=True, check=True,
+    )  # fmt: skip
+    lines = table.stdout.decode().splitlines()
+    assert lines[0].endswith(",best_mode,group")
+    assert [line.rsplit(",", 1)[1] for line in lines[1:]] == ["", "simple_python", "irrelevance"]
+
+
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     folder = tmp_path / "data"
     (folder / "possible_answer").mkdir(parents=True)

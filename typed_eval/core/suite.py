@@ -170,6 +170,9 @@ class Suite(Generic[ParamsT]):
     option's number from 1), or None for a case with no options to guess among. No declaration: no baselines."""
     group_header: Callable[[str], str] | None = None
     """A group's name as the tables head its column (a public table's spelling); default: the name itself."""
+    pair_groups: bool = False
+    """True: the model x mode table also compares each pair of modes within each group (a benchmark's categories),
+    Holm-corrected over the pair's groups."""
 
     def __post_init__(self) -> None:
         if not self.name.strip():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeAlias
 
 from typed_eval.core.errors import InputError
@@ -26,7 +26,16 @@ from typed_eval.reports.stats import (
 )
 from typed_eval.schemas import Aggregate, SampleRecord
 
-__all__ = ["ALPHA", "Comparison", "RunAnalysis", "analyse", "compare", "counted_score", "tied_with_best"]
+__all__ = [
+    "ALPHA",
+    "Comparison",
+    "RunAnalysis",
+    "analyse",
+    "compare",
+    "counted_score",
+    "tied_with_best",
+    "within_group",
+]
 
 Baseline: TypeAlias = Callable[[SampleRecord], tuple[int, int] | None]
 """A record's (options offered, right option's number), or None: `Suite.baseline`."""
@@ -217,6 +226,17 @@ class Comparison:
     """Paired bootstrap (cases resampled within groups, seeded)."""
     a_better: int
     b_better: int
+
+
+def within_group(analysis: RunAnalysis, group: str) -> RunAnalysis:
+    """The analysis of one group's cases alone (for comparing two runs group by group)."""
+    cases = {case_id for case_id, found in analysis.case_groups.items() if found == group}
+    return replace(
+        analysis,
+        case_scores={c: v for c, v in analysis.case_scores.items() if c in cases},
+        case_groups={c: group for c in cases},
+        case_weights={c: w for c, w in analysis.case_weights.items() if c in cases},
+    )
 
 
 def compare(a: RunAnalysis, b: RunAnalysis) -> Comparison:

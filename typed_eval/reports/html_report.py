@@ -21,7 +21,13 @@ from typed_eval.reports.case_grid import GRID_FILTERS, GRID_LINES, GRID_TEXT, Ca
 from typed_eval.reports.formatting import count, interval, money, number
 from typed_eval.reports.html import CellView, asset, cell_view, render
 from typed_eval.reports.invalid_examples import InvalidExample
-from typed_eval.reports.mode_tables import MODE_HEADERS, PAIR_HEADERS, mode_table_lines
+from typed_eval.reports.mode_tables import (
+    GROUP_HEADERS,
+    MODE_HEADERS,
+    PAIR_HEADERS,
+    group_pair_lines,
+    mode_table_lines,
+)
 from typed_eval.reports.report_figures import retries_figure, scatter
 from typed_eval.reports.tables import GroupHeader, group_headers, metric_columns, suite_title
 from typed_eval.schemas import LeaderboardRow, ModeComparison
@@ -82,11 +88,14 @@ def _modes(modes: Sequence[ModeComparison]) -> list[tuple[list[str], list[list[s
         return []
     mode_lines: list[list[str]] = []
     pair_lines: list[list[str]] = []
+    group_lines: list[list[str]] = []
     for comparison in modes:
         mine, pairs = mode_table_lines([comparison])
         mode_lines += [[comparison.suite, *line] for line in mine]
         pair_lines += [[comparison.suite, *line] for line in pairs]
-    return [(["Suite", *MODE_HEADERS], mode_lines), (["Suite", *PAIR_HEADERS], pair_lines)]
+        group_lines += [[comparison.suite, *line] for line in group_pair_lines([comparison])]
+    tables = [(["Suite", *MODE_HEADERS], mode_lines), (["Suite", *PAIR_HEADERS], pair_lines)]
+    return tables + ([(["Suite", *GROUP_HEADERS], group_lines)] if group_lines else [])
 
 
 def _section(

@@ -7,15 +7,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import combinations
 from pathlib import Path
+from typing import Any, TypeVar
 
 from typed_eval.core.errors import InputError
-from typed_eval.reports.analysis import compare
-from typed_eval.reports.leaderboard import Board, build_board
+from typed_eval.reports.analysis import RunAnalysis, compare, within_group
+from typed_eval.reports.leaderboard import Board, build_board, installed_suites
 from typed_eval.reports.stats import holm_adjust
-from typed_eval.schemas import AnswerMode, LeaderboardRow, ModeCell, ModeComparison, ModePair
+from typed_eval.schemas import AnswerMode, GroupPair, LeaderboardRow, ModeCell, ModeComparison, ModePair
 from typed_eval.store.storage import StoredRun
 
 __all__ = ["MODE_ORDER", "mode_comparisons", "run_key"]
+
+PairT = TypeVar("PairT", ModePair, GroupPair)
 
 MODE_ORDER: tuple[AnswerMode, ...] = ("tool", "native", "prompted", "text", "tag")
 
@@ -44,15 +47,19 @@ def mode_comparisons(
         key = (row.suite, row.model, row.dataset_md5, limits[row.path], row.repeats)
         groups.setdefault(key, {})[row.mode] = row  # the newest wins
     found: list[ModeComparison] = []
+    suites = installed_suites() if groups else {}
     for (suite, model, *_), by_mode in groups.items():
         if len(by_mode) < 2:
             continue
         modes = sorted(by_mode, key=ranked.index)
-        found.append(_comparison(suite, model, [by_mode[m] for m in modes], board))
+        pair_groups = suite in suites and suites[suite].pair_groups
+        found.append(_comparison(suite, model, [by_mode[m] for m in modes], board, pair_groups))
     return found
 
 
-def _comparison(suite: str, model: str, rows: Sequence[LeaderboardRow], board: Board) -> ModeComparison:
+def _comparison(
+    suite: str, model: str, rows: Sequence[LeaderboardRow], board: Board, pair_groups: bool
+) -> ModeComparison:
     cells = {
         row.mode: ModeCell(
             run=run_key(row),
@@ -65,42 +72,58 @@ def _comparison(suite: str, model: str, rows: Sequence[LeaderboardRow], board: B
     }
     scored = [row for row in rows if row.score is not None]
     best = max(scored, key=lambda row: row.score or 0.0).mode if scored else None  # max keeps the first of equals
-    pairs = [_pair(a, b, board) for a, b in combinations(rows, 2)]
-    tested = [index for index, pair in enumerate(pairs) if pair.p_value is not None]
-    adjusted = holm_adjust([pairs[index].p_value or 0.0 for index in tested])
+    pairs = [_pair(a, b, board, pair_groups) for a, b in combinations(rows, 2)]
+    return ModeComparison(suite=suite, model=model, modes=cells, best_mode=best, versus=_with_holm(pairs))
+
+
+def _with_holm(pairs: Sequence[PairT]) -> list[PairT]:
+    """Each tested pair with its p-value Holm-corrected over those tested."""
+    found = list(pairs)
+    tested = [index for index, pair in enumerate(found) if pair.p_value is not None]
+    adjusted = holm_adjust([found[index].p_value or 0.0 for index in tested])
     for index, p_holm in zip(tested, adjusted, strict=True):
-        pairs[index] = pairs[index].model_copy(update={"p_holm": p_holm})
-    return ModeComparison(suite=suite, model=model, modes=cells, best_mode=best, versus=pairs)
+        found[index] = found[index].model_copy(update={"p_holm": p_holm})
+    return found
 
 
-def _pair(a: LeaderboardRow, b: LeaderboardRow, board: Board) -> ModePair:
-    analysis_a, analysis_b = board.analyses.get(a.path), board.analyses.get(b.path)
-    untested = ModePair(
-        a=a.mode,
-        b=b.mode,
-        paired=0,
-        only_a=0,
-        only_b=0,
-        p_value=None,
-        p_holm=None,
-        difference=None,
-        difference_ci95=None,
-    )
-    if analysis_a is None or analysis_b is None:
-        return untested
+def _tested(a: RunAnalysis, b: RunAnalysis) -> dict[str, Any] | None:
+    """The paired figures of two runs' analyses, or None when they share no scored case."""
     try:
-        c = compare(analysis_a, analysis_b)
+        c = compare(a, b)
     except InputError:  # no scored case in common
-        return untested
+        return None
     only_a, only_b = (c.only_a, c.only_b) if c.test == "mcnemar" else (c.a_better, c.b_better)
-    return ModePair(
-        a=a.mode,
-        b=b.mode,
-        paired=c.paired,
-        only_a=only_a,
-        only_b=only_b,
-        p_value=c.p_value,
-        p_holm=None,
-        difference=c.difference,
-        difference_ci95=list(c.difference_ci95),
-    )
+    return {
+        "paired": c.paired,
+        "only_a": only_a,
+        "only_b": only_b,
+        "p_value": c.p_value,
+        "p_holm": None,
+        "difference": c.difference,
+        "difference_ci95": list(c.difference_ci95),
+    }
+
+
+UNTESTED: dict[str, Any] = {
+    "paired": 0,
+    "only_a": 0,
+    "only_b": 0,
+    "p_value": None,
+    "p_holm": None,
+    "difference": None,
+    "difference_ci95": None,
+}
+
+
+def _pair(a: LeaderboardRow, b: LeaderboardRow, board: Board, pair_groups: bool) -> ModePair:
+    analysis_a, analysis_b = board.analyses.get(a.path), board.analyses.get(b.path)
+    if analysis_a is None or analysis_b is None:
+        return ModePair(a=a.mode, b=b.mode, **UNTESTED)
+    tested = _tested(analysis_a, analysis_b)
+    if tested is None:
+        return ModePair(a=a.mode, b=b.mode, **UNTESTED)
+    by_group = []
+    for group in dict.fromkeys(analysis_a.case_groups.values()) if pair_groups else ():
+        figures = _tested(within_group(analysis_a, group), within_group(analysis_b, group))
+        by_group.append(GroupPair(group=group, **(figures or UNTESTED)))
+    return ModePair(a=a.mode, b=b.mode, **tested, by_group=_with_holm(by_group))

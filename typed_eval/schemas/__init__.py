@@ -2,7 +2,7 @@
 
 from typed_eval.schemas.case import Case, Quiz
 from typed_eval.schemas.leaderboard import LeaderboardRow
-from typed_eval.schemas.modes import ModeCell, ModeComparison, ModePair
+from typed_eval.schemas.modes import GroupPair, ModeCell, ModeComparison, ModePair
 from typed_eval.schemas.record import (
     AnswerMode,
     Attempt,
@@ -39,6 +39,7 @@ __all__ = [
     "Cost",
     "CostSource",
     "DatasetInfo",
+    "GroupPair",
     "GroupScore",
     "InvalidKind",
     "LeaderboardRow",

@@ -3,9 +3,9 @@ pair of its modes compared case by case."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ModeCell", "ModeComparison", "ModePair"]
+__all__ = ["GroupPair", "ModeCell", "ModeComparison", "ModePair"]
 
 
 class _Model(BaseModel):
@@ -25,6 +25,19 @@ class ModeCell(_Model):
     cost_per_correct_usd: float | None
 
 
+class GroupPair(_Model):
+    """Two modes of the model on the paired cases of one group: as `ModePair`, Holm-corrected over the groups."""
+
+    group: str
+    paired: int
+    only_a: int
+    only_b: int
+    p_value: float | None
+    p_holm: float | None
+    difference: float | None
+    difference_ci95: list[float] | None
+
+
 class ModePair(_Model):
     """Two modes of the model on the cases both scored: McNemar's exact test on right/wrong (the sign test for
     scored tasks), Holm-corrected over the model's pairs, and the difference a - b with its paired bootstrap
@@ -40,6 +53,8 @@ class ModePair(_Model):
     p_holm: float | None
     difference: float | None
     difference_ci95: list[float] | None
+    by_group: list[GroupPair] = Field(default_factory=list, exclude_if=lambda groups: not groups)
+    """The same, group by group, for a suite that asks for it (`Suite.pair_groups`); left out otherwise."""
 
 
 class ModeComparison(_Model):

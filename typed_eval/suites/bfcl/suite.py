@@ -235,6 +235,7 @@ BFCL = Suite(
     title="BFCL",
     modes=("tool", "text"),
     group_columns=False,  # the categories are columns of their own, counted as BFCL counts them
+    pair_groups=True,  # function calling against prompt, category by category
     row_metrics=bfcl_metrics,
     report_lines=_report_lines,
     show_answer=show_calls,
