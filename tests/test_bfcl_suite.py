@@ -10,9 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from starlette.testclient import TestClient
+
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, text
 from typed_eval.core.suite import AnswerLine, answer_lines
+from typed_eval.reports.viewer.app import create_app
 from typed_eval.schemas import SampleRecord
 from typed_eval.suites.bfcl.data import load_folder, load_sample
 from typed_eval.suites.bfcl.prompting import prompt_messages
@@ -291,6 +294,10 @@ def test_the_first_attempt_is_scored_as_bfcl_scores_it_beside_the_score_after_re
         [PYTHON, "format_result.py", str(tmp_path), "--format", "html", "-o", str(page)], cwd=REPO, check=True
     )
     assert 'title="had no corrective retry been allowed">no retry 100.00</span>' in page.read_text()
+    with TestClient(create_app(tmp_path, hosts=("testserver",))) as viewer:
+        board = viewer.get("/").text
+    assert "<th>bfcl-overall</th>" in board
+    assert 'title="had no corrective retry been allowed">(no retry 100.00)</span>' in board
 
 
 def test_both_modes_end_with_the_paired_function_calling_against_prompt_effect_per_category(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from typed_eval.reports.analysis import compare
 from typed_eval.reports.formatting import count, interval, money, number, p_value, signed
 from typed_eval.reports.html import CellView, cell_view, render
 from typed_eval.reports.leaderboard import Board
+from typed_eval.reports.tables import metric_columns
 from typed_eval.schemas import Attempt, LeaderboardRow, SampleRecord
 from typed_eval.store.case_store import FILTERS, PER_RUN_SORTS, CaseCell, CaseDetail, CasePage, RunEntry
 
@@ -67,6 +68,7 @@ def leaderboard(entries: Sequence[RunEntry], board: Board) -> str:
 def _suite_board(
     suite: str, rows: Sequence[LeaderboardRow], board: Board, keys: Mapping[str, str]
 ) -> dict[str, object]:
+    metrics = metric_columns(rows)
     lines = []
     for row in rows:
         key = keys.get(row.path, "")
@@ -80,6 +82,7 @@ def _suite_board(
                 "href": _href("/cases", runs=key),
                 "score": number(row.score, 1),
                 "ci": interval(row.score_ci95, between=" to "),
+                "metrics": [_metric(row, name) for name in metrics],
                 "valid": number(row.valid_first_try, 1),
                 "retries": row.corrective_retries,
                 "cost": _cost(row.cost_usd),
@@ -89,7 +92,14 @@ def _suite_board(
             }
         )
     best, paired = _paired(rows, board, keys)
-    return {"suite": suite, "title": rows[0].title if rows else "Score", "rows": lines, "best": best, "paired": paired}
+    title = rows[0].title if rows else "Score"
+    return {"suite": suite, "title": title, "metrics": metrics, "rows": lines, "best": best, "paired": paired}
+
+
+def _metric(row: LeaderboardRow, name: str) -> tuple[str, str]:
+    """A suite's figure, and what it was with no corrective retry when that differs."""
+    value, first = row.metrics.get(name), row.metrics_no_retry.get(name, row.metrics.get(name))
+    return number(value), number(first) if first != value else ""
 
 
 def _paired(
