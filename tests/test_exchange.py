@@ -96,3 +96,23 @@ def test_a_user_message_after_tool_results_shares_their_request() -> None:
     )
     assert history[1].parts == [ToolCallPart("f", '{"x": 1}', tool_call_id="c")]
     assert [type(p) for p in history[2].parts] == [ToolReturnPart, UserPromptPart]
+
+
+def test_a_budget_reached_mid_sample_ends_it_missing_with_what_it_spent() -> None:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart("add", '{"a": 1}', tool_call_id=f"c{len(messages)}")])
+
+    async def session(case: Case, conversation: Any) -> Any:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": case.prompt}]
+        while True:  # a model that never stops calling: only the budget ends this
+            call = (await conversation.exchange(messages, FUNCTIONS)).calls[0]
+            made = [{"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}]
+            messages += [{"role": "assistant", "content": None, "tool_calls": made},
+                         {"role": "tool", "tool_call_id": call.id, "content": "2"}]  # fmt: skip
+
+    task: Task[Any] = Task(name="loop", output_type=list[str], score=lambda case, out: 1.0, session=session)
+    cases = [Case(id="a", prompt="add"), Case(id="b", prompt="add")]
+    result = asyncio.run(evaluator.evaluate(task, cases, FunctionModel(model), max_requests=4, concurrency=1))
+    ((record,),) = [result.records]  # the second case never started
+    assert (record.status, record.score, record.usage.requests, len(record.attempts)) == ("missing", None, 4, 4)
+    assert (result.status, result.reason) == ("partial", "max_requests 4 reached")

@@ -72,7 +72,9 @@ class Conversation(Protocol):
         """One request of a conversation the session keeps itself: `messages` in OpenAI's chat format (`system`,
         `user`, `assistant` with optional `tool_calls`, `tool` with `tool_call_id`) sent as they are, `functions`
         offered as tools (`{"name", "description", "parameters"}`; none: no tools). The reply comes back unread: no
-        corrective retry, no call executed. Paced, budgeted and counted with the sample like every request."""
+        corrective retry, no call executed. Paced, budgeted and counted with the sample like every request; once the
+        run stops (Ctrl-C, a budget) it raises instead: let that propagate, and the sample is `missing` (what it
+        spent recorded, nothing scored)."""
 
     def charge(self, usage: TokenUsage, cost: Cost) -> None:
         """Count what the session spent beside its requests (an LLM judge, an embeddings endpoint) with the sample."""

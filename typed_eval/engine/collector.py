@@ -71,6 +71,17 @@ class Collector:
         if budget.max_cost is not None and spent is not None and spent >= budget.max_cost:
             stop.stop(f"max_cost ${budget.named_cost:g} reached")
 
+    def halt(self, case_cost: float | None, case_requests: int) -> str | None:
+        """Why a sample that asks several times may not send its next request (the run is stopping, or what it spent
+        so far would take the run past a budget), or None: it may."""
+        budget, stop = self._budget, self._stop
+        requests, spent = self.book.requests + case_requests, (self.book.cost_usd or 0.0) + (case_cost or 0.0)
+        if budget.max_requests is not None and requests >= budget.max_requests:
+            stop.stop(f"max_requests {budget.named_requests} reached")
+        if budget.max_cost is not None and spent >= budget.max_cost:
+            stop.stop(f"max_cost ${budget.named_cost:g} reached")
+        return stop.reason
+
     async def admit(self) -> bool:
         """Wait until one more sample fits the budgets beside those in flight; False once none may start."""
         budget, stop = self._budget, self._stop

@@ -293,6 +293,7 @@ async def _evaluate(
             redact=redact,
             pacer=pacer,
             batching=batching,
+            halt=collected.halt,
         )
 
     started = time.perf_counter()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -71,6 +71,14 @@ from typed_eval.schemas import (
 __all__ = ["Outcome", "Poser"]
 
 
+Halt = Callable[[float | None, int], str | None]
+"""`halt(sample_cost, sample_requests)`: why a sample that asks several times may not send another request, or None."""
+
+
+class SampleHalted(Exception):
+    """The run stopped while a sample was asking several times: the sample ends `missing`, never half-scored."""
+
+
 @dataclass
 class Outcome:
     record: SampleRecord
@@ -130,6 +138,7 @@ class Poser:
         pacer: Pacer | None,
         grader: Task[Any] | None = None,
         batching: Batching | None = None,
+        halt: Halt | None = None,
     ) -> None:
         self.task = task
         self.grader = grader or task
@@ -145,6 +154,7 @@ class Poser:
         self.pacer = pacer
         self.model_settings = model_settings
         self.batching = batching
+        self.halt = halt
         context = task.validation_context
         output_spec = task.output_spec(self.mode)
         capabilities: list[Any] = [batching.capability] if batching is not None else []
@@ -229,6 +239,7 @@ class Poser:
                 pacer=self.pacer,
                 grader=self.grader,
                 batching=self.batching,
+                halt=self.halt,
             )
             self._posers[key] = (task, poser)  # the task is kept so its id is not reused
         return self._posers[key][1]
@@ -320,7 +331,12 @@ class Poser:
     async def _exchange(
         self, repeat: int, messages: Sequence[ChatMessage], functions: Sequence[Mapping[str, Any]], turns: _Turns
     ) -> Reply:
-        """One request of a session's own conversation, sent as it is; its reply counted with the sample."""
+        """One request of a session's own conversation, sent as it is; its reply counted with the sample. Refused
+        (`SampleHalted`) once the run stops or this request would take it past a budget."""
+        if self.halt is not None:
+            reason = self.halt(turns.cost.usd, turns.usage.requests)
+            if reason is not None:
+                raise SampleHalted(reason)
         settings = merge_model_settings(self.model_settings or None, self._settings_for(repeat))
         parameters = ModelRequestParameters(function_tools=tool_definitions(functions), allow_text_output=True)
         response = await model_request(
@@ -377,6 +393,8 @@ class Poser:
                 value = await self._ask(case, repeat, self.task.question(case, self.mode), turns)
             else:
                 value = await self.task.session(case, turns)
+        except SampleHalted:
+            value = None  # what it spent is recorded, its partial answer is not scored
         except (EvaluatorError, asyncio.CancelledError):
             raise
         except Exception as exc:  # a failed call or a malformed response is this sample's error, not the run's
