@@ -337,7 +337,7 @@ def source_replies(rng: random.Random, case: data.BfclCase, count: int) -> list[
         if shape == 0 and arguments:  # positional: values only, or some
             arguments = [(None if rng.random() < 0.7 else key, value) for key, value in arguments]
         elif shape == 1:
-            arguments.append((rng.choice(["extra", list(allowed)[0] if allowed else "x"]), "1"))
+            arguments.append((rng.choice(["extra", next(iter(allowed)) if allowed else "x"]), "1"))
         elif shape == 2 and arguments:
             arguments.pop(rng.randrange(len(arguments)))
         elif shape == 3:
