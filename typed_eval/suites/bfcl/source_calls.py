@@ -3,12 +3,13 @@ tree-sitter (the grammar versions BFCL pins), the first call kept, its keyword a
 
 BFCL's verdicts there hinge on tree-sitter's error recovery (as Java `f(a=1)` does not parse but `f(a="x", b=42L)`
 does, the missing `;` being recovered), which no hand-written parser reproduces: so tree-sitter itself parses, and
-the walk over its tree follows BFCL's rules. A reply is refused when tree-sitter reports an error node in the tree
-(as BFCL tests the tree's S-expression for `ERROR`), when an argument name repeats, or when nothing else would let
-BFCL's walk finish. Only the Java walk goes down into values: strings lose their quotes at the top level only,
-object and array creations are rebuilt from their parts (an anonymous class body, `new ArrayList<>() {{ add(1); }}`,
-is left out as BFCL leaves it out), other nodes are their tokens joined without spaces. JavaScript values are the
-argument's text, unquoted when it is one quoted string.
+the walk over its tree follows BFCL's rules. A reply is refused when the tree's S-expression names an `ERROR` node
+(BFCL's test: a node tree-sitter inserted as missing, such as the `;`, passes it), when an argument name repeats
+(two bare names included), when BFCL's walk would stop on a part that is not there (`new int[3]` has no
+initializer), or when the tree is too deep to walk. Only the Java walk goes down into values: strings lose their
+quotes at the top level only, object and array creations are rebuilt from their parts (an anonymous class body,
+`new ArrayList<>() {{ add(1); }}`, is left out as BFCL leaves it out), other nodes are their tokens joined without
+spaces. JavaScript values are the argument's text, unquoted when it is one quoted string.
 
 tree-sitter is an optional dependency (`pip install 'typed-eval[bfcl]'`), imported only here and only when a Java or
 JavaScript reply is read; a run that needs it checks for it before its first request (`tree_sitter_needed`).
@@ -42,7 +43,8 @@ PINNED = {"tree-sitter": "0.21.3", "tree-sitter-java": "0.21.0", "tree-sitter-ja
 """The versions BFCL 2026.3.23 pins: its verdicts are those of these grammars' error recovery."""
 MAX_DEPTH = 2_000
 """Deeper trees are refused: tree-sitter writes a tree's S-expression recursively (BFCL's test for an error) and
-overflows the C stack near 20,000 levels, which would kill the process; no reply of calls comes near this depth."""
+overflows the C stack near 20,000 levels, which would kill the process (BFCL's with it); no reply of calls comes near
+this depth. A Java value a few hundred levels deep already exhausts Python's recursion, in BFCL's walk as here."""
 JAVA_TEXT_NODES = ("identifier", "class_literal", "type_identifier", "method_invocation")
 JAVA_QUOTED = ("string_literal", "character_literal")
 JAVA_POSITIONAL = ("identifier", "class_literal")
