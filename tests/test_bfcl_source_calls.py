@@ -208,13 +208,13 @@ def case_of(request: dict[str, Any]) -> str:
 
 
 def run(
-    tmp_path: Path, reply: Callable[[dict[str, Any]], dict[str, Any]], mode: str, *, blocked: bool
+    tmp_path: Path, reply: Callable[[dict[str, Any]], dict[str, Any]], mode: str, *, blocked: tuple[str, ...] = ()
 ) -> tuple[FakeOpenAI, subprocess.CompletedProcess[bytes]]:
-    """`main.py run` of the sample's Java and JavaScript cases against a loopback server, with tree-sitter's import
-    blocked or not."""
+    """`main.py run` of the sample's Java and JavaScript cases against a loopback server, the `blocked` modules
+    unimportable."""
     start = ["main.py"]
     if blocked:
-        block = f"sys.modules.update(dict.fromkeys({GRAMMARS!r}))"
+        block = f"sys.modules.update(dict.fromkeys({blocked!r}))"
         start = [
             "-c",
             f"import runpy, sys; {block}; sys.argv[0] = 'main.py'; runpy.run_path('main.py', run_name='__main__')",
@@ -237,7 +237,7 @@ def stored_verdicts(tmp_path: Path) -> dict[str, tuple[str, str | None]]:
 
 @pytest.mark.usefixtures("tree_sitter")
 def test_prompt_mode_run_reads_java_and_javascript_as_bfcl(tmp_path: Path) -> None:
-    server, done = run(tmp_path, lambda request: completion(text(REPLIES[case_of(request)])), "text", blocked=False)
+    server, done = run(tmp_path, lambda request: completion(text(REPLIES[case_of(request)])), "text")
     assert done.returncode == 0, done.stderr.decode()
     assert stored_verdicts(tmp_path) == {
         "simple_java_0": ("correct", None),
@@ -258,10 +258,24 @@ def test_prompt_mode_run_reads_java_and_javascript_as_bfcl(tmp_path: Path) -> No
 
 
 def test_prompt_mode_without_tree_sitter_stops_before_any_request(tmp_path: Path) -> None:
-    server, done = run(tmp_path, lambda _: completion(text("[]")), "text", blocked=True)
+    server, done = run(tmp_path, lambda _: completion(text("[]")), "text", blocked=GRAMMARS)
     assert (done.returncode, done.stderr.decode().splitlines()) == (2, [NEEDS_TREE_SITTER])
     assert server.requests == []
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.usefixtures("tree_sitter")
+def test_the_line_says_what_is_found_when_part_of_tree_sitter_is(tmp_path: Path) -> None:
+    server, done = run(tmp_path, lambda _: completion(text("[]")), "text", blocked=("tree_sitter",))
+    assert (done.returncode, done.stderr.decode().splitlines()) == (
+        2,
+        [
+            "main.py: error: --mode: prompt mode decodes Java and JavaScript as BFCL does, with tree-sitter 0.21.3,"
+            " tree-sitter-java 0.21.0 and tree-sitter-javascript 0.21.4 (found no tree-sitter): pip install"
+            " 'typed-eval[bfcl]', or leave out simple_java, simple_javascript"
+        ],
+    )
+    assert server.requests == []
 
 
 def test_function_calling_mode_needs_no_tree_sitter(tmp_path: Path) -> None:
@@ -272,7 +286,7 @@ def test_function_calling_mode_needs_no_tree_sitter(tmp_path: Path) -> None:
         return completion({"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function",
                                                                                   "function": call}]})  # fmt: skip
 
-    server, done = run(tmp_path, reply, "tool", blocked=True)
+    server, done = run(tmp_path, reply, "tool", blocked=GRAMMARS)
     assert done.returncode == 0, done.stderr.decode()
     verdicts = stored_verdicts(tmp_path)
     assert verdicts.pop("simple_java_80") == ("correct", None)
