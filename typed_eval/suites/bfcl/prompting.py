@@ -9,7 +9,8 @@ hints) as indented JSON. When the case opens with a system message, BFCL puts it
 BFCL decodes the reply with Python's parser and evaluates what is not a literal; here the same parse gives the
 same values while nothing is ever evaluated: arithmetic on literals is folded by hand within size limits, and any
 other expression inside an operation makes the reply undecodable, as it would be in BFCL unless it named a
-builtin.
+builtin. Replies of the Java and JavaScript categories are read with tree-sitter, as BFCL reads them
+(`source_calls`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from typed_eval.suites.bfcl.checker import Decoded
+from typed_eval.suites.bfcl.checker import Decoded, language_of
+from typed_eval.suites.bfcl.source_calls import TreeSitterMissing, read_source_calls
 from typed_eval.suites.bfcl.tools import hinted_functions
 
 __all__ = ["decode_prompt_reply", "prompt_messages", "system_prompt"]
@@ -70,19 +72,28 @@ class Undecodable(Exception):
     """The reply is not a list of calls BFCL's decoder would accept."""
 
 
-def decode_prompt_reply(text: str) -> Decoded:
-    """A prompt-mode reply (Python categories) decoded as BFCL decodes it, executing nothing.
+def decode_prompt_reply(text: str, category: str = "simple_python") -> Decoded:
+    """A prompt-mode reply to a case of `category` decoded as BFCL decodes it, executing nothing.
 
-    Backticks, newlines and spaces around it are cut, brackets added when missing, single quotes around it cut;
+    Backticks, newlines and spaces around it are cut, brackets added when missing. A Java or JavaScript reply then
+    loses its first and last character and is read by `source_calls`. A Python one loses single quotes around it;
     then it must parse as one call or a list of calls. Only keyword arguments count; a value is a literal, a name
     (its text), a call (its text, or a nested `{name: {...}}` when it has keyword arguments), a subscript (its
-    text), a list, tuple or dict of values, a negated literal, or arithmetic on literals.
+    text), a list, tuple or dict of values, a negated literal, or arithmetic on literals. Raises `TreeSitterMissing`
+    for a Java or JavaScript reply when tree-sitter cannot be imported (a run checks this before posing).
     """
     stripped = text.strip("`\n ")
     if not stripped.startswith("["):
         stripped = "[" + stripped
     if not stripped.endswith("]"):
         stripped = stripped + "]"
+    if language_of(category) != "python":
+        try:
+            return Decoded(calls=read_source_calls(stripped[1:-1], category))
+        except TreeSitterMissing:
+            raise
+        except Exception as error:  # whatever a model sends, the verdict is "undecodable", never a crash
+            return Decoded(error=f"{type(error).__name__}: {str(error)[:200]}")
     source = stripped.strip().strip("'")
     try:
         body = ast.parse(source, mode="eval").body

@@ -9,7 +9,7 @@ BFCL's messages are sent unchanged (no instructions of ours); the calls come bac
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.suite import AnswerLine, Suite
 from typed_eval.core.tasks import Score, Task, TextReader
-from typed_eval.schemas import AnswerMode, Case, RunSummary, SampleRecord, Scores
+from typed_eval.schemas import AnswerMode, Case, RunSummary, SampleRecord, Scores, is_text_mode
 from typed_eval.suites.bfcl.checker import Decoded, check_reply
 from typed_eval.suites.bfcl.data import (
     INSTALL_HINT,
@@ -32,6 +32,7 @@ from typed_eval.suites.bfcl.data import (
 )
 from typed_eval.suites.bfcl.prompting import decode_prompt_reply, prompt_messages
 from typed_eval.suites.bfcl.scores import Aggregate, CategoryScore, summarize
+from typed_eval.suites.bfcl.source_calls import tree_sitter_needed
 from typed_eval.suites.bfcl.tools import decode_tool_calls, tools_for
 
 __all__ = ["BFCL", "BfclParams", "bfcl_metrics", "bfcl_task", "score_reply", "show_calls"]
@@ -98,10 +99,10 @@ def _messages(case: Case, mode: AnswerMode) -> list[dict[str, Any]]:
     return [dict(message) for message in question]
 
 
-def _decoded(output: Any) -> Decoded:
+def _decoded(output: Any, category: str) -> Decoded:
     """An output as BFCL's handler decodes it: a prompt-mode reply, the calls made, or a function-calling text."""
     if isinstance(output, dict) and REPLY in output:
-        return decode_prompt_reply(str(output[REPLY]))
+        return decode_prompt_reply(str(output[REPLY]), category)
     if isinstance(output, list):
         pairs = []
         for call in output:
@@ -120,7 +121,7 @@ def score_reply(case: Case, output: Any) -> Score:
         category,
         case.metadata["functions"],
         case.expected,
-        _decoded(output),
+        _decoded(output, category),
         underscore_to_dot=not prompt_mode,
     )
     if verdict.valid:
@@ -133,17 +134,27 @@ def _read_reply(text: str) -> dict[str, str]:
     return {REPLY: text}
 
 
-def _no_instructions(_: AnswerMode) -> str | None:
-    return None
+def _no_instructions(categories: Sequence[str]) -> Callable[[AnswerMode], str | None]:
+    """No instructions of ours in any mode (BFCL's messages are sent as they are). Asked for them before the first
+    request, a prompt-mode run whose Java or JavaScript replies tree-sitter cannot read as BFCL does stops there."""
+
+    def instructions(mode: AnswerMode) -> str | None:
+        missing = tree_sitter_needed(categories) if is_text_mode(mode) else None
+        if missing is not None:
+            raise missing
+        return None
+
+    return instructions
 
 
-def bfcl_task() -> Task[Any]:
+def bfcl_task(categories: Sequence[str] = ()) -> Task[Any]:
+    """The task posing cases of `categories` (which says whether prompt mode needs tree-sitter)."""
     return Task(
         name=SUITE,
         output_type=list[dict[str, Any]] | dict[str, str] | str,
         score=score_reply,
         reader=TextReader(_read_reply, example="[]"),
-        instructions=_no_instructions,
+        instructions=_no_instructions(categories),
         functions=_functions,
         messages=_messages,
         empty_reply=True,
@@ -217,13 +228,10 @@ def _field(call: Any, key: str) -> str:
 def _build(params: BfclParams) -> tuple[Task[Any], Dataset]:
     data = _load(params)
     cases = [bfcl_case(case) for case in data.cases]
-    info = {
-        "bfcl_eval_version": data.version,
-        "dataset_hash": data.dataset_hash,
-        "categories": list(dict.fromkeys(case.category for case in data.cases)),
-    }
+    categories = list(dict.fromkeys(case.category for case in data.cases))
+    info = {"bfcl_eval_version": data.version, "dataset_hash": data.dataset_hash, "categories": categories}
     path = str(SAMPLE_DIR) if params.data == "sample" else data.source
-    return bfcl_task(), dataset_from_cases(cases, suite=SUITE, source="file", path=path, params=info)
+    return bfcl_task(categories), dataset_from_cases(cases, suite=SUITE, source="file", path=path, params=info)
 
 
 BFCL = Suite(
