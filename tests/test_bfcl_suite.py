@@ -194,6 +194,7 @@ def test_function_calling_mode_sends_bfcl_requests_and_stores_bfcl_verdicts(tmp_
         case = CASES[case_of(request)]
         assert request["messages"] == case.question  # BFCL's messages, no system prompt of ours
         assert request["tools"] == tools_for(case.functions, case.category)
+        assert (request["temperature"], "seed" in request) == (0.001, False)  # BFCL's sampling: 0.001, no seed
 
 
 def test_prompt_mode_sends_bfcl_system_prompt_and_decodes_as_bfcl(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from typed_eval.cli import build_parser
 from typed_eval.cli.config import RunCommand, run_command
 from typed_eval.core.errors import InputError
 from typed_eval.core.settings import RunConfig, config_with
+from typed_eval.core.suite import Suite
 from typed_eval.engine.control import Budget, StopState
 from typed_eval.engine.settings import resolve_settings
 from typed_eval.providers.batches import BatchOptions
@@ -28,6 +29,8 @@ from typed_eval.providers.flow import Pacer
 from typed_eval.providers.models import PreparedModel
 from typed_eval.providers.resolve import ResolvedModel
 from typed_eval.schemas import RunSettings
+from typed_eval.suites.bfcl.suite import BFCL
+from typed_eval.suites.farel.suite import FAREL
 
 STORED_KEYS = [
     "model", "base_url", "mode", "retries", "temperature", "seed", "max_tokens", "system_prompt", "repeats",
@@ -140,9 +143,9 @@ def test_budgets_and_the_stop_state_are_objects_of_their_own() -> None:
     assert (stop.stopping, stop.reason) == (True, "first")
 
 
-def command_of(*argv: str) -> RunCommand:
+def command_of(*argv: str, suite: Suite[Any] = FAREL) -> RunCommand:
     args = build_parser().parse_args(["run", *argv])
-    return run_command(args)
+    return run_command(args, suite)
 
 
 def test_the_command_line_makes_its_arguments_into_the_config_once(tmp_path: Path) -> None:
@@ -155,6 +158,14 @@ def test_the_command_line_makes_its_arguments_into_the_config_once(tmp_path: Pat
     assert (command.resume, command.batch, command.cache_path, command.workers, command.results_dir) == (
         True, BatchOptions(poll_interval_s=5.0), None, 1, tmp_path,
     )  # fmt: skip
+
+
+def test_sampling_not_given_is_the_suite_s_and_given_is_the_user_s(tmp_path: Path) -> None:
+    assert (command_of("--model", "test").config.temperature, command_of("--model", "test").config.seed) == (0.01, 42)
+    bfcl = command_of("--model", "test", suite=BFCL).config
+    assert (bfcl.temperature, bfcl.seed) == (0.001, None)  # BFCL's requests: temperature 0.001, no seed
+    given = command_of("--model", "test", "--temperature", "0.7", "--model-seed", "3", suite=BFCL).config
+    assert (given.temperature, given.seed) == (0.7, 3)
 
 
 def test_the_command_line_config_holds_every_run_flag(tmp_path: Path) -> None:

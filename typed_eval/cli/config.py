@@ -7,9 +7,11 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from typed_eval.core.errors import InputError
 from typed_eval.core.settings import RunConfig, config_with
+from typed_eval.core.suite import Suite
 from typed_eval.providers.batches import BatchOptions
 from typed_eval.providers.local_server import DEFAULT_LOCAL_MODEL
 
@@ -44,8 +46,9 @@ class RunCommand:
     full: bool
 
 
-def run_command(args: argparse.Namespace) -> RunCommand:
-    """`args` of `run`, checked together (a flag that another rules out is a one-line `InputError`)."""
+def run_command(args: argparse.Namespace, suite: Suite[Any]) -> RunCommand:
+    """`args` of `run`, checked together (a flag that another rules out is a one-line `InputError`); the sampling
+    settings not given are the `suite`'s."""
     if (args.price_in is None) != (args.price_out is None):
         raise InputError("give both --price-in and --price-out (USD per million tokens), or neither")
     if args.batch and args.cache:
@@ -63,8 +66,8 @@ def run_command(args: argparse.Namespace) -> RunCommand:
     config = config_with(
         base_url=args.base_url,
         retries=args.retries,
-        temperature=args.temperature,
-        seed=args.model_seed,
+        temperature=args.temperature if args.temperature is not None else suite.temperature,
+        seed=args.model_seed if args.model_seed is not None else suite.seed,
         max_tokens=args.max_tokens,
         system_prompt=args.system_prompt,
         repeats=args.repeats,

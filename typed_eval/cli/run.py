@@ -114,9 +114,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         help="a system prompt; the bare flag uses the multiple-choice suites' default one",
     )
-    model.add_argument("--temperature", type=common.finite, default=0.01, help="sampling temperature (default 0.01)")
     model.add_argument(
-        "--model-seed", type=int, default=42, help="sampling seed where the provider takes one (default 42)"
+        "--temperature", type=common.finite, help="sampling temperature (default: the suite's, 0.01 for most)"
+    )
+    model.add_argument(
+        "--model-seed", type=int, help="sampling seed where the provider takes one (default: the suite's, 42 for most)"
     )
     model.add_argument(
         "--max-tokens", type=common.positive, help="maximum output tokens per request (default: the provider's)"
@@ -248,7 +250,7 @@ def command_run(args: argparse.Namespace) -> int:
     )
     found, task, dataset = suite_from_args(args, context)
     modes = answer_modes(args.mode, found.suite, default_run=args.model is None)
-    command = run_command(args)
+    command = run_command(args, found.suite)
     if isinstance(command.resume, Path) and len(command.models) * len(modes) > 1:
         one = "one --model" if len(modes) == 1 else "one --model and one --mode"
         raise InputError(f"--resume RUN_DIR continues one run: give {one}, or --resume alone for each model's")
