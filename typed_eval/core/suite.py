@@ -171,9 +171,9 @@ class Suite(Generic[ParamsT]):
     group_header: Callable[[str], str] | None = None
     """A group's name as the tables head its column (a public table's spelling); default: the name itself."""
     temperature: float | None = 0.01
-    """The sampling temperature `run` sends when `--temperature` is not given (farel-bench's 0.01; None: none)."""
+    """The sampling temperature `run` sends when `--temperature` is not given (default 0.01; None: none)."""
     seed: int | None = 42
-    """The sampling seed `run` sends when `--model-seed` is not given (farel-bench's 42; None: none)."""
+    """The sampling seed `run` sends when `--model-seed` is not given (default 42; None: none)."""
     pair_groups: bool = False
     """True: the model x mode table also compares each pair of modes within each group (a benchmark's categories),
     Holm-corrected over the pair's groups."""
