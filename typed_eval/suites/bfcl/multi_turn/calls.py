@@ -109,7 +109,7 @@ def literal_call(source: str, offered: Collection[str]) -> tuple[str, dict[str, 
     try:
         with warnings.catch_warnings():  # a call of a literal ("1()") warns: nothing a model wrote is printed
             warnings.simplefilter("ignore")
-            tree: ast.Expression = compile(source, "<string>", "eval", ast.PyCF_ONLY_AST, dont_inherit=True)
+            tree = ast.parse(source, "<string>", mode="eval")
     except SyntaxError as error:
         return str(error)
     except (ValueError, RecursionError, MemoryError) as error:

@@ -76,7 +76,8 @@ async def play_turn(
     backends: CaseLease,
     mode: Mode,
 ) -> tuple[list[dict[str, Any]], str]:
-    """One turn's steps, and why it ended: `text` (no call), `undecodable`, or `force_terminated`."""
+    """One turn's steps, and why it ended: `text` (no call), `undecodable` (calls BFCL cannot decode: the turn ends
+    without running any), or `force_terminated`."""
     steps: list[dict[str, Any]] = []
     while True:
         reply = await conversation.exchange(list(messages), functions)
@@ -86,6 +87,8 @@ async def play_turn(
         if mode == "tool":
             step["calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.calls]
         steps.append(step)
+        if decoding.error is not None and mode == "tool" and not reply.calls:
+            return steps, "text"  # BFCL fails to decode a text as calls, and ends the turn
         if decoding.error is not None:
             step["decode_error"] = decoding.error
             return steps, "undecodable"

@@ -2,12 +2,13 @@
 never the run's.
 
 The backends are Python objects a model drives with arguments of its choosing (a huge exponent, a deep path...):
-a call that never returns cannot be stopped in a thread, only in a process. A few long-lived workers (spawned, so
-nothing of the evaluator's threads or sockets is inherited) each hold the backends of several cases, keyed by a
-lease; each request is answered within a timeout, else the worker is killed and the case whose request it was fails
-with `BackendFailure`. The other cases on that worker lose nothing: a case's state is its fresh instances plus the
-calls run so far, so on its next request it is rebuilt on another worker by replaying them (the backends are
-deterministic: their randomness is seeded by the case's configuration).
+a call that never returns cannot be stopped in a thread, only in a process. A few long-lived workers (fresh
+interpreters running this module, so nothing of the evaluator's threads, sockets or main script is inherited or
+re-run) each hold the backends of several cases, keyed by a lease; each request is answered within a timeout,
+else the worker is killed and the case whose request it was fails with `BackendFailure`. The other cases on that
+worker lose nothing: a case's state is its fresh instances plus the calls run so far, so on its next request it is
+rebuilt on another worker by replaying them (the backends are deterministic: their randomness is seeded by the
+case's configuration).
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import multiprocessing
+import os
+import socket
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
+from pathlib import Path
 from typing import Any
 
 __all__ = ["BackendFailure", "BackendPool", "CaseLease", "serve"]
@@ -64,7 +68,7 @@ def serve(conn: Connection) -> None:
 
 @dataclass
 class _Worker:
-    process: BaseProcess
+    process: subprocess.Popen[bytes]
     conn: Connection
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     leases: int = 0
@@ -74,7 +78,8 @@ class _Worker:
         self.alive = False
         self.process.kill()
         self.conn.close()
-        self.process.join(1)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(1)
 
 
 class BackendPool:
@@ -112,11 +117,19 @@ class BackendPool:
         idle = min(self._workers, key=lambda w: w.leases, default=None)
         if idle is not None and (idle.leases == 0 or len(self._workers) >= self._size):
             return idle
-        parent, child = multiprocessing.get_context("spawn").Pipe()
-        process = multiprocessing.get_context("spawn").Process(target=serve, args=(child,), daemon=True)
-        process.start()
+        parent, child = socket.socketpair()
+        root = str(Path(__file__).resolve().parents[4])  # the folder holding the typed_eval package
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+        process = subprocess.Popen(
+            [sys.executable, "-m", __name__, str(child.fileno())],
+            pass_fds=(child.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,  # what a backend prints is not the run's output
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
         child.close()
-        worker = _Worker(process, parent)
+        worker = _Worker(process, Connection(parent.detach()))
         self._workers.append(worker)
         return worker
 
@@ -204,3 +217,7 @@ class CaseLease:
         if self._worker is not None:
             self._worker.leases -= 1
             self._worker = None
+
+
+if __name__ == "__main__":
+    serve(Connection(int(sys.argv[1])))
