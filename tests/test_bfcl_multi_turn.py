@@ -15,16 +15,26 @@ import pytest
 pytest.importorskip("mpmath")
 pytest.importorskip("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker")
 
-from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart  # noqa: E402
-from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
+from pydantic_ai import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-import evaluator  # noqa: E402
-from typed_eval.schemas import SampleRecord  # noqa: E402
-from typed_eval.suites.bfcl.multi_turn.backend import signatures  # noqa: E402
-from typed_eval.suites.bfcl.multi_turn.cases import CATEGORIES, MultiTurnCase, load_multi_turn  # noqa: E402
-from typed_eval.suites.bfcl.multi_turn.loop import HOLD_OUT_MESSAGE, Mode  # noqa: E402
-from typed_eval.suites.bfcl.multi_turn.task import MultiTurnRunner, multi_turn_case  # noqa: E402
-from typed_eval.suites.bfcl.multi_turn.workers import BackendPool  # noqa: E402
+import evaluator
+from typed_eval.schemas import SampleRecord
+from typed_eval.suites.bfcl.multi_turn.backend import signatures
+from typed_eval.suites.bfcl.multi_turn.cases import CATEGORIES, MultiTurnCase, load_multi_turn
+from typed_eval.suites.bfcl.multi_turn.loop import HOLD_OUT_MESSAGE, Mode
+from typed_eval.suites.bfcl.multi_turn.task import NOT_RUN, MultiTurnRunner, checker_calls, multi_turn_case
+from typed_eval.suites.bfcl.multi_turn.workers import BackendPool
+from typed_eval.suites.bfcl.prompting import system_prompt
 
 CASES = {case.id: case for case in load_multi_turn(CATEGORIES, "sample").cases}
 Call = tuple[str, dict[str, Any]]
@@ -61,12 +71,18 @@ def position(messages: list[ModelMessage]) -> tuple[int, int]:
     return turn, step
 
 
-def scripted(plans: dict[str, Plan], mode: Mode, seen: list[list[ModelMessage]]) -> FunctionModel:
+Seen = list[tuple[list[ModelMessage], list[str]]]
+"""Each request the model got: its messages and the names of the tools offered."""
+
+
+def scripted(plans: dict[str, Plan], mode: Mode, seen: Seen) -> FunctionModel:
     """A model that answers a case (known by its first user text) by its plan, deterministically."""
 
     def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        seen.append(list(messages))
-        first = next(p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart))
+        seen.append((list(messages), [tool.name for tool in info.function_tools]))
+        first = next(
+            p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart)
+        )
         turn, step = position(messages)
         steps = plans[str(first)][turn] if turn < len(plans[str(first)]) else []
         planned = steps[step] if step < len(steps) else "Done."
@@ -76,15 +92,18 @@ def scripted(plans: dict[str, Plan], mode: Mode, seen: list[list[ModelMessage]])
             text = ", ".join(f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})" for name, args in planned)
             return ModelResponse(parts=[TextPart(f"[{text}]")])
         return ModelResponse(
-            parts=[ToolCallPart(name, json.dumps(args), tool_call_id=f"call_{turn}_{step}_{n}") for n, (name, args) in enumerate(planned)]
+            parts=[
+                ToolCallPart(name, json.dumps(args), tool_call_id=f"call_{turn}_{step}_{n}")
+                for n, (name, args) in enumerate(planned)
+            ]
         )
 
     return FunctionModel(reply)
 
 
-def run(plans: dict[str, Plan], mode: Mode = "tool") -> tuple[dict[str, SampleRecord], list[list[ModelMessage]]]:
+def run(plans: dict[str, Plan], mode: Mode = "tool") -> tuple[dict[str, SampleRecord], Seen]:
     """Each planned case (by id) played in `mode`: its record by id, and the conversations the model saw."""
-    seen: list[list[ModelMessage]] = []
+    seen: Seen = []
     by_text = {CASES[case_id].turns[0][0]["content"]: plan for case_id, plan in plans.items()}
     assert len(by_text) == len(plans), "one case per first user text in a run"
     pool = BackendPool(workers=2)
@@ -108,3 +127,152 @@ def test_the_ground_truth_of_the_sample_passes_bfcls_checker(category: str, mode
     assert {case_id: (r.status, r.score_details) for case_id, r in records.items()} == {
         case_id: ("correct", None) for case_id in by_category(category)
     }
+
+
+def perturbed(case_id: str, change: str) -> Plan:
+    """The ground truth of multi_turn_base_0 (or miss_param_0) with one change."""
+    plan = ground_truth_plan(CASES[case_id])
+    if change == "skip":  # mkdir left out
+        del plan[0][1]
+    elif change == "wrong_value":
+        plan[0][0] = [("cd", {"folder": "documents"})]
+    elif change == "repeat":
+        plan[0].insert(2, plan[0][1])
+    elif change == "text":
+        plan[1] = ["I will search now."]
+    elif change == "force":
+        repeated: list[list[Call] | str] = [[("cd", {"folder": "document"})]] * 21
+        plan[0] = repeated + plan[0]
+    elif change == "act_on_miss_param":
+        plan[3] = [[("cd", {"folder": ".."})]]
+    return plan
+
+
+STATE = "multi_turn:instance_state_mismatch"
+
+
+@pytest.mark.parametrize(
+    ("case_id", "change", "verdict"),
+    [
+        ("multi_turn_base_0", "skip", ("incorrect", STATE, 0, "missing_call")),
+        ("multi_turn_base_0", "wrong_value", ("incorrect", STATE, 0, "wrong_argument")),
+        ("multi_turn_base_0", "repeat", ("correct", None, None, None)),
+        ("multi_turn_base_0", "text", ("incorrect", "multi_turn:empty_turn_model_response", 1, "missing_call")),
+        ("multi_turn_base_0", "force", ("incorrect", "multi_turn:force_terminated", 0, "force_terminated")),
+        ("multi_turn_miss_param_0", "act_on_miss_param", ("incorrect", STATE, 4, "acted_on_miss_param")),
+    ],
+)
+def test_perturbed_replies_get_bfcls_verdict_and_where_they_went_wrong(
+    case_id: str, change: str, verdict: tuple[str, str | None, int | None, str | None]
+) -> None:
+    records, _ = run({case_id: perturbed(case_id, change)})
+    record = records[case_id]
+    details = record.score_details or {}
+    assert (record.status, details.get("error_type"), details.get("failed_turn"), details.get("cause")) == verdict
+    if verdict[3] is not None:
+        assert details[f"cause_{verdict[3]}"] == 1
+
+
+def turns(record: SampleRecord) -> list[dict[str, Any]]:
+    """The trajectory's turns stored in a record."""
+    assert isinstance(record.output, dict) and isinstance(record.output["turns"], list)
+    found: list[dict[str, Any]] = record.output["turns"]  # type: ignore[assignment]
+    return found
+
+
+def tool_results(conversation: list[ModelMessage]) -> list[str]:
+    return [
+        str(p.content)
+        for m in conversation
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart)
+    ]
+
+
+def test_each_call_runs_in_order_and_the_model_sees_bfcls_result_texts() -> None:
+    records, seen = run({"multi_turn_base_0": perturbed("multi_turn_base_0", "wrong_value")})
+    first_turn = turns(records["multi_turn_base_0"])[0]
+    assert first_turn["ended"] == "text"
+    assert [step.get("executed") for step in first_turn["steps"]] == [
+        [{"call": "cd(folder='documents')",
+          "result": '{"error": "cd: \'documents\': No such file or directory"}', "run": True}],
+        [{"call": "mkdir(dir_name='temp')", "result": "None", "run": True}],
+        [{"call": "mv(source='final_report.pdf',destination='temp')",
+          "result": '{"error": "mv: cannot move \'final_report.pdf\': No such file or directory"}', "run": True}],
+        None,
+    ]  # fmt: skip
+    assert tool_results(seen[3][0]) == [step["executed"][0]["result"] for step in first_turn["steps"][:3]]
+    assert [type(p).__name__ for m in seen[3][0] for p in m.parts] == [
+        "UserPromptPart", *["ToolCallPart", "ToolReturnPart"] * 3
+    ]  # fmt: skip
+    assert len(seen) == 4 + 3 + 2 + 5  # every step one request: each turn's calls, then its closing text
+
+
+def test_what_a_model_writes_is_never_evaluated() -> None:
+    injected = "folder=__import__('os').system('touch /tmp/never'),x"
+    plan = ground_truth_plan(CASES["multi_turn_base_0"])
+    plan[0][0] = [("cd", {injected: 1}), ("print", {"x": 1})]
+    records, _ = run({"multi_turn_base_0": plan})
+    step = turns(records["multi_turn_base_0"])[0]["steps"][0]
+    assert step["executed"] == [
+        {"call": "cd(folder=__import__('os').system('touch /tmp/never'),x=1)",
+         "result": "Error during execution: an argument that is not a literal is not run: Call", "run": False},
+        {"call": "print(x=1)", "result": "Error during execution: name 'print' is not defined", "run": False},
+    ]  # fmt: skip
+    assert checker_calls(CASES["multi_turn_base_0"], turns(records["multi_turn_base_0"]))[0][0] == [NOT_RUN, NOT_RUN]
+    assert (records["multi_turn_base_0"].score_details or {})["cause"] == "wrong_function"
+
+
+@pytest.mark.parametrize("mode", ["tool", "text"])
+def test_a_hold_out_turn_offers_the_held_out_functions_with_bfcls_message(mode: Mode) -> None:
+    case = CASES["multi_turn_miss_func_0"]
+    records, seen = run({case.id: ground_truth_plan(case)}, mode)
+    assert records[case.id].status == "correct"
+    held = case.held_out[3]
+    turns = [position(messages)[0] for messages, _ in seen]
+    assert turns == [0, 0, 0, 0, 1, 1, 1, 2, 3, 3, 4, 4, 4, 4, 4]  # turn 2 has no call in the ground truth
+    hold_out = seen[turns.index(3)][0][-1].parts
+    offered = {turn: names for turn, (_, names) in zip(turns, seen, strict=True)}
+    all_names = [doc["name"] for doc in case.functions]
+    if mode == "tool":
+        assert [p.content for p in hold_out if isinstance(p, UserPromptPart)] == [HOLD_OUT_MESSAGE]
+        assert (offered[2], offered[3]) == (all_names, [*all_names, "sort"])
+    else:
+        assert [p.content for p in hold_out if isinstance(p, UserPromptPart)] == [f"{held}\n{HOLD_OUT_MESSAGE}"]
+        assert "'name': 'sort'" in str(held) and "Python 3 syntax" not in str(held)  # BFCL adds held-out docs bare
+        assert (offered[2], offered[3]) == ([], [])
+        system = [p.content for p in seen[0][0][0].parts if isinstance(p, SystemPromptPart)]
+        assert system == [system_prompt(case.functions, case.category)]
+        assert "'name': 'sort'" not in system[0] and '"name": "sort"' not in system[0]
+
+
+def test_a_backend_that_does_not_answer_is_its_case_error_not_the_runs() -> None:
+    case = CASES["multi_turn_base_0"]
+    pool = BackendPool(workers=1, timeout=0.001)  # not even the worker's start answers in time
+    try:
+        task = MultiTurnRunner(CASES, pool).task("tool")
+        model = scripted({case.turns[0][0]["content"]: ground_truth_plan(case)}, "tool", [])
+        result = asyncio.run(evaluator.evaluate(task, [multi_turn_case(case)], model))
+    finally:
+        pool.close()
+    (record,) = result.records
+    assert record.status == "error"
+    assert "BFCL's backends did not answer within 0.001 s" in str(record.error)
+
+
+def test_a_case_on_a_lost_worker_is_rebuilt_by_replaying_its_calls() -> None:
+    async def scenario() -> list[tuple[str, bool]]:
+        pool = BackendPool(workers=1)
+        try:
+            lease = await pool.open(["GorillaFileSystem"], CASES["multi_turn_base_0"].initial_config, False)
+            await lease.run(["cd(folder='document')", "mkdir(dir_name='temp')"], ["cd", "mkdir"])
+            pool.worker().kill()  # as when another case's call hung on it
+            return await lease.run(["cd(folder='temp')", "pwd()"], ["cd", "pwd"])
+        finally:
+            pool.close()
+
+    assert asyncio.run(scenario()) == [
+        ('{"current_working_directory": "temp"}', True),
+        ('{"current_working_directory": "/workspace/document/temp"}', True),
+    ]

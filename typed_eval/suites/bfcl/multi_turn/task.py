@@ -31,7 +31,8 @@ CAUSES = (
     "acted_on_miss_param",
     "state_drift",
 )
-"""Where a failed case went wrong (`Score.details["cause"]`), for a per-model table."""
+"""Where a failed case went wrong (`Score.details["cause"]`, and `cause_<cause>: 1`, which the run sums into the task
+metrics' input), for a per-model table; `unknown` when the checker named no turn."""
 
 
 def multi_turn_case(case: MultiTurnCase) -> Case:
@@ -79,7 +80,7 @@ class MultiTurnRunner:
                 f"({len(turns)}) does not match the length of the ground truth turns ({len(found.ground_truth)})."
             )
             details = {"error_type": "multi_turn:force_terminated", "error_message": message}
-            return Score(0.0, {**details, "failed_turn": len(turns) - 1, "cause": "force_terminated"})
+            return Score(0.0, {**details, "failed_turn": len(turns) - 1, **cause_of("force_terminated")})
         payload = {
             "entry": found.entry(),
             "category": found.category,
@@ -89,7 +90,13 @@ class MultiTurnRunner:
         verdict = await self.pool.check(payload)
         if verdict["valid"]:
             return Score(1.0)
-        return Score(0.0, {key: value for key, value in verdict.items() if key != "valid"})
+        details = {key: value for key, value in verdict.items() if key not in ("valid", "cause")}
+        return Score(0.0, {**details, **cause_of(str(verdict.get("cause")))})
+
+
+def cause_of(cause: str) -> dict[str, Any]:
+    """The cause, and a count of 1 under `cause_<cause>`: summed over a run, the failures by cause."""
+    return {"cause": cause, f"cause_{cause}": 1}
 
 
 def checker_calls(case: MultiTurnCase, turns: list[dict[str, Any]]) -> list[list[list[str]]]:
