@@ -33,6 +33,7 @@ from typed_eval.suites.bfcl.multi_turn.backend import signatures
 from typed_eval.suites.bfcl.multi_turn.cases import CATEGORIES, MultiTurnCase, load_multi_turn
 from typed_eval.suites.bfcl.multi_turn.loop import HOLD_OUT_MESSAGE, Mode
 from typed_eval.suites.bfcl.multi_turn.task import NOT_RUN, MultiTurnRunner, checker_calls, multi_turn_case
+from typed_eval.suites.bfcl.multi_turn.viewer import cause_metrics, trajectory_lines
 from typed_eval.suites.bfcl.multi_turn.workers import BackendPool
 from typed_eval.suites.bfcl.prompting import system_prompt
 
@@ -276,3 +277,38 @@ def test_a_case_on_a_lost_worker_is_rebuilt_by_replaying_its_calls() -> None:
         ('{"current_working_directory": "temp"}', True),
         ('{"current_working_directory": "/workspace/document/temp"}', True),
     ]
+
+
+def test_the_viewer_shows_the_trajectory_turn_by_turn_beside_the_ground_truth() -> None:
+    records, _ = run({"multi_turn_base_0": perturbed("multi_turn_base_0", "text")})
+    lines = [(line.text, line.mark) for line in trajectory_lines(records["multi_turn_base_0"])]
+    assert lines[:6] == [
+        ("turn 0: Move 'final_report.pdf' within document directory to 'temp' directory in document. Make sure to "
+         "create the directory", "right"),
+        ("  cd(folder='document') -> {\"current_working_directory\": \"document\"}", None),
+        ("  mkdir(dir_name='temp') -> None", None),
+        ("  mv(source='final_report.pdf',destination='temp') -> {\"result\": \"'final_report.pdf' moved to "
+         "'temp/final_report.pdf'\"}", None),
+        ("  text: Done.", None),
+        ("  ground truth: cd(folder='document'), mkdir(dir_name='temp'), mv(source='final_report.pdf', "
+         "destination='temp')", None),
+    ]  # fmt: skip
+    assert lines[6:9] == [
+        ("turn 1: Perform a detailed search using grep to identify sections in the file pertaining to 'budget "
+         "analysis'.", "wrong"),
+        ("  text: I will search now.", None),
+        ("  ground truth: cd(folder='temp'), grep(file_name='final_report.pdf',pattern='budget analysis')", None),
+    ]  # fmt: skip
+    assert lines[-2:] == [
+        ("checker: multi_turn:empty_turn_model_response: Model response list is empty for turn 1", None),
+        ("first failed turn: 1; cause: missing_call", None),
+    ]
+    sums = {"cause_missing_call": 3.0, "cause_state_drift": 1.0}
+    assert cause_metrics(sums) == {
+        "bfcl-mt-force_terminated": 0.0,
+        "bfcl-mt-missing_call": 3.0,
+        "bfcl-mt-wrong_function": 0.0,
+        "bfcl-mt-wrong_argument": 0.0,
+        "bfcl-mt-acted_on_miss_param": 0.0,
+        "bfcl-mt-state_drift": 1.0,
+    }

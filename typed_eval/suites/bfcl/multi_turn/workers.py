@@ -94,8 +94,13 @@ class BackendPool:
         """A case's fresh backends, loaded with its initial configuration."""
         lease = CaseLease(self, next(self._leases), {"involved_classes": involved_classes,
                           "initial_config": initial_config, "long_context": long_context})  # fmt: skip
-        await lease.start()
-        return lease
+        for _ in range(3):
+            try:
+                await lease.start()
+                return lease
+            except _WorkerLost:
+                lease.release()
+        raise BackendFailure("the backend workers keep failing")
 
     async def check(self, payload: dict[str, Any]) -> dict[str, Any]:
         """BFCL's multi-turn checker on a case (see `checking.check_case`), on a worker."""
@@ -196,7 +201,7 @@ class CaseLease:
         for _ in range(3):
             try:
                 if self._worker is None or not self._worker.alive:
-                    self._release()
+                    self.release()
                     await self.start()
                 assert self._worker is not None
                 results = await self._pool.request(self._worker, ("run", self._key, payload))
@@ -208,12 +213,12 @@ class CaseLease:
 
     async def close(self) -> None:
         worker = self._worker
-        self._release()
+        self.release()
         if worker is not None and worker.alive:
             with contextlib.suppress(_WorkerLost, BackendFailure):
                 await self._pool.request(worker, ("close", self._key, None))
 
-    def _release(self) -> None:
+    def release(self) -> None:
         if self._worker is not None:
             self._worker.leases -= 1
             self._worker = None
