@@ -12,6 +12,7 @@ at all, ends the turn. After more than `MAX_STEPS` steps with calls in one turn 
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -44,7 +45,8 @@ def fc_function(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 async def play(case: MultiTurnCase, conversation: Conversation, backends: CaseLease, mode: Mode) -> dict[str, Any]:
-    """The case's trajectory: per turn, per step, the reply, its calls, and each call's result."""
+    """The case's trajectory: per turn, per step, the reply (its latency; its tokens and cost are the sample's
+    attempt of the same rank), its calls, and each call's result."""
     messages: list[dict[str, Any]] = []
     functions = [fc_function(doc) for doc in hinted_functions(case.functions, case.category)]
     offered = [doc["name"] for doc in case.functions]
@@ -80,10 +82,11 @@ async def play_turn(
     without running any), or `force_terminated`."""
     steps: list[dict[str, Any]] = []
     while True:
+        started = time.perf_counter()
         reply = await conversation.exchange(list(messages), functions)
         messages.append(echo(reply, mode))
         decoding = decode(reply, mode)
-        step: dict[str, Any] = {"reply": reply.text}
+        step: dict[str, Any] = {"reply": reply.text, "latency_s": round(time.perf_counter() - started, 3)}
         if mode == "tool":
             step["calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.calls]
         steps.append(step)

@@ -17,9 +17,13 @@ import asyncio
 import contextlib
 import itertools
 import os
+import resource
 import socket
 import subprocess
 import sys
+import threading
+import time
+import weakref
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -30,6 +34,11 @@ __all__ = ["BackendFailure", "BackendPool", "CaseLease", "serve"]
 DEFAULT_TIMEOUT = 30.0
 """Seconds a worker has to answer one request (a step's calls, opening a case, a check): BFCL's ground truth of all
 800 cases runs through its checker in about a second."""
+
+
+MEMORY_LIMIT = 4 * 1024**3
+"""Bytes of address space a worker may use: a call building a gigantic value fails with MemoryError (which BFCL's
+executor reports as the call's error) before it can exhaust the machine."""
 
 
 class BackendFailure(Exception):
@@ -89,6 +98,7 @@ class BackendPool:
         self._size, self.timeout = max(1, workers), timeout
         self._workers: list[_Worker] = []
         self._leases = itertools.count()
+        self._finalizer = weakref.finalize(self, _kill_all, self._workers)  # at the latest when the run's process ends
 
     async def open(self, involved_classes: list[str], initial_config: dict[str, Any], long_context: bool) -> CaseLease:
         """A case's fresh backends, loaded with its initial configuration."""
@@ -118,7 +128,7 @@ class BackendPool:
 
     def worker(self) -> _Worker:
         """The least busy live worker, or a new one while there are fewer than `workers`."""
-        self._workers = [w for w in self._workers if w.alive]
+        self._workers[:] = [w for w in self._workers if w.alive]
         idle = min(self._workers, key=lambda w: w.leases, default=None)
         if idle is not None and (idle.leases == 0 or len(self._workers) >= self._size):
             return idle
@@ -156,10 +166,14 @@ class BackendPool:
         return reply
 
     def close(self) -> None:
-        for worker in self._workers:
-            if worker.alive:
-                worker.kill()
-        self._workers = []
+        self._finalizer()
+
+
+def _kill_all(workers: list[_Worker]) -> None:
+    for worker in workers:
+        if worker.alive:
+            worker.kill()
+    workers.clear()
 
 
 async def _receive(conn: Connection) -> Any:
@@ -224,5 +238,14 @@ class CaseLease:
             self._worker = None
 
 
+def orphan_watch(parent: int) -> None:
+    """End this worker once the run's process is gone, even in the middle of a call that never returns."""
+    while os.getppid() == parent:
+        time.sleep(1)
+    os._exit(0)
+
+
 if __name__ == "__main__":
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))  # a runaway call: MemoryError, not swap
+    threading.Thread(target=orphan_watch, args=(os.getppid(),), daemon=True).start()
     serve(Connection(int(sys.argv[1])))
