@@ -102,14 +102,14 @@ def scripted(plans: dict[str, Plan], mode: Mode, seen: Seen) -> FunctionModel:
     return FunctionModel(reply)
 
 
-def run(plans: dict[str, Plan], mode: Mode = "tool") -> tuple[dict[str, SampleRecord], Seen]:
+def run(plans: dict[str, Plan], mode: Mode = "tool", offered_only: bool = True) -> tuple[dict[str, SampleRecord], Seen]:
     """Each planned case (by id) played in `mode`: its record by id, and the conversations the model saw."""
     seen: Seen = []
     by_text = {CASES[case_id].turns[0][0]["content"]: plan for case_id, plan in plans.items()}
     assert len(by_text) == len(plans), "one case per first user text in a run"
     pool = BackendPool(workers=2)
     try:
-        runner = MultiTurnRunner(CASES, pool)
+        runner = MultiTurnRunner(CASES, pool, offered_only=offered_only)
         cases = [multi_turn_case(CASES[case_id]) for case_id in plans]
         result = asyncio.run(evaluator.evaluate(runner.task(mode), cases, scripted(by_text, mode, seen), concurrency=2))
     finally:
@@ -312,3 +312,25 @@ def test_the_viewer_shows_the_trajectory_turn_by_turn_beside_the_ground_truth() 
         "bfcl-mt-acted_on_miss_param": 0.0,
         "bfcl-mt-state_drift": 1.0,
     }
+
+
+@pytest.mark.parametrize("offered_only", [True, False])
+def test_a_held_out_function_resolves_from_its_turn_unless_resolved_as_bfcl_does(offered_only: bool) -> None:
+    case = CASES["multi_turn_miss_func_0"]
+    plan = ground_truth_plan(case)
+    plan[0].insert(0, [("sort", {"file_name": "final_report.pdf"})])  # held out until turn 3
+    records, _ = run({case.id: plan}, offered_only=offered_only)
+    (executed,) = turns(records[case.id])[0]["steps"][0]["executed"]
+    if offered_only:
+        assert executed == {
+            "call": "sort(file_name='final_report.pdf')",
+            "result": "Error during execution: name 'sort' is not defined",
+            "run": False,
+        }
+    else:
+        assert executed == {  # run by the file system, in its root where the file is not
+            "call": "sort(file_name='final_report.pdf')",
+            "result": '{"error": "sort: final_report.pdf: No such file or directory"}',
+            "run": True,
+        }
+    assert records[case.id].status == "correct"

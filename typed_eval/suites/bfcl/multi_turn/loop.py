@@ -44,19 +44,26 @@ def fc_function(doc: dict[str, Any]) -> dict[str, Any]:
     return converted
 
 
-async def play(case: MultiTurnCase, conversation: Conversation, backends: CaseLease, mode: Mode) -> dict[str, Any]:
+async def play(
+    case: MultiTurnCase, conversation: Conversation, backends: CaseLease, mode: Mode, *, offered_only: bool = True
+) -> dict[str, Any]:
     """The case's trajectory: per turn, per step, the reply (its latency; its tokens and cost are the sample's
-    attempt of the same rank), its calls, and each call's result."""
+    attempt of the same rank), its calls, and each call's result.
+
+    `offered_only`: a call resolves only among the functions offered so far (a held-out one only from its turn on);
+    False: among all the case's functions, as BFCL's executor resolves it (every method of the involved classes)."""
     messages: list[dict[str, Any]] = []
     functions = [fc_function(doc) for doc in hinted_functions(case.functions, case.category)]
     offered = [doc["name"] for doc in case.functions]
+    if not offered_only:
+        offered += [doc["name"] for docs in case.held_out.values() for doc in docs]
     turns: list[dict[str, Any]] = []
     for index, turn in enumerate(case.turns):
         user = [dict(message) for message in turn]
         if index in case.held_out:
             held = case.held_out[index]
             functions += [fc_function(doc) for doc in held]  # without the hint, as BFCL adds them
-            offered += [doc["name"] for doc in held]
+            offered += [doc["name"] for doc in held if doc["name"] not in offered]
             text = HOLD_OUT_MESSAGE if mode == "tool" else f"{held!s}\n{HOLD_OUT_MESSAGE}"
             user = [{"role": "user", "content": text}]
         if index == 0 and mode == "text":

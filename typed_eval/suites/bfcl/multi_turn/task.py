@@ -49,10 +49,11 @@ def multi_turn_case(case: MultiTurnCase) -> Case:
 
 
 class MultiTurnRunner:
-    """The cases (by id) and the backend workers of a run: `task(mode)` poses them, `score` checks them."""
+    """The cases (by id) and the backend workers of a run: `task(mode)` poses them, `score` checks them.
+    `offered_only` (see `loop.play`): False resolves calls as BFCL does, a held-out function even before its turn."""
 
-    def __init__(self, cases: Mapping[str, MultiTurnCase], pool: BackendPool) -> None:
-        self.cases, self.pool = cases, pool
+    def __init__(self, cases: Mapping[str, MultiTurnCase], pool: BackendPool, *, offered_only: bool = True) -> None:
+        self.cases, self.pool, self.offered_only = cases, pool, offered_only
 
     def task(self, mode: Mode, name: str = "bfcl") -> Task[Any]:
         """The task whose session plays a case in `mode` (`tool`: function calling; `text`: BFCL's prompting)."""
@@ -66,7 +67,7 @@ class MultiTurnRunner:
         found = self.cases[case.id]
         lease = await self.pool.open(found.involved_classes, found.initial_config, found.long_context)
         try:
-            return await play(found, conversation, lease, mode)
+            return await play(found, conversation, lease, mode, offered_only=self.offered_only)
         finally:
             await lease.close()
 
