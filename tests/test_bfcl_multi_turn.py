@@ -28,7 +28,8 @@ from pydantic_ai import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import evaluator
-from typed_eval.schemas import SampleRecord
+from typed_eval.core.tasks import Task
+from typed_eval.schemas import AnswerMode, Case, SampleRecord
 from typed_eval.suites.bfcl.multi_turn.backend import signatures
 from typed_eval.suites.bfcl.multi_turn.cases import CATEGORIES, MultiTurnCase, load_multi_turn
 from typed_eval.suites.bfcl.multi_turn.loop import HOLD_OUT_MESSAGE, Mode
@@ -334,3 +335,23 @@ def test_a_held_out_function_resolves_from_its_turn_unless_resolved_as_bfcl_does
             "run": True,
         }
     assert records[case.id].status == "correct"
+
+
+def test_a_task_poses_its_multi_turn_cases_through_pose_as_and_scores_them_with_its_own_scorer() -> None:
+    """The wiring the bfcl suite needs: its task hands multi-turn cases to the runner's task for the run's mode."""
+    case = CASES["multi_turn_base_15"]
+    pool = BackendPool(workers=1)
+    try:
+        runner = MultiTurnRunner(CASES, pool)
+        posed = {"tool": runner.task("tool"), "text": runner.task("text")}
+
+        def pose_as(case: Case, mode: AnswerMode) -> tuple[Task[Any], AnswerMode]:
+            return posed["text" if mode == "text" else "tool"], mode
+
+        task: Task[Any] = Task(name="bfcl", output_type=Any, score=runner.score, pose_as=pose_as)
+        model = scripted({case.turns[0][0]["content"]: ground_truth_plan(case)}, "text", [])
+        result = asyncio.run(evaluator.evaluate(task, [multi_turn_case(case)], model, mode="text"))
+    finally:
+        pool.close()
+    (record,) = result.records
+    assert (record.status, record.score, len(record.attempts)) == ("correct", 1.0, 7 + 5)  # 7 calls, 5 closing texts
