@@ -31,6 +31,7 @@ import evaluator
 from typed_eval.core.tasks import Task
 from typed_eval.schemas import AnswerMode, Case, SampleRecord
 from typed_eval.suites.bfcl.multi_turn.backend import signatures
+from typed_eval.suites.bfcl.multi_turn.calls import literal_call
 from typed_eval.suites.bfcl.multi_turn.cases import CATEGORIES, MultiTurnCase, load_multi_turn
 from typed_eval.suites.bfcl.multi_turn.loop import HOLD_OUT_MESSAGE, Mode
 from typed_eval.suites.bfcl.multi_turn.task import NOT_RUN, MultiTurnRunner, checker_calls, multi_turn_case
@@ -355,3 +356,27 @@ def test_a_task_poses_its_multi_turn_cases_through_pose_as_and_scores_them_with_
         pool.close()
     (record,) = result.records
     assert (record.status, record.score, len(record.attempts)) == ("correct", 1.0, 7 + 5)  # 7 calls, 5 closing texts
+
+
+@pytest.mark.parametrize(
+    ("source", "read"),
+    [
+        (
+            "cd(folder='x', n=-1, m=[1.5, None], d={'k': (True,)})",
+            ("cd", {"folder": "x", "n": -1, "m": [1.5, None], "d": {"k": (True,)}}),
+        ),
+        ("cd(folder=inf)", "name 'inf' is not defined"),  # what repr writes for a non-finite float
+        ("cd(folder={[1]: 2})", "unhashable type: 'list'"),
+        ("cd(folder=1, folder=2)", "keyword argument repeated: folder (<string>, line 1)"),
+        ("cd(class=1)", "invalid syntax (<string>, line 1)"),
+        ("cd(folder='a\x00')", "source code string cannot contain null bytes"),
+        ("mkdir(dir_name='x')", "name 'mkdir' is not defined"),  # not offered
+        ("kill(pid=1)", "Function call kill is not allowed."),
+        ("1()", "'int' object is not callable"),
+        ("os.system(command='ls')", "name 'os' is not defined"),
+        ("cd(folder=open('x'))", "an argument that is not a literal is not run: Call"),
+        ("cd('x')", "positional arguments are not run"),
+    ],
+)
+def test_a_call_text_is_read_without_running_it_and_refused_in_pythons_words(source: str, read: object) -> None:
+    assert literal_call(source, ["cd"]) == read

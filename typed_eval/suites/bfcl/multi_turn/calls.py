@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import warnings
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -107,25 +106,31 @@ def literal_call(source: str, offered: Collection[str]) -> tuple[str, dict[str, 
     if head in BLOCKED:
         return f"Function call {head} is not allowed."
     try:
-        with warnings.catch_warnings():  # a call of a literal ("1()") warns: nothing a model wrote is printed
+        with warnings.catch_warnings():  # "1()" or an invalid escape warns: nothing a model wrote is printed
             warnings.simplefilter("ignore")
+            compile(source, "<string>", "eval", dont_inherit=True)  # compiled, never run: `eval`'s syntax errors
             tree = ast.parse(source, "<string>", mode="eval")
-    except SyntaxError as error:
+    except (SyntaxError, ValueError) as error:  # ValueError: a NUL in the text, as `eval` says it
         return str(error)
-    except (ValueError, RecursionError, MemoryError) as error:
+    except (RecursionError, MemoryError) as error:
         return f"{type(error).__name__}: {str(error)[:200]}"
     body = tree.body
     if not isinstance(body, ast.Call):
         return f"{type(body).__name__} is not a call"
-    if not isinstance(body.func, ast.Name):
-        return "a call of something other than a function name is not run"
+    if isinstance(body.func, ast.Constant):
+        return f"'{type(body.func.value).__name__}' object is not callable"
+    root = body.func
+    while isinstance(root, ast.Attribute | ast.Call | ast.Subscript):
+        root = root.value if not isinstance(root, ast.Call) else root.func
+    if not isinstance(body.func, ast.Name):  # a.b(...): its root name is undefined (not run if it were BFCL's)
+        return f"name '{root.id}' is not defined" if isinstance(root, ast.Name) else "the call is not run"
     if body.func.id not in offered:
         return f"name '{body.func.id}' is not defined"
     if body.args:
         return "positional arguments are not run"
     try:
         values = {str(keyword.arg): read_literal(keyword.value) for keyword in body.keywords}
-    except NameError as error:
+    except (NameError, TypeError) as error:  # an undefined name; an unhashable key or set item
         return str(error)
     except (NotLiteral, RecursionError) as error:
         return f"an argument that is not a literal is not run: {str(error)[:200]}"
@@ -151,21 +156,10 @@ def read_literal(node: ast.expr) -> Any:
         return {read_literal(key): read_literal(value) for key, value in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         operand = read_literal(node.operand)
-        if isinstance(operand, int | float | complex) and not isinstance(operand, bool):
+        if isinstance(operand, int | float | complex):  # a bool too: -True is -1
             return -operand if isinstance(node.op, ast.USub) else +operand
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):  # a complex literal: (1+2j)
         left, right = read_literal(node.left), read_literal(node.right)
         if isinstance(left, int | float) and isinstance(right, complex):
             return left + right if isinstance(node.op, ast.Add) else left - right
     raise NotLiteral(type(node).__name__)
-
-
-def is_finite_literal(value: Any) -> bool:
-    """No float in it is infinite or NaN (whose `repr` reads back as an undefined name)."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list | tuple | set):
-        return all(is_finite_literal(item) for item in value)
-    if isinstance(value, dict):
-        return all(is_finite_literal(key) and is_finite_literal(item) for key, item in value.items())
-    return True
