@@ -3,6 +3,8 @@ the version and hash recorded; one-line errors for each kind of bad input."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -126,6 +128,17 @@ def test_answers_must_match_the_cases(tmp_path: Path) -> None:
         data.load_folder(tmp_path / "nowhere")
 
 
+@pytest.fixture
+def no_real_bfcl_eval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real bfcl-eval, where it is installed (multi-turn needs it), off the path until the test ends."""
+    try:
+        site = str(importlib.metadata.distribution("bfcl-eval").locate_file(""))
+    except importlib.metadata.PackageNotFoundError:
+        return
+    monkeypatch.syspath_prepend(str(tmp_path))  # monkeypatch now restores the whole path when the test ends
+    sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != site]
+
+
 def install_fake(site: Path, version: str, *, with_data: bool = True) -> None:
     """A bfcl-eval as `pip install --no-deps` leaves it, whose package raises if anything imports it."""
     info = site / f"bfcl_eval-{version}.dist-info"
@@ -141,12 +154,14 @@ def install_fake(site: Path, version: str, *, with_data: bool = True) -> None:
 def test_the_installed_package_is_found_without_importing_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     install_fake(tmp_path, "2026.3.23")
     monkeypatch.syspath_prepend(str(tmp_path))
-    loaded = data.load_installed(["live_relevance"])
+    imported = set(sys.modules)
+    loaded = data.load_installed(["live_relevance"])  # the fake package raises if it is imported
     assert (loaded.version, loaded.source) == ("2026.3.23", str(tmp_path / "bfcl_eval" / "data"))
     assert loaded.dataset_hash == data.load_sample(["live_relevance"]).dataset_hash
-    assert "bfcl_eval" not in sys.modules
+    assert not {name for name in set(sys.modules) - imported if name.startswith("bfcl_eval")}
 
 
+@pytest.mark.usefixtures("no_real_bfcl_eval")
 def test_a_missing_or_wrong_bfcl_eval_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(InputError) as raised:
         data.load_installed()

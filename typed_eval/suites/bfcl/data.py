@@ -8,8 +8,8 @@ version read and a hash of the bytes read, so two runs can tell whether they pos
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import importlib.metadata
-import importlib.util
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -115,7 +115,7 @@ def installed_data_dir() -> tuple[str, Path]:
     if version != SUPPORTED_VERSION:
         raise InputError(f"{DISTRIBUTION} {version} is installed, the suite reads {SUPPORTED_VERSION}: {INSTALL_HINT}")
     candidates = [Path(str(distribution.locate_file("bfcl_eval/data")))]
-    spec = importlib.util.find_spec("bfcl_eval")  # a top-level spec: found, not executed
+    spec = importlib.machinery.PathFinder.find_spec("bfcl_eval")  # found on the path, not executed or imported
     if spec is not None and spec.submodule_search_locations:
         candidates += [Path(location) / "data" for location in spec.submodule_search_locations]
     for folder in candidates:
