@@ -103,3 +103,61 @@ def test_the_viewer_lists_each_unreadable_run_with_its_reason_and_serves_the_res
     assert "Internal Server Error" not in shown.text
     sound = viewer.api("/api/cases?runs=sound/run-sound-0")
     assert [row["case_id"] for row in sound["cases"]] == ["child-0", "child-1"]
+
+
+# --- 6: a case-file var naming a file that never ends, a pipe, a device or a folder --------------------------------
+
+
+def case_file_run(folder: Path, var: str, tests_from: str | None = None) -> subprocess.CompletedProcess[str]:
+    path = folder / "cases.yaml"
+    tests = (
+        f"tests: {tests_from}\n"
+        if tests_from
+        else f"tests:\n  - vars: {{q: '{var}'}}\n    assert: [{{type: contains, value: x}}]\n"
+    )
+    path.write_text("prompts: ['{{q}}']\n" + tests, encoding="utf-8")
+    return cli("main.py", "run", "--suite", str(path), "--model", "test", "--results-dir", str(folder / "r"),
+               timeout=60)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("var", "said"),
+    [
+        ("file:///dev/zero", "file:///dev/zero is a device, not a regular file: name a file"),
+        ("file://pipe", "file://pipe is a FIFO, not a regular file: name a file"),
+        ("file://folder", "file://folder is a folder, not a regular file: name a file"),
+        ("file://huge.txt", "file://huge.txt is larger than 16 MiB, the most a file a case file names may hold"),
+        ("file://huge.yaml", "file://huge.yaml is larger than 16 MiB, the most a file a case file names may hold"),
+    ],
+    ids=["device", "fifo", "folder", "huge-text", "huge-yaml"],
+)
+def test_a_var_file_that_is_not_a_bounded_regular_file_is_one_line_naming_the_var(
+    var: str, said: str, tmp_path: Path
+) -> None:
+    os.mkfifo(tmp_path / "pipe")  # no writer: an open that waited for one would never return
+    (tmp_path / "folder").mkdir()
+    for name in ("huge.txt", "huge.yaml"):
+        with (tmp_path / name).open("wb") as huge:
+            huge.truncate(16 * 1024 * 1024 + 1)  # sparse: one byte past the cap
+    done = case_file_run(tmp_path, var)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [f"main.py: error: case file {tmp_path}/cases.yaml: test 1, var q: {said}"]
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_var_file_of_exactly_the_cap_is_read(tmp_path: Path) -> None:
+    (tmp_path / "full.txt").write_bytes(b"x" * (16 * 1024 * 1024 - 1) + b"\n")
+    done = case_file_run(tmp_path, "file://full.txt")
+    assert done.returncode == 0, done.stderr
+    (samples,) = (tmp_path / "r").rglob("samples.jsonl")
+    (record,) = [json.loads(line) for line in samples.read_text().splitlines()]
+    assert (len(record["prompt"]), set(record["prompt"])) == (16 * 1024 * 1024 - 1, {"x"})
+
+
+def test_a_tests_file_that_is_a_fifo_is_one_line(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "tests.yaml")
+    done = case_file_run(tmp_path, "", tests_from="file://tests.yaml")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"main.py: error: case file {tmp_path}/tests.yaml is a FIFO, not a regular file: name a file"
+    ]

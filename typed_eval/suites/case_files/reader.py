@@ -15,7 +15,7 @@ from typed_eval.suites.case_files.assertions import (
     load_value_file,
     load_yaml,
 )
-from typed_eval.suites.case_files.check_types import read_text
+from typed_eval.suites.case_files.check_types import read_text, read_value_bytes
 from typed_eval.suites.case_files.documents import (
     MEDIA,
     dereferenced,
@@ -48,9 +48,11 @@ class Reader:
 
     def load(self, path: Path) -> Any:
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read case file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+            text = read_value_bytes(path, f"case file {path}").decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"cannot read case file {path}: {exc}") from None
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
         try:
             return load_yaml(text)
         except YamlError as exc:
