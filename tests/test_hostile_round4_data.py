@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -161,3 +163,162 @@ def test_a_tests_file_that_is_a_fifo_is_one_line(tmp_path: Path) -> None:
     assert done.stderr.splitlines() == [
         f"main.py: error: case file {tmp_path}/tests.yaml is a FIFO, not a regular file: name a file"
     ]
+
+
+# --- 4, 5: parameters that would generate forever --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("suite", "said"),
+    [
+        ("story-graph -S count=1000000000", "--count: 1,000,000,000 cases, more than the 100,000 a generated dataset "
+         "may hold (each is made before the first is posed): use at most 100,000"),
+        ("farel -S number=1000000000", "--number: 1,000,000,000 x 9 is 9,000,000,000 cases, more than the 1,000,000 "
+         "a generated dataset may hold (each is made before the first is posed): use at most 111,111"),
+        ("lineage -S number=1000000000", "--number: 1,000,000,000 x 16 is 16,000,000,000 cases, more than the "
+         "1,000,000 a generated dataset may hold (each is made before the first is posed): use at most 62,500"),
+        ("lineage -S length=8 -S number=250001", "--number: 250,001 x 4 is 1,000,004 cases, more than the 1,000,000 "
+         "a generated dataset may hold (each is made before the first is posed): use at most 250,000"),
+    ],
+    ids=["story-graph", "farel", "lineage", "lineage-one-size"],
+)  # fmt: skip
+def test_a_size_that_would_generate_for_days_is_one_line_naming_the_bound(
+    suite: str, said: str, tmp_path: Path
+) -> None:
+    done = cli("main.py", "run", "--suite", *suite.split(), "--limit", "5", "--model", "test", "--results-dir",
+               str(tmp_path / "r"), timeout=60)  # fmt: skip
+    assert (done.returncode, done.stderr.splitlines()) == (2, [f"main.py: error: {said}"])
+    assert not (tmp_path / "r").exists()
+
+
+def test_stories_are_made_one_at_a_time() -> None:
+    from typed_eval.suites.story_graph.stories import generate_cases, iter_cases
+
+    stories = iter_cases(8, 1_000_000_000, 42)  # a list of them would never be made
+    first, second = next(stories), next(stories)
+    assert [first, second] == generate_cases(8, 2, 42)
+    with pytest.raises(ValueError, match=r"^story-graph needs at least 1 story, got 0$"):
+        iter_cases(8, 0, 42)  # checked at once, not at the first story
+
+
+def test_a_limited_run_leaves_the_source_once_its_cases_are_found() -> None:
+    from evaluator import Case
+    from typed_eval.core.datasets import dataset_from_cases
+
+    pulled: list[int] = []
+
+    def source() -> Iterator[Case]:
+        for n in range(30_000):  # more than a dataset keeps in memory: each pass generates afresh
+            pulled.append(n)
+            yield Case(id=f"c{n}", prompt="p", group=f"g{n % 3}")
+
+    dataset = dataset_from_cases(source, suite="s").limited(4)
+    pulled.clear()
+    assert [case.id for case in dataset.cases()] == ["c0", "c1", "c2", "c3"]
+    assert len(pulled) == 4  # not the 30,000 of a whole pass
+
+
+def test_a_long_generation_says_how_far_it_is(tmp_path: Path) -> None:
+    done = cli("main.py", "run", "--suite", "story-graph", "--count", "20000", "--limit", "2", "--model", "test",
+               "--results-dir", str(tmp_path), "--quiet", timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    said = done.stderr.splitlines()
+    assert said, "nothing was said while 20,000 stories were generated"
+    for line in said:
+        assert re.fullmatch(
+            r"generating the cases: [\d,]+ of 20,000 \(\d+%\), about \d+ s left \(each is made once before the "
+            r"first is posed\)",
+            line,
+        ), line
+    (samples,) = tmp_path.rglob("samples.jsonl")
+    assert [json.loads(line)["case_id"] for line in samples.read_text().splitlines()] == ["story-42-1", "story-42-2"]
+
+
+# --- 12: two installed suites of one name ----------------------------------------------------------------------
+
+TWIN_PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=77"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "twin-bench"
+version = "1.0"
+
+[project.entry-points."typed_eval.suites"]
+farel = "twin_bench:SUITE"
+"""
+
+TWIN_MODULE = '''\
+"""A plug-in that registers a suite under a name the built-in FaRel has."""
+
+from pydantic import BaseModel
+
+import evaluator
+
+
+class Params(BaseModel):
+    pass
+
+
+def build(params: Params) -> tuple[evaluator.Task[int], list[evaluator.Case]]:
+    task = evaluator.Task(name="twin", output_type=int, score=lambda case, out: 1.0)
+    return task, [evaluator.Case(id=f"twin-{k}", prompt="Say 1.") for k in range(2)]
+
+
+SUITE = evaluator.Suite(name="farel", params=Params, build=build, description="not FaRel")
+'''
+
+BUILT_IN = "typed_eval.suites.farel.suite:FAREL"
+
+
+@pytest.fixture(scope="module")
+def twin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("twin")
+    (root / "src").mkdir()
+    (root / "src" / "pyproject.toml").write_text(TWIN_PYPROJECT)
+    (root / "src" / "twin_bench.py").write_text(TWIN_MODULE)
+    subprocess.run(
+        [PYTHON, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index", "--target",
+         str(root / "site"), str(root / "src")],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    return root / "site"
+
+
+def with_twin(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    return subprocess.run([PYTHON, "main.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)  # fmt: skip
+
+
+def test_two_suites_of_one_name_are_listed_apart_and_said_in_one_line(twin_site: Path) -> None:
+    listed = with_twin(twin_site, "suites")
+    assert listed.returncode == 0, listed.stderr
+    version = metadata.version("typed-eval")
+    farels = [line for line in listed.stdout.splitlines() if line.startswith("farel (")]
+    assert [line.split(":", 1)[0] for line in farels] == [
+        "farel (twin-bench 1.0, twin_bench", f"farel (typed-eval {version}, {BUILT_IN.split(':')[0]}",
+    ]  # fmt: skip
+    assert listed.stderr.splitlines() == [
+        f"main.py: note: 2 installed suites are named 'farel': twin_bench:SUITE (twin-bench 1.0), {BUILT_IN} "
+        f"(typed-eval {version}): `--suite farel` runs neither, `--suite MODULE:OBJECT` picks one"
+    ]
+
+
+def test_a_run_of_a_name_two_suites_have_is_refused_and_each_is_picked_by_its_entry_point(
+    twin_site: Path, tmp_path: Path
+) -> None:
+    version = metadata.version("typed-eval")
+    refused = with_twin(twin_site, "run", "--suite", "farel", "--model", "test", "--results-dir", str(tmp_path))
+    assert refused.returncode == 2
+    (line,) = refused.stderr.splitlines()
+    assert line.startswith("main.py: error: 2 installed suites are named 'farel': twin_bench:SUITE (twin-bench 1.0), ")
+    assert line.endswith(f", {BUILT_IN} (typed-eval {version}): name one by its entry point (--suite twin_bench:SUITE)")
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+    for suite, cases in (("twin_bench:SUITE", ["twin-0", "twin-1"]), (BUILT_IN, ["q00001", "q00051"])):
+        done = with_twin(twin_site, "run", "--suite", suite, "--limit", "2", "--model", "test", "--results-dir",
+                         str(tmp_path / suite), "--quiet")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        (samples,) = (tmp_path / suite).rglob("samples.jsonl")
+        assert sorted(json.loads(line)["case_id"] for line in samples.read_text().splitlines()) == cases, suite
