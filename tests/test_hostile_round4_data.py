@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PYTHON, REPO
+from tests.fake_openai import FakeOpenAI, completion, prompt_of, text
 from tests.test_format_result import answers, store
 from tests.test_v1_runs import RECORDS, v1_record, v1_run
 from tests.viewer_runs import Viewer
@@ -322,3 +323,56 @@ def test_a_run_of_a_name_two_suites_have_is_refused_and_each_is_picked_by_its_en
         assert done.returncode == 0, done.stderr
         (samples,) = (tmp_path / suite).rglob("samples.jsonl")
         assert sorted(json.loads(line)["case_id"] for line in samples.read_text().splitlines()) == cases, suite
+
+
+# --- 15: unquoted YAML dates, read as promptfoo reads them ---------------------------------------------------------
+
+DATED = """\
+prompts: ['{{reply}}']
+tests:
+  - vars:
+      reply: "{{day}} {{when.at}} {{f}}"
+      day: 2024-03-01
+      when: {at: 2024-03-01T10:20:30.5+02:00}
+      f: file://dates.yaml
+    assert:
+      - {type: contains, value: '[object Object] [object Object] {"day":"2024-03-01T00:00:00.000Z"'}
+      - {type: python, value: "context['vars']['day'] == {} and context['vars']['when'] == {'at': {}}"}
+  - vars: {reply: "{}", text: 2023-02-29}
+    assert:
+      - {type: equals, value: 2024-03-01 10:20:30}
+      - {type: python, value: "context['vars']['text'] == '2023-02-29'"}
+"""
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Pacific/Kiritimati", "America/St_Johns"])
+def test_unquoted_dates_are_read_as_promptfoo_reads_them_in_any_time_zone(zone: str, tmp_path: Path) -> None:
+    (tmp_path / "cases.yaml").write_text(DATED)
+    (tmp_path / "dates.yaml").write_text("day: 2024-03-01\nat: [2001-12-14t21:59:43.10-05:00, 0024-03-01 23:00:00]\n")
+    with FakeOpenAI(lambda request: completion(text(prompt_of(request)))) as server:
+        done = subprocess.run(
+            [PYTHON, "main.py", "run", "--suite", str(tmp_path / "cases.yaml"), "--model", "m", "--base-url",
+             server.url, "--api-key", "k", "--results-dir", str(tmp_path / "r"), "--quiet"],
+            cwd=REPO, env={**os.environ, "TZ": zone}, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (samples,) = (tmp_path / "r").rglob("samples.jsonl")
+    records = [json.loads(line) for line in samples.read_text().splitlines()]
+    assert [(r["prompt"], r["score"], r["score_details"]["pass"]) for r in records] == [
+        ('[object Object] [object Object] {"day":"2024-03-01T00:00:00.000Z","at":["2001-12-15T02:59:43.100Z",'
+         '"0024-03-01T23:00:00.000Z"]}', 1.0, True),
+        ("{}", 1.0, True),
+    ]  # fmt: skip
+
+
+def test_a_date_as_a_key_is_refused_as_promptfoo_refuses_it(tmp_path: Path) -> None:
+    path = tmp_path / "cases.yaml"
+    path.write_text(
+        "prompts: ['{{v}}']\ntests:\n  - vars: {v: {2024-03-01: x}}\n    assert: [{type: contains, value: x}]\n"
+    )
+    done = cli("main.py", "run", "--suite", str(path), "--model", "test", "--results-dir", str(tmp_path / "r"))
+    assert (done.returncode, done.stderr.splitlines()) == (2, [
+        f"main.py: error: case file {path} is not valid YAML: the key 2024-03-01 is a date to promptfoo (a JavaScript "
+        'Date), which it refuses as a key: quote it in "<unicode string>", line 3, column 16: - vars: {v: {2024-03-01: '
+        "x}} ^"
+    ])  # fmt: skip

@@ -62,9 +62,10 @@ class Output:
     value: Any
 
 
-def load_yaml(text: str) -> Any:
-    """YAML 1.2 as promptfoo reads it (`typed_eval.suites.case_files.yaml12`); YamlError in one line."""
-    return yaml12.load(text)
+def load_yaml(text: str, dates: yaml12.DateReading = "refused") -> Any:
+    """YAML 1.2 as promptfoo reads it (`typed_eval.suites.case_files.yaml12`), its dates read as `dates` says;
+    YamlError in one line."""
+    return yaml12.load(text, dates)
 
 
 def json_text(value: Any) -> str:
@@ -113,8 +114,9 @@ class Assertion:
     threshold: float | None = None
 
 
-def load_value_file(reference: str, base: Path, where: str) -> Any:
-    """A `file://` value: JSON and YAML files parsed, anything else as text; relative to the case file."""
+def load_value_file(reference: str, base: Path, where: str, dates: yaml12.DateReading = "refused") -> Any:
+    """A `file://` value: JSON and YAML files parsed (a YAML date read as `dates` says), anything else as text;
+    relative to the case file."""
     path = (base / reference.removeprefix("file://")).resolve()
     if path.suffix in (".py", ".js", ".mjs", ".cjs", ".ts"):
         raise TaskError(f"{where}: {reference}: a script is a value only of a python assertion")
@@ -126,7 +128,7 @@ def load_value_file(reference: str, base: Path, where: str) -> Any:
             raise TaskError(f"{where}: {reference} is not valid JSON: {exc}") from None
     if path.suffix in (".yaml", ".yml"):
         try:
-            return load_yaml(text)
+            return load_yaml(text, dates)
         except yaml12.YamlError as exc:
             raise TaskError(f"{where}: {reference} is not valid YAML: {exc}") from None
     return text

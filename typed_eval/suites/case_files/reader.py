@@ -54,7 +54,7 @@ class Reader:
         except ValueError as exc:
             raise InputError(str(exc)) from None
         try:
-            return load_yaml(text)
+            return load_yaml(text, "object")  # a date is the empty object promptfoo's tests get
         except YamlError as exc:
             raise InputError(f"case file {path} is not valid YAML: {exc}") from None
 
@@ -122,5 +122,5 @@ class Reader:
         if path.suffix in (".py", ".js", ".mjs", ".cjs", ".ts", ".pdf") or path.suffix.lower() in MEDIA:
             raise TaskError(f"{where}: {reference}: only text and YAML var files are supported")
         if path.suffix in (".yaml", ".yml"):
-            return json_text(load_value_file(reference, self.base, where))
+            return json_text(load_value_file(reference, self.base, where, "iso"))  # promptfoo's JSON.stringify
         return js_trim(read_text(path, reference, where))
