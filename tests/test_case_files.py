@@ -272,8 +272,13 @@ def test_python_files_run_get_assert_or_the_named_function(tmp_path: Path) -> No
             "case file F: test 1, assertion 1: contains-any's comma-separated value has an unterminated quoted field",
         ),
         (
-            "prompts: [p]\ntests: [{vars: {d: 2024-01-01}, assert: [{type: contains, value: x}]}]",
-            "case file F is not valid YAML: 2024-01-01 is a date to promptfoo (a JavaScript Date), not text: quote it",
+            "prompts: [p]\ntests: [{vars: {d: {2024-01-01: x}}, assert: [{type: contains, value: x}]}]",
+            "case file F is not valid YAML: the key 2024-01-01 is a date to promptfoo (a JavaScript Date), which it "
+            "refuses as a key: quote it",
+        ),
+        (
+            "prompts: [p]\ntests: [{assert: [{type: contains, value: 2024-01-01}]}]",
+            "case file F: test 1, assertion 1: contains needs a string or number value",
         ),
         (
             "prompts: [p]\ntests: [{assert: [{type: contains, value: x}], assert: []}]",

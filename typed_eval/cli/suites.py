@@ -14,7 +14,16 @@ from typed_eval.cli.suite_about import describe
 from typed_eval.cli.suite_flags import spelled_params
 from typed_eval.core.datasets import Dataset
 from typed_eval.core.errors import InputError, TaskError
-from typed_eval.core.suite import FoundSuite, Suite, SuiteContext, find_suites, open_suite, suite_named
+from typed_eval.core.suite import (
+    FoundSuite,
+    Suite,
+    SuiteContext,
+    find_suites,
+    open_suite,
+    registered,
+    same_named,
+    suite_named,
+)
 from typed_eval.core.tasks import Task
 from typed_eval.core.terminal import printable
 from typed_eval.schemas import AnswerMode
@@ -39,9 +48,13 @@ def command_suites(args: argparse.Namespace) -> int:
         print(f"{prog()}: error: {printable(str(exc))}", file=sys.stderr)
         broken.append(exc)
 
-    for found in find_suites(on_error=report):
+    installed = find_suites(on_error=report)
+    twins = same_named(installed)
+    for found in installed:
         suite = found.suite
         origin = f" ({found.package} {found.version})" if found.package else ""
+        if suite.name in twins:  # told apart by where each is registered
+            origin = f"{origin[:-1]}, {found.entry_point})" if origin else f" ({found.entry_point})"
         print(printable(f"{suite.name}{origin}: {suite.description}"))
         defaults = suite.defaults()
         for name, info in suite.params.model_fields.items():
@@ -50,6 +63,10 @@ def command_suites(args: argparse.Namespace) -> int:
             print(printable(f"  -S {name}=...  ({default}){about}"))
         if suite.paths:
             print(printable(f"  --suite FILE{'|'.join(suite.paths)}"))
+    for name, same in twins.items():
+        print(printable(f"{prog()}: note: {len(same)} installed suites are named {name!r}: "
+                        f"{', '.join(map(registered, same))}: `--suite {name}` runs neither, "
+                        "`--suite MODULE:OBJECT` picks one"), file=sys.stderr)  # fmt: skip
     return 2 if broken else 0
 
 

@@ -20,14 +20,15 @@ class PluginGroupWarning(FutureWarning):
 
 
 def plugin_points(group: str) -> list[EntryPoint]:
-    """The entry points of `group`, then those of its earlier names that it does not already have, sorted by name;
-    each of the latter warns (`PluginGroupWarning`) once."""
-    found = {point.name: point for point in entry_points(group=group)}
+    """The entry points of `group`, then those of its earlier names that it does not already have, sorted by name
+    (a name two packages register is there twice); each of the latter warns (`PluginGroupWarning`) once."""
+    found = list(entry_points(group=group))  # two packages may register one name: both are kept, to be told apart
+    names = {point.name for point in found}
     for alias in entry_points(group=ALIASES_GROUP):
         if alias.name != group:
             continue
         for point in entry_points(group=alias.value):
-            if point.name in found:
+            if point.name in names:
                 continue
             owner = f" of {point.dist.name}" if point.dist else ""
             warnings.warn(
@@ -36,5 +37,6 @@ def plugin_points(group: str) -> list[EntryPoint]:
                 PluginGroupWarning,
                 stacklevel=2,
             )
-            found[point.name] = point
-    return sorted(found.values(), key=lambda point: point.name)
+            names.add(point.name)
+            found.append(point)
+    return sorted(found, key=lambda point: (point.name, point.value))

@@ -40,6 +40,8 @@ __all__ = [
     "file_suite",
     "find_suites",
     "open_suite",
+    "registered",
+    "same_named",
     "suite_named",
 ]
 
@@ -272,6 +274,8 @@ class FoundSuite:
     suite: Suite[Any]
     package: str | None = None
     version: str | None = None
+    entry_point: str | None = None
+    """Where the package registered it, `module:object`: what `--suite` takes to pick one of two of a name."""
 
 
 def _load(point: EntryPoint) -> FoundSuite:
@@ -282,7 +286,7 @@ def _load(point: EntryPoint) -> FoundSuite:
     if not isinstance(suite, Suite):
         raise TaskError(f"suite {point.name!r} ({point.value}) is a {type(suite).__name__}, not an evaluator.Suite")
     dist = point.dist
-    return FoundSuite(suite, dist.name if dist else None, dist.version if dist else None)
+    return FoundSuite(suite, dist.name if dist else None, dist.version if dist else None, point.value)
 
 
 def _points() -> list[EntryPoint]:
@@ -303,14 +307,35 @@ def find_suites(on_error: Callable[[TaskError], None] | None = None) -> list[Fou
     return found
 
 
+def same_named(found: Sequence[FoundSuite]) -> dict[str, list[FoundSuite]]:
+    """The suites installed under a name another also has (a suite's name, or the name its package registers)."""
+    by_name: dict[str, list[FoundSuite]] = {}
+    for one in found:
+        by_name.setdefault(one.suite.name, []).append(one)
+    return {name: twins for name, twins in by_name.items() if len(twins) > 1}
+
+
+def registered(found: FoundSuite) -> str:
+    """`module:object (package version)`: which of two suites of one name this is."""
+    origin = f" ({found.package} {found.version})" if found.package else ""
+    return f"{found.entry_point}{origin}"
+
+
 def suite_named(name: str) -> tuple[FoundSuite, dict[str, object]]:
     """The suite `--suite NAME` means, and the parameters the name itself sets: a registered name, or a file whose
     suffix a suite opens (`cases.yaml`: its `path`)."""
     points = _points()
     for point in points:
-        if point.name == name:
+        if point.value == name:  # one of two suites of a name, picked by its entry point
             return _load(point), {}
     loaded = find_suites(on_error=lambda _: None)  # a broken plug-in is said by `suites`, and by its own name
+    twins = same_named(loaded).get(name)
+    if twins is not None:
+        raise InputError(f"{len(twins)} installed suites are named {name!r}: {', '.join(map(registered, twins))}: name "
+                         f"one by its entry point (--suite {twins[0].entry_point})")  # fmt: skip
+    for point in points:
+        if point.name == name:
+            return _load(point), {}
     for found in loaded:
         if found.suite.paths and name.endswith(found.suite.paths):
             return found, {"path": name}

@@ -91,15 +91,19 @@ class CaseStore:
 
     def runs(self) -> list[RunEntry]:
         """Every readable run, oldest first (a corrupt summary is left out, as the leaderboard leaves it)."""
+        return self.runs_read()[0]
+
+    def runs_read(self) -> tuple[list[RunEntry], list[str]]:
+        """Every readable run, oldest first, and why each other run cannot be read (one line each, as
+        `format_result.py` says it: a torn summary, a schema version newer than this program's)."""
         if not self.results_dir.is_dir():
             raise ResultFileError(f"no results folder {self.results_dir}: run `python main.py run` first")
         root = self.results_dir
         if (root / SUMMARY_FILE).is_file():  # a run folder itself: keyed as under its results folder
             root = root.parent.parent
-        return [
-            RunEntry(run.path.relative_to(root).as_posix(), run)
-            for run in load_runs(self.results_dir, on_error=lambda _: None)
-        ]
+        unreadable: list[str] = []
+        runs = load_runs(self.results_dir, on_error=lambda exc: unreadable.append(str(exc)))
+        return [RunEntry(run.path.relative_to(root).as_posix(), run) for run in runs], unreadable
 
     def entries(self, keys: Sequence[str]) -> list[RunEntry]:
         """The runs named by their keys, in that order; an unknown key raises `NotFoundError`."""

@@ -5,6 +5,7 @@ SQL; records of an older schema are read through the one migration (`current_rec
 from __future__ import annotations
 
 import contextlib
+import json
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,24 @@ def _lines(path: Path, *, blank: bool = False) -> int:
     return count - empty
 
 
+def _first_bad_line(path: Path) -> int | None:
+    """The number of the first whole line that is not a record's JSON object (not UTF-8, not JSON, no case id), read
+    only once a file is known to hold one."""
+    with path.open("rb") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.endswith(b"\n"):
+                return None
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line.decode("utf-8"))
+            except ValueError:
+                return number
+            if not isinstance(data, dict) or not isinstance(data.get("case_id"), str):
+                return number
+    return None
+
+
 def load_run_table(
     db: duckdb.DuckDBPyConnection,
     path: Path,
@@ -112,7 +131,11 @@ def load_run_table(
         if stamp != (0, 0) and records < _lines(current):
             lines = _lines(current, blank=True)
             if records < lines:  # only a last line still being written may be left out
-                raise ResultFileError(f"corrupt records file {path}: {lines - records} of its lines are not records")
+                first = _first_bad_line(current)
+                at = f" (the first: line {first})" if first is not None else ""
+                raise ResultFileError(
+                    f"corrupt records file {path}: {lines - records} of its lines are not records{at}"
+                )
     except duckdb.Error as exc:
         raise ResultFileError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
     except OSError as exc:

@@ -58,8 +58,14 @@ def _migrate(
 
 
 def migrated_record(line: str, formats: Sequence[StoredFormat]) -> JsonObject | None:
-    """A record line of an earlier format, as the current version's JSON; None for a line of none of them."""
+    """A record line of an earlier format, as the current version's JSON; None for a line of none of them. A line
+    that starts as one but does not hold one (an attempt that is not an object, a field missing) raises
+    `ValueError` saying what the migration met, as a line that is not JSON does."""
     for stored in formats:
         if line.startswith(stored.record_start):
-            return migrate_record(json.loads(line), stored.version, formats)
+            data = json.loads(line)
+            try:
+                return migrate_record(data, stored.version, formats)
+            except (LookupError, TypeError, AttributeError, ValueError) as exc:
+                raise ValueError(f"not a version {stored.version} record: {type(exc).__name__}: {exc}") from None
     return None

@@ -191,8 +191,11 @@ def _load_summary(path: Path) -> RunSummary:
         migrated = migrate_summary(data, version)
     except UnknownFormat as exc:
         raise ResultFileError(f"{path}: {exc}") from None
-    except (KeyError, TypeError, ValueError) as exc:
+    except KeyError as exc:
         raise ResultFileError(f"corrupt result file {path}: a version {version} summary without {exc}") from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ResultFileError(f"corrupt result file {path}: a version {version} summary that does not migrate: "
+                              f"{type(exc).__name__}: {exc}") from None  # fmt: skip
     try:
         return RunSummary.model_validate(migrated)
     except ValidationError as exc:
@@ -273,14 +276,14 @@ def current_records_file(path: Path, scratch: Path) -> Path:
     with path.open("rb") as head:
         if not starts or not head.read(max(map(len, starts))).startswith(starts):  # older lines come first
             return path
-    with path.open(encoding="utf-8", newline="") as lines, scratch.open("w", encoding="utf-8", newline="") as out:
+    with path.open("rb") as lines, scratch.open("wb") as out:
         for line in lines:
-            if not line.startswith(_RECORD):
-                with contextlib.suppress(ValueError, KeyError, TypeError):
-                    migrated = migrated_record(line, formats)
+            if not line.startswith(_RECORD.encode()):
+                with contextlib.suppress(ValueError, KeyError, TypeError):  # not UTF-8 or not a record: as it is
+                    migrated = migrated_record(line.decode("utf-8"), formats)
                     if migrated is not None:
-                        end = "\n" if line.endswith("\n") else ""
-                        line = json.dumps(migrated, ensure_ascii=False) + end
+                        end = b"\n" if line.endswith(b"\n") else b""
+                        line = json.dumps(migrated, ensure_ascii=False).encode("utf-8") + end
             out.write(line)
     return scratch
 
@@ -288,26 +291,35 @@ def current_records_file(path: Path, scratch: Path) -> Path:
 def read_records(run_dir: Path | str) -> Iterator[SampleRecord]:
     """The records of a run in the order written, migrated to the current schema. A last line cut short (no
     newline: a run killed mid-write, which a resume cuts away) is not a record yet and is skipped; any other
-    corrupt line raises `ResultFileError`."""
+    corrupt line (not UTF-8, not JSON, not a record) raises `ResultFileError` naming the file and the line."""
     path = Path(run_dir) / RECORDS_FILE
     formats: list[StoredFormat] | None = None  # found once, at the first line of an earlier format
     try:
-        with path.open(encoding="utf-8") as lines:
-            for number, line in enumerate(lines, 1):
-                if not line.strip():
+        with path.open("rb") as lines:
+            for number, raw in enumerate(lines, 1):
+                if not raw.strip():
                     continue
-                if formats is None and not line.startswith(_RECORD):
-                    formats = stored_formats()
                 try:
+                    line = raw.decode("utf-8")
+                    if formats is None and not line.startswith(_RECORD):
+                        formats = stored_formats()
                     record = parse_record(line, formats)
                 except (ValidationError, ValueError, KeyError, TypeError) as exc:
-                    if not line.endswith("\n"):
+                    if not raw.endswith(b"\n"):
                         return  # the last line, cut short: not a record yet
-                    why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-                    raise ResultFileError(f"corrupt record at {path}:{number}: {why}") from None
+                    raise ResultFileError(f"corrupt record at {path}:{number}: {_why(exc)}") from None
                 yield record
     except OSError as exc:
         raise ResultFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _why(exc: Exception) -> str:
+    """What is wrong with a records line, in one line."""
+    if isinstance(exc, ValidationError):
+        return exc.errors()[0]["msg"]
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text ({exc.object[exc.start]:#04x} at byte {exc.start + 1} of the line)"
+    return str(exc)
 
 
 def latest_records(run_dir: Path) -> Iterator[SampleRecord]:

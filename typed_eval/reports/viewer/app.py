@@ -52,22 +52,24 @@ STATIC = {
 
 
 class _Boards:
-    """The leaderboard of the stored runs, made again only when a run's files have changed."""
+    """The leaderboard of the stored runs, and why a run's records cannot be read, made again only when a run's
+    files have changed."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._stamp: tuple[object, ...] | None = None
-        self._board: Board | None = None
+        self._board: tuple[Board, list[str]] | None = None
 
-    def get(self, entries: Sequence[RunEntry]) -> Board:
+    def get(self, entries: Sequence[RunEntry]) -> tuple[Board, list[str]]:
         stamp = tuple(
             (entry.key, *_stamp(entry.run.path / SUMMARY_FILE), *_stamp(entry.run.path / RECORDS_FILE))
             for entry in entries
         )
         with self._lock:
             if self._board is None or stamp != self._stamp:
-                self._board = build_board([entry.run for entry in entries], on_error=lambda _: None)
-                self._stamp = stamp
+                unreadable: list[str] = []
+                board = build_board([entry.run for entry in entries], on_error=lambda exc: unreadable.append(str(exc)))
+                self._board, self._stamp = (board, unreadable), stamp
             return self._board
 
 
@@ -112,8 +114,9 @@ def create_app(results_dir: Path, *, hosts: Sequence[str] = LOOPBACK_HOSTS) -> S
         return _json(_case_json(detail))
 
     def leaderboard_page(request: Request) -> Response:
-        entries = store.runs()
-        return _html(pages.leaderboard(entries, boards.get(entries)))
+        entries, unreadable = store.runs_read()
+        board, unread_records = boards.get(entries)
+        return _html(pages.leaderboard(entries, board, [*unreadable, *unread_records]))
 
     def cases_page(request: Request) -> Response:
         page = _cases(store, request)

@@ -12,6 +12,7 @@ from urllib.parse import quote, urlencode
 
 from typed_eval.core.errors import InputError
 from typed_eval.core.suite import Suite, answer_lines
+from typed_eval.core.terminal import printable
 from typed_eval.reports.analysis import compare
 from typed_eval.reports.formatting import count, interval, money, number, p_value, signed
 from typed_eval.reports.html import CellView, cell_view, render
@@ -54,14 +55,20 @@ def _cost(value: float | None) -> str:
 # The leaderboard ----------------------------------------------------------------------------------------------
 
 
-def leaderboard(entries: Sequence[RunEntry], board: Board) -> str:
+def leaderboard(entries: Sequence[RunEntry], board: Board, unreadable: Sequence[str] = ()) -> str:
+    """The leaderboard page; `unreadable`: why each run left out cannot be read (one line each)."""
     keys = {str(entry.run.path): entry.key for entry in entries}
     suites = sorted({row.suite for row in board.rows})
     sections = [_suite_board(suite, [r for r in board.rows if r.suite == suite], board, keys) for suite in suites]
     shown = {row.path for row in board.rows}
     unread = ", ".join(entry.key for entry in entries if str(entry.run.path) not in shown)
     return _page(
-        "viewer_board.html", "Leaderboard", summary=count(len(board.rows), "run"), sections=sections, unread=unread
+        "viewer_board.html",
+        "Leaderboard",
+        summary=count(len(board.rows), "run"),
+        sections=sections,
+        unread=unread,
+        unreadable=[printable(line) for line in unreadable],
     )
 
 

@@ -37,6 +37,7 @@ from typed_eval.suites.case_files.check_types import (
     json_text,
     load_value_file,
     load_yaml,
+    read_value_bytes,
 )
 from typed_eval.suites.case_files.json_checks import (
     json_check,
@@ -110,9 +111,9 @@ def _python_spec(value: Any, render: Callable[[str], str], base: Path, where: st
     if path.suffix != ".py":
         raise TaskError(f"{where}: {value}: a python assertion's file must be a .py file")
     try:
-        source = path.read_bytes()
-    except OSError as exc:
-        raise TaskError(f"{where}: cannot read {value}: {exc.strerror or exc}") from None
+        source = read_value_bytes(path, value)
+    except ValueError as exc:
+        raise TaskError(f"{where}: {exc}") from None
     try:
         compile(source, str(path), "exec")
     except SyntaxError as exc:

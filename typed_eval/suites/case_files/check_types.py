@@ -4,6 +4,8 @@ from the file, the judge's protocol; and the values a check is given (JSON and Y
 from __future__ import annotations
 
 import dataclasses
+import os
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,7 @@ __all__ = [
     "JSON_CHECKS",
     "KNOWN_KEYS",
     "LIST_CHECKS",
+    "MAX_VALUE_FILE_BYTES",
     "REFUSED_KEYS",
     "TEXT_CHECKS",
     "Assertion",
@@ -35,6 +38,7 @@ __all__ = [
     "load_value_file",
     "load_yaml",
     "read_text",
+    "read_value_bytes",
 ]
 
 
@@ -58,9 +62,10 @@ class Output:
     value: Any
 
 
-def load_yaml(text: str) -> Any:
-    """YAML 1.2 as promptfoo reads it (`typed_eval.suites.case_files.yaml12`); YamlError in one line."""
-    return yaml12.load(text)
+def load_yaml(text: str, dates: yaml12.DateReading = "refused") -> Any:
+    """YAML 1.2 as promptfoo reads it (`typed_eval.suites.case_files.yaml12`), its dates read as `dates` says;
+    YamlError in one line."""
+    return yaml12.load(text, dates)
 
 
 def json_text(value: Any) -> str:
@@ -109,8 +114,9 @@ class Assertion:
     threshold: float | None = None
 
 
-def load_value_file(reference: str, base: Path, where: str) -> Any:
-    """A `file://` value: JSON and YAML files parsed, anything else as text; relative to the case file."""
+def load_value_file(reference: str, base: Path, where: str, dates: yaml12.DateReading = "refused") -> Any:
+    """A `file://` value: JSON and YAML files parsed (a YAML date read as `dates` says), anything else as text;
+    relative to the case file."""
     path = (base / reference.removeprefix("file://")).resolve()
     if path.suffix in (".py", ".js", ".mjs", ".cjs", ".ts"):
         raise TaskError(f"{where}: {reference}: a script is a value only of a python assertion")
@@ -122,7 +128,7 @@ def load_value_file(reference: str, base: Path, where: str) -> Any:
             raise TaskError(f"{where}: {reference} is not valid JSON: {exc}") from None
     if path.suffix in (".yaml", ".yml"):
         try:
-            return load_yaml(text)
+            return load_yaml(text, dates)
         except yaml12.YamlError as exc:
             raise TaskError(f"{where}: {reference} is not valid YAML: {exc}") from None
     return text
@@ -130,6 +136,40 @@ def load_value_file(reference: str, base: Path, where: str) -> Any:
 
 def read_text(path: Path, reference: str, where: str) -> str:
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TaskError(f"{where}: cannot read {reference}: {getattr(exc, 'strerror', None) or exc}") from None
+        return read_value_bytes(path, reference).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TaskError(f"{where}: cannot read {reference}: {exc}") from None
+    except ValueError as exc:
+        raise TaskError(f"{where}: {exc}") from None
+
+
+MAX_VALUE_FILE_BYTES = 16 * 1024 * 1024
+"""The most a file a case file names (`file://`, a tests file) may hold: 16 MiB. promptfoo reads any file whole; a
+var naming `/dev/zero`, or a file of gigabytes, would fill the memory before the first request."""
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
+          (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+
+
+def read_value_bytes(path: Path, reference: str) -> bytes:
+    """The bytes of a regular file of at most `MAX_VALUE_FILE_BYTES`; `ValueError` saying, in one line, why `reference`
+    (how the case file names it) is not one. Opened without blocking, so a FIFO with no writer is refused, not
+    waited for."""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ValueError(f"cannot read {reference}: {exc.strerror or exc}") from None
+    mode = os.fstat(handle).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(handle)
+        kind = next((name for test, name in _KINDS if test(mode)), "not a file")
+        raise ValueError(f"{reference} is {kind}, not a regular file: name a file")
+    with os.fdopen(handle, "rb") as data:
+        try:
+            content = data.read(MAX_VALUE_FILE_BYTES + 1)
+        except OSError as exc:
+            raise ValueError(f"cannot read {reference}: {exc.strerror or exc}") from None
+    if len(content) > MAX_VALUE_FILE_BYTES:
+        raise ValueError(f"{reference} is larger than {MAX_VALUE_FILE_BYTES // (1024 * 1024)} MiB, the most a file "
+                         "a case file names may hold")  # fmt: skip
+    return content

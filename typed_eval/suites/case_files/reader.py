@@ -15,7 +15,7 @@ from typed_eval.suites.case_files.assertions import (
     load_value_file,
     load_yaml,
 )
-from typed_eval.suites.case_files.check_types import read_text
+from typed_eval.suites.case_files.check_types import read_text, read_value_bytes
 from typed_eval.suites.case_files.documents import (
     MEDIA,
     dereferenced,
@@ -48,11 +48,13 @@ class Reader:
 
     def load(self, path: Path) -> Any:
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read case file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+            text = read_value_bytes(path, f"case file {path}").decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"cannot read case file {path}: {exc}") from None
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
         try:
-            return load_yaml(text)
+            return load_yaml(text, "object")  # a date is the empty object promptfoo's tests get
         except YamlError as exc:
             raise InputError(f"case file {path} is not valid YAML: {exc}") from None
 
@@ -120,5 +122,5 @@ class Reader:
         if path.suffix in (".py", ".js", ".mjs", ".cjs", ".ts", ".pdf") or path.suffix.lower() in MEDIA:
             raise TaskError(f"{where}: {reference}: only text and YAML var files are supported")
         if path.suffix in (".yaml", ".yml"):
-            return json_text(load_value_file(reference, self.base, where))
+            return json_text(load_value_file(reference, self.base, where, "iso"))  # promptfoo's JSON.stringify
         return js_trim(read_text(path, reference, where))

@@ -7,7 +7,7 @@ import hashlib
 from collections.abc import Iterator
 
 import farel_bench
-from typed_eval.core.datasets import Dataset, survey
+from typed_eval.core.datasets import Dataset, bounded_size, survey
 from typed_eval.core.errors import InputError
 from typed_eval.core.sources import read_csv_source
 from typed_eval.core.tasks import Task
@@ -50,12 +50,15 @@ def generated_dataset(
     except farel_bench.FarelFormatError as exc:
         raise InputError(str(exc)) from None
 
+    degrees = min(length, 12)  # past 12 the names run out (FarelLengthError, while generating)
+    total = bounded_size(number, "number", per=degrees * (degrees + 3) // 2)  # degree d has d + 1 classes
+
     def source() -> Iterator[Case]:
         quizzes = farel_bench.generate(length, number, seed, shuffle=shuffle, template=prompt, unambiguous=unambiguous)
         return (quiz.to_case() for quiz in quizzes)
 
     try:
-        sizes, md5, source = survey(source, _csv_line)
+        sizes, md5, source = survey(source, _csv_line, total=total)
     except farel_bench.FarelLengthError as exc:
         raise InputError(str(exc)) from None
     params = {"length": length, "number": number, "seed": seed, "shuffle": shuffle}

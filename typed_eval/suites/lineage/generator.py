@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 
 import farel_bench
-from typed_eval.core.datasets import Dataset, survey
+from typed_eval.core.datasets import Dataset, bounded_size, survey
 from typed_eval.core.errors import InputError, OneLineArgumentParser
 from typed_eval.schemas import Case, DatasetInfo, GroupScore, Quiz
 from typed_eval.suites.lineage.names import (
@@ -205,11 +205,12 @@ def generated_dataset(lengths: Sequence[int], number: int, seed: int | None, *, 
         raise InputError(f"a lineage problem size is named twice: {','.join(map(str, sizes))}")
     if number < 1:
         raise InputError(f"must be at least 1, got {number}", parameter="number")
+    total = bounded_size(number, "number", per=len(sizes) * len(RELATIONS))
 
     def source() -> Iterator[Case]:
         return (case for length in sizes for case in generate(length, number, seed, shuffle=shuffle))
 
-    groups, md5, source = survey(source, _csv_bytes)
+    groups, md5, source = survey(source, _csv_bytes, total=total)
     params = {"problem_sizes": sizes, "number": number, "seed": seed, "shuffle": shuffle}
     info = DatasetInfo(suite=SUITE, source="generated", md5=md5, cases=sum(groups.values()), params=params)
     return Dataset(info, groups, source)

@@ -4,7 +4,7 @@ unnamed people and groups included), and the cases the generator makes of them."
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from typed_eval.schemas import Case
@@ -51,7 +51,7 @@ from typed_eval.suites.story_graph.wording import (
     UNNAMED,
 )
 
-__all__ = ["generate_cases"]
+__all__ = ["generate_cases", "iter_cases"]
 
 
 @dataclass
@@ -315,6 +315,12 @@ def _story_case(rng: random.Random, people: int, seed: int, number: int) -> Case
 def generate_cases(people: int, count: int, seed: int) -> list[Case]:
     """`count` stories of `people` named characters each, ids `story-{seed}-{i}` from 1; the same arguments
     give byte-identical cases in any process."""
+    return list(iter_cases(people, count, seed))
+
+
+def iter_cases(people: int, count: int, seed: int) -> Iterator[Case]:
+    """`generate_cases`, a story at a time (a run of 100,000 stories holds only those in flight); the arguments are
+    checked at once, before the first story is asked for."""
     if people < MIN_PEOPLE:
         raise ValueError(f"story-graph needs at least {MIN_PEOPLE} named people per story, got {people}")
     if people > MAX_PEOPLE:
@@ -322,4 +328,4 @@ def generate_cases(people: int, count: int, seed: int) -> list[Case]:
     if count < 1:
         raise ValueError(f"story-graph needs at least 1 story, got {count}")
     rng = random.Random(seed)
-    return [_story_case(rng, people, seed, number) for number in range(1, count + 1)]
+    return (_story_case(rng, people, seed, number) for number in range(1, count + 1))

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from typed_eval.core.datasets import Dataset, dataset_from_cases
+from typed_eval.core.datasets import Dataset, bounded_size, dataset_from_cases
 from typed_eval.core.errors import InputError
 from typed_eval.core.suite import Suite, SuiteFlag
 from typed_eval.core.tasks import Task
@@ -45,6 +45,7 @@ from typed_eval.suites.story_graph.graph import (
 )
 from typed_eval.suites.story_graph.stories import (
     generate_cases,
+    iter_cases,
 )
 from typed_eval.suites.story_graph.wording import (
     MAX_PEOPLE,
@@ -112,6 +113,10 @@ TASK: Task[StoryGraph] = Task(
 """The built-in `story-graph` task: a `StoryGraph` through the `submit_graph` tool, scored by `grade`."""
 
 
+MAX_STORIES = 100_000
+"""The most stories a run may generate (a few minutes of generating: each is made before the first is posed)."""
+
+
 class StoryGraphParams(BaseModel):
     """How many stories, of how many people, from which seed."""
 
@@ -120,19 +125,21 @@ class StoryGraphParams(BaseModel):
     people: int = Field(
         8, ge=MIN_PEOPLE, le=MAX_PEOPLE, description=f"named people per story, {MIN_PEOPLE} to {MAX_PEOPLE}"
     )
-    count: int = Field(20, ge=1, description="number of stories")
+    count: int = Field(20, ge=1, description=f"number of stories, at most {MAX_STORIES:,}")
     seed: int = Field(42, description="generator seed")
 
 
 def _build(params: StoryGraphParams) -> tuple[Task[StoryGraph], Dataset]:
     people, count, seed = params.people, params.count, params.seed
+    bounded_size(count, "count", most=MAX_STORIES)
     try:
-        generate_cases(people, 1, seed)
+        iter_cases(people, count, seed)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     dataset = dataset_from_cases(
-        lambda: generate_cases(people, count, seed),
+        lambda: iter_cases(people, count, seed),
         suite="story-graph",
+        total=count,
         source="generated",
         params={"people": people, "count": count, "seed": seed},
     )
