@@ -4,12 +4,15 @@ in function-calling mode, BFCL's prompt in prompt mode)."""
 
 from __future__ import annotations
 
+import ast
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from starlette.testclient import TestClient
 
 from tests.conftest import PYTHON, REPO
@@ -18,6 +21,8 @@ from typed_eval.core.suite import AnswerLine, answer_lines
 from typed_eval.reports.viewer.app import create_app
 from typed_eval.schemas import SampleRecord
 from typed_eval.suites.bfcl.data import load_folder, load_sample
+from typed_eval.suites.bfcl.multi_turn.backend import signatures
+from typed_eval.suites.bfcl.multi_turn.cases import load_multi_turn
 from typed_eval.suites.bfcl.prompting import prompt_messages
 from typed_eval.suites.bfcl.suite import BFCL
 from typed_eval.suites.bfcl.tools import tools_for
@@ -139,8 +144,8 @@ def test_function_calling_mode_sends_bfcl_requests_and_stores_bfcl_verdicts(tmp_
         "irrelevance_192": ("correct", None, [None]),
     }
     assert (
-        "BFCL: non-live 13.33, live 0.00, irrelevance N/A, overall 5.33 (overall counts groups not run as 0; groups "
-        "present: non_live, irrelevance)"
+        "BFCL: non-live 13.33, live 0.00, irrelevance N/A, multi-turn 0.00, overall 5.33 (overall counts groups not "
+        "run as 0; groups present: non_live, irrelevance)"
     ) in out.splitlines()
     assert "simple_python: 40.00 (C: 2, I: 3, M: 0 A: 5)" in out
     assert "parallel: 40.00 (C: 2, I: 3, M: 0 A: 5)" in out
@@ -156,7 +161,13 @@ def test_function_calling_mode_sends_bfcl_requests_and_stores_bfcl_verdicts(tmp_
             "categories": ["simple_python", "parallel", "irrelevance"],
         },
     )
-    assert dataset["suite_params"] == {"categories": CATEGORIES, "data": "sample"}
+    assert dataset["suite_params"] == {
+        "categories": CATEGORIES,
+        "data": "sample",
+        "resolve": "bfcl",
+        "backend_workers": 2,
+        "backend_timeout": 30.0,
+    }
     leaderboard = subprocess.run(
         [PYTHON, "format_result.py", str(tmp_path), "--format", "json"], cwd=REPO, capture_output=True, check=True
     )
@@ -168,6 +179,7 @@ def test_function_calling_mode_sends_bfcl_requests_and_stores_bfcl_verdicts(tmp_
         "bfcl-non_live_overall": 13.33,
         "bfcl-live_overall": 0.0,
         "bfcl-irrelevance_detection": None,  # BFCL's needs live_irrelevance too: N/A
+        "bfcl-multi_turn_overall": 0.0,
         "bfcl-overall": 5.33,
     }
     views = {i: answer_lines(BFCL, SampleRecord.model_validate(r)) for i, r in stored(tmp_path).items()}
@@ -275,8 +287,8 @@ def test_the_first_attempt_is_scored_as_bfcl_scores_it_beside_the_score_after_re
     lines = out.splitlines()
     assert "corrective retries: score 50.00 with none, 50.00 with up to 1; the 2 retries cost $0.000000" in lines
     assert (
-        "with no corrective retry, BFCL: non-live 0.00, live 0.00, irrelevance N/A, overall 5.00 (overall counts "
-        "groups not run as 0; groups present: non_live, irrelevance)"
+        "with no corrective retry, BFCL: non-live 0.00, live 0.00, irrelevance N/A, multi-turn 0.00, overall 5.00 "
+        "(overall counts groups not run as 0; groups present: non_live, irrelevance)"
     ) in lines
     leaderboard = subprocess.run(
         [PYTHON, "format_result.py", str(tmp_path), "--format", "json"], cwd=REPO, capture_output=True, check=True
@@ -335,7 +347,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     (folder / "BFCL_v4_multiple.json").write_text('{"id": "multiple_0"')
     (folder / "possible_answer" / "BFCL_v4_multiple.json").write_text("")
     for setting, message in [
-        ("categories=nosuch", "main.py: error: unknown BFCL category 'nosuch'; the single-turn categories are "),
+        ("categories=nosuch", "main.py: error: unknown BFCL category 'nosuch'; the categories are all, single_turn, "),
         (f"data={folder}", f"main.py: error: {folder}/BFCL_v4_multiple.json:1: not a JSON object ("),
     ]:
         done = subprocess.run(
@@ -360,7 +372,7 @@ def test_every_category_is_sent_bfcl_s_messages_and_tools_an_assistant_message_i
                       "required": ["city"], "properties": {"city": {"type": "string", "description": "City"}}}}],
     }  # fmt: skip
     (folder / "BFCL_v4_live_irrelevance.json").write_text(json.dumps(entry))
-    for data, categories in (("sample", ""), (str(folder), "live_irrelevance")):
+    for data, categories in (("sample", "single_turn"), (str(folder), "live_irrelevance")):
         runs = tmp_path / "runs" / str(len(data))
         server, _ = run(runs, lambda _: completion(text("No.")), "-S", f"data={data}", "-S", f"categories={categories}")
         posed = {
@@ -371,3 +383,56 @@ def test_every_category_is_sent_bfcl_s_messages_and_tools_an_assistant_message_i
             (case,) = [c for c in posed.values() if c.question == request["messages"]]  # BFCL's messages exactly
             assert request.get("tools", []) == tools_for(case.functions, case.category)
     assert server.requests[0]["messages"][2] == {"role": "assistant", "content": "Hello! How can I help?"}
+
+
+def test_multi_turn_cases_are_played_on_bfcl_s_backends_through_the_command_line(tmp_path: Path) -> None:
+    """A server playing each case's ground truth one call per step (then "Done." to end the turn), except that it
+    ends multi_turn_base_15's first turn at once: BFCL's verdicts, trajectories and figures come out."""
+    if not os.environ.get("CI"):  # CI installs BFCL's backends: there a missing one fails
+        pytest.importorskip("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker")
+    played = {case.turns[0][0]["content"]: case for case in load_multi_turn(["multi_turn_base"], "sample").cases}
+
+    def reply(request: dict[str, Any]) -> dict[str, Any]:
+        messages = request["messages"]
+        case = played[next(m["content"] for m in messages if m["role"] == "user")]
+        turn = sum(m["role"] == "user" for m in messages) - 1
+        step = len(messages) - 1 - max(i for i, m in enumerate(messages) if m["role"] == "user")
+        step = sum(m["role"] == "assistant" for m in messages[len(messages) - step :])
+        calls_due = case.ground_truth[turn] if not (case.id == "multi_turn_base_15" and turn == 0) else []
+        if step >= len(calls_due):
+            return completion(text("Done."))
+        node = ast.parse(calls_due[step], mode="eval").body
+        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        given = (
+            [ast.literal_eval(arg) for arg in node.args],
+            {str(k.arg): ast.literal_eval(k.value) for k in node.keywords},
+        )
+        arguments = signatures(case.involved_classes)[node.func.id].bind(*given[0], **given[1]).arguments
+        return completion(calls((node.func.id, dict(arguments))))
+
+    _, out = run(tmp_path, reply, "-S", "categories=multi_turn_base")
+    records = stored(tmp_path)
+    assert {case_id: (r["status"], (r["score_details"] or {}).get("cause")) for case_id, r in records.items()} == {
+        case_id: ("incorrect", "missing_call") if case_id == "multi_turn_base_15" else ("correct", None)
+        for case_id in (case.id for case in played.values())
+    }
+    assert "multi_turn_base: 83.33 (C: 5, I: 1, M: 0 A: 6)" in out
+    assert (
+        "BFCL: non-live 0.00, live 0.00, irrelevance N/A, multi-turn 20.83, overall 6.25 (overall counts groups not "
+        "run as 0; groups present: multi_turn)"
+    ) in out.splitlines()
+    lines = answer_lines(BFCL, SampleRecord.model_validate(records["multi_turn_base_15"]))
+    assert lines[:3] == [
+        AnswerLine(f"turn 0: {played_first_turn(played, 'multi_turn_base_15')}", "wrong"),  # its first failed turn
+        AnswerLine("  text: Done."),
+        AnswerLine("  ground truth: touch(file_name='DataSet1.csv')"),
+    ]
+    leaderboard = subprocess.run(
+        [PYTHON, "format_result.py", str(tmp_path), "--format", "json"], cwd=REPO, capture_output=True, check=True
+    )
+    (row,) = json.loads(leaderboard.stdout)
+    assert (row["metrics"]["bfcl-multi_turn_base"], row["metrics"]["bfcl-mt-missing_call"]) == (83.33, 1.0)
+
+
+def played_first_turn(played: dict[str, Any], case_id: str) -> str:
+    return str(next(case for case in played.values() if case.id == case_id).turns[0][0]["content"])

@@ -19,6 +19,7 @@ from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.suite import AnswerLine, Suite
 from typed_eval.core.tasks import Score, Task, TextReader
 from typed_eval.schemas import AnswerMode, Case, RunSummary, SampleRecord, Scores, is_text_mode
+from typed_eval.suites.bfcl.categories import MULTI_TURN_CATEGORIES, parse_categories
 from typed_eval.suites.bfcl.checker import Decoded, check_reply
 from typed_eval.suites.bfcl.data import (
     INSTALL_HINT,
@@ -28,8 +29,12 @@ from typed_eval.suites.bfcl.data import (
     load_folder,
     load_installed,
     load_sample,
-    parse_categories,
 )
+from typed_eval.suites.bfcl.multi_turn.backend import check_installed
+from typed_eval.suites.bfcl.multi_turn.cases import load_multi_turn
+from typed_eval.suites.bfcl.multi_turn.task import MultiTurnRunner, multi_turn_case
+from typed_eval.suites.bfcl.multi_turn.viewer import cause_metrics, trajectory_lines
+from typed_eval.suites.bfcl.multi_turn.workers import BackendPool
 from typed_eval.suites.bfcl.prompting import decode_prompt_reply, prompt_messages
 from typed_eval.suites.bfcl.scores import Aggregate, CategoryScore, summarize
 from typed_eval.suites.bfcl.source_calls import tree_sitter_needed
@@ -44,26 +49,39 @@ AGGREGATES = {
     "non_live": "non_live_overall",
     "live": "live_overall",
     "irrelevance": "irrelevance_detection",
+    "multi_turn": "multi_turn_overall",
     "overall": "overall",
 }
 """BFCL's aggregates and their metric names (as its leaderboard's columns: never a category's name)."""
 
 
 class BfclParams(BaseModel):
-    """Which categories to pose, and where BFCL's data is read from."""
+    """Which categories to pose, where BFCL's data is read from, and how multi-turn cases run BFCL's backends."""
 
     model_config = ConfigDict(extra="forbid")
 
-    categories: str | None = Field(None, description="comma-separated BFCL categories (default: every single-turn one)")
+    categories: str | None = Field(
+        None,
+        description="comma-separated BFCL categories, or single_turn, multi_turn, all (default: all; multi-turn "
+        "runs BFCL's own backends: pip install --no-deps bfcl-eval==2026.3.23 mpmath)",
+    )
     data: str | None = Field(
         None,
         description=f"a folder laid out as bfcl-eval's data/, or 'sample' for the shipped sample (default: the "
         f"installed bfcl-eval: {INSTALL_HINT})",
     )
+    resolve: Literal["bfcl", "offered"] = Field(
+        "bfcl",
+        description="multi-turn calls run among every function of the case's classes, as BFCL runs them (bfcl; its "
+        "own ground truth calls a held-out function early once), or only among those offered so far (offered)",
+    )
+    backend_workers: int = Field(2, ge=1, le=32, description="processes running multi-turn backends")
+    backend_timeout: float = Field(
+        30.0, gt=0, le=3600, description="seconds a multi-turn backend call may take before its case is an error"
+    )
 
 
-def _load(params: BfclParams) -> BfclData:
-    categories = parse_categories(params.categories)
+def _load(params: BfclParams, categories: Sequence[str]) -> BfclData:
     if params.data is None:
         return load_installed(categories)
     if params.data == "sample":
@@ -147,18 +165,34 @@ def _no_instructions(categories: Sequence[str]) -> Callable[[AnswerMode], str | 
     return instructions
 
 
-def bfcl_task(categories: Sequence[str] = ()) -> Task[Any]:
-    """The task posing cases of `categories` (which says whether prompt mode needs tree-sitter)."""
-    return Task(
+def bfcl_task(categories: Sequence[str] = (), runner: MultiTurnRunner | None = None) -> Task[Any]:
+    """The task posing cases of the single-turn `categories` (which say whether prompt mode needs tree-sitter) and,
+    with a `runner`, its multi-turn cases, each played by the runner's session in the run's mode."""
+    played = {mode: runner.task(mode) for mode in ("tool", "text")} if runner is not None else {}
+
+    def pose_as(case: Case, mode: AnswerMode) -> tuple[Task[Any], AnswerMode]:
+        if case.group in MULTI_TURN_CATEGORIES and played:
+            return played["text" if mode == "text" else "tool"], mode
+        return task, mode
+
+    async def score(case: Case, output: Any) -> Score:
+        if runner is not None and case.group in MULTI_TURN_CATEGORIES:
+            return await runner.score(case, output)
+        return score_reply(case, output)
+
+    task: Task[Any] = Task(
         name=SUITE,
         output_type=list[dict[str, Any]] | dict[str, str] | str,
-        score=score_reply,
+        score=score,
         reader=TextReader(_read_reply, example="[]"),
         instructions=_no_instructions(categories),
         functions=_functions,
         messages=_messages,
         empty_reply=True,
+        metrics=cause_metrics if runner is not None else None,
+        pose_as=pose_as if runner is not None else None,
     )
+    return task
 
 
 def _category_scores(scores: Scores) -> dict[str, CategoryScore]:
@@ -196,6 +230,8 @@ def _report_lines(summary: RunSummary) -> list[str]:
 def show_calls(record: SampleRecord) -> list[AnswerLine]:
     """The calls made (or the reply), right or wrong as BFCL's checker found them, its reason, the functions
     offered and the calls that count as right."""
+    if record.group in MULTI_TURN_CATEGORIES:
+        return trajectory_lines(record)
     mark: Literal["right", "wrong"] = "right" if record.score == 1.0 else "wrong"
     output = record.output
     if isinstance(output, list):
@@ -226,19 +262,34 @@ def _field(call: Any, key: str) -> str:
 
 
 def _build(params: BfclParams) -> tuple[Task[Any], Dataset]:
-    data = _load(params)
-    cases = [bfcl_case(case) for case in data.cases]
-    categories = list(dict.fromkeys(case.category for case in data.cases))
-    info = {"bfcl_eval_version": data.version, "dataset_hash": data.dataset_hash, "categories": categories}
-    path = str(SAMPLE_DIR) if params.data == "sample" else data.source
-    return bfcl_task(categories), dataset_from_cases(cases, suite=SUITE, source="file", path=path, params=info)
+    single, multi = parse_categories(params.categories)
+    cases: list[Case] = []
+    info: dict[str, Any] = {"categories": [*single, *multi]}
+    path = str(SAMPLE_DIR) if params.data == "sample" else None
+    if single:
+        data = _load(params, single)
+        cases += [bfcl_case(case) for case in data.cases]
+        info |= {"bfcl_eval_version": data.version, "dataset_hash": data.dataset_hash}
+        path = path or data.source
+    runner = None
+    if multi:
+        check_installed()  # BFCL's own backends play every multi-turn case, the sample's too
+        turns = load_multi_turn(multi, params.data)
+        pool = BackendPool(params.backend_workers, params.backend_timeout)
+        runner = MultiTurnRunner({c.id: c for c in turns.cases}, pool, offered_only=params.resolve == "offered")
+        cases += [multi_turn_case(case) for case in turns.cases]
+        info |= {"bfcl_eval_version": turns.version, "multi_turn_dataset_hash": turns.dataset_hash}
+        path = path or turns.source
+    task = bfcl_task(single, runner)
+    return task, dataset_from_cases(cases, suite=SUITE, source="file", path=path, params=info)
 
 
 BFCL = Suite(
     name=SUITE,
     params=BfclParams,
     build=_build,
-    description="BFCL v4 single-turn function calling, scored by BFCL's AST checker (function calling and prompt)",
+    description="BFCL v4 function calling, single-turn scored by BFCL's AST checker, multi-turn played on BFCL's "
+    "backends and scored by its multi-turn checker (function calling and prompt)",
     columns=["bfcl-*"],
     title="BFCL",
     modes=("tool", "text"),
