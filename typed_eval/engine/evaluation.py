@@ -332,7 +332,9 @@ async def _evaluate(
         if retried.exception is None:
             reason = f"the server refused a forced tool choice ({first.record.error})"
             current, first, chosen = fallback, retried, "auto"
-    if budget.max_cost is not None and first.record.cost.usd is None and first.exception is None:
+    usage = first.record.usage
+    priced = usage.input_tokens is not None and usage.output_tokens is not None  # no usage: the collector stops it
+    if budget.max_cost is not None and first.record.cost.usd is None and first.exception is None and priced:
         raise EvaluatorError(
             f"needs a known price, and {first.record.cost.source} is all that is known of this model's cost: give "
             "its prices (USD per million input and output tokens)",
