@@ -39,19 +39,25 @@ def _quoted(name: str, value: object) -> str:
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
-_SHAPES = (("prompt_tokens", "completion_tokens", "total_tokens"), ("input_tokens", "output_tokens"))
-"""The counts a usage holds, one shape or the other: OpenAI's chat completions; Anthropic's and OpenAI's responses."""
+def _needed(payload: dict[str, Any]) -> tuple[str, ...]:
+    """The counts the SDK needs in the usage of this kind of answer: OpenAI's chat completion, Anthropic's message
+    and OpenAI's response; none named for another (an embedding's list)."""
+    if "choices" in payload:
+        return ("prompt_tokens", "completion_tokens", "total_tokens")
+    if payload.get("type") == "message" or payload.get("object") == "response":
+        return ("input_tokens", "output_tokens")
+    return ()
 
 
 def unreadable_usage(payload: dict[str, Any]) -> str | None:
     """The first count of the answer's `usage` that cannot be read, quoted as sent (`"prompt_tokens": 100.7`; the
-    whole usage when it is no object or lacks the counts of either shape), or None: readable, or no usage at all.
+    whole usage when it is no object or lacks a count the answer's kind needs), or None: readable, or no usage at all.
     Counts are the fields named `*_tokens`, at the top of `usage` and in its objects of details
     (`completion_tokens_details`, Anthropic's `cache_creation`)."""
     usage = payload.get("usage")
     if usage is None:
         return None
-    if not isinstance(usage, dict) or not any(all(usage.get(n) is not None for n in shape) for shape in _SHAPES):
+    if not isinstance(usage, dict) or not all(usage.get(name) is not None for name in _needed(payload)):
         return _quoted("usage", usage)
     inner = [(k, v) for part in usage.values() if isinstance(part, dict) for k, v in part.items()]
     for name, value in [*usage.items(), *inner]:
