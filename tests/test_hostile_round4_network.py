@@ -16,6 +16,7 @@ import pytest
 import farel_bench
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
+from tests.fake_provider import Rationed
 from tests.viewer_runs import Viewer
 from typed_eval.schemas import RunSummary, SampleRecord
 
@@ -239,3 +240,44 @@ def test_max_cost_without_usage_says_it_cannot_be_enforced_and_keeps_the_run(
     )  # fmt: skip
     assert f"stored in {summary_dir(tmp_path)}" in done.stdout
     assert json.loads((summary_dir(tmp_path) / "summary.json").read_text())["scores"]["totals"]["cost_usd"] is None
+
+
+# --- 2: an outage met one request at a time ---------------------------------------------------------------------
+
+
+def test_an_outage_at_concurrency_1_costs_no_sample(tmp_path: Path) -> None:
+    """Requests one at a time, an outage of 4 s from the 1st: the first samples it meets are set aside, not errors,
+    the ones after make it an outage, which is waited out, and every sample is answered."""
+    provider = Rationed(right, latency_s=0.02, outage=(1.0, 4.0))
+    with FakeOpenAI(provider) as server:
+        done = run_py(server, tmp_path, "--limit", "40", "--concurrency", "1", "--quiet")
+    assert done.returncode == 0, done.stderr
+    summary, records = stored(tmp_path)
+    assert (summary.status, summary.scores.samples, summary.scores.correct, summary.scores.errors) == (
+        "finished", 40, 40, 0,
+    )  # fmt: skip
+    assert len(records) == len({r.case_id for r in records}) == 40
+    assert provider.served == 40 and provider.unavailable > 0
+    assert summary.scores.totals.pacing is not None and summary.scores.totals.pacing.outages >= 1
+
+
+def test_one_sample_that_keeps_failing_at_concurrency_1_is_still_its_error(tmp_path: Path) -> None:
+    """Set aside once, posed again after the next sample's answer, failing again: its error, and no outage."""
+    unavailable = Fault(503, {"error": {"message": "overloaded"}}, {"retry-after-ms": "20"})
+    asked: list[str] = []
+
+    def reply(request: dict[str, Any]) -> dict[str, Any] | Fault:
+        asked.append(KEY(request).id)
+        return unavailable if [asked[-1]] == list(dict.fromkeys(asked))[3:4] else right(request)  # the 4th asked
+
+    with FakeOpenAI(reply) as server:
+        done = run_py(server, tmp_path, "--limit", "10", "--concurrency", "1", "--quiet")
+    assert done.returncode == 0, done.stderr
+    summary, records = stored(tmp_path)
+    broken = list(dict.fromkeys(asked))[3]
+    assert [(r.case_id, r.status, r.transport_retries) for r in records if r.status == "error"] == [
+        (broken, "error", 2)
+    ]
+    assert (summary.status, summary.scores.correct, summary.scores.errors) == ("finished", 9, 1)
+    assert asked.count(broken) == 6  # three sendings, set aside, three more after the next answer
+    assert summary.scores.totals.pacing is not None and summary.scores.totals.pacing.outages == 0

@@ -402,6 +402,11 @@ class Pacer:
             bucket.level = min(limit, remaining + rate * (now - ticket.at) - since)
             bucket.stamp = now
 
+    def answered_since(self, moment: float) -> bool:
+        """Whether a request was answered after `moment` (a `time.monotonic()`, the same clock in every process)."""
+        with self._guard:
+            return self._state.progress_at > moment
+
     @property
     def counts_tokens(self) -> bool:
         """A token budget applies (the caller's or a stated one): answers' usage teaches what a request costs."""

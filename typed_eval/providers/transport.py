@@ -35,6 +35,7 @@ from typed_eval.providers.flow import Pacer, Verdict
 
 __all__ = [
     "MAX_BODY",
+    "REFUSED_HEADER",
     "ResponseCache",
     "SampleTraffic",
     "TrafficMeter",
@@ -46,7 +47,7 @@ __all__ = [
 _RETRYABLE = frozenset({408, 409, 429})
 MAX_BODY = 64 << 20
 """The most bytes of one answer, decompressed, that a run reads."""
-_REFUSED = "x-typed-eval-refused"
+REFUSED_HEADER = "x-typed-eval-refused"
 """Marks an answer refused here (too large): the provider did answer, so it says nothing of an outage."""
 
 
@@ -245,7 +246,7 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
             if status == 429 and b"insufficient_quota" not in response.content:  # no credit left: no wait helps
                 traffic.rate_limited += 1
                 return "throttled", response.headers, None
-            failed = (status >= 500 or status == 408) and _REFUSED not in response.headers
+            failed = (status >= 500 or status == 408) and REFUSED_HEADER not in response.headers
             used = _used_tokens(response) if pacer.counts_tokens else None
             return ("failed" if failed else "answered"), response.headers, used
 
@@ -280,7 +281,7 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
         if body is None and whole:
             await response.aclose()
             reason = {"error": {"message": f"the response body passed {MAX_BODY >> 20} MB decompressed: refused"}}
-            headers = {"content-type": "application/json", "x-should-retry": "false", _REFUSED: "body"}
+            headers = {"content-type": "application/json", "x-should-retry": "false", REFUSED_HEADER: "body"}
             return httpx2.Response(502, headers=headers, json=reason, request=request)
         if response.status_code != 200 and traffic is not None:
             traffic.failed(response.status_code)
@@ -330,7 +331,7 @@ async def _read_body(response: httpx2.Response, traffic: SampleTraffic | None) -
     error = answered_error(payload)
     if error is not None:
         status = error_status(error)
-        said = [("x-should-retry", "false"), (_REFUSED, "error")] if status == 502 else []
+        said = [("x-should-retry", "false"), (REFUSED_HEADER, "error")] if status == 502 else []
         return httpx2.Response(status, headers=kept + said, json={"error": error}, request=response.request)
     unreadable = unreadable_usage(payload)
     if unreadable is None:
