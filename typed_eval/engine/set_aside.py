@@ -63,7 +63,7 @@ class SetAside(Iterator[Item]):
         True, and it is not to be recorded."""
         if self._pacer is None or item[0] in self._once or not provider_failure(exception):
             return False
-        if self._answered_since(started):
+        if not self._pacer.failing_since(started):  # answered since, or failed elsewhere than through the gate
             return False
         self._once.add(item[0])
         self._held.append((item, time.monotonic()))

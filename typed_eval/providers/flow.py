@@ -407,6 +407,12 @@ class Pacer:
         with self._guard:
             return self._state.progress_at > moment
 
+    def failing_since(self, moment: float) -> bool:
+        """Whether requests went through this gate and failed, with nothing answered after `moment`: what the
+        beginning of an outage looks like (a model that sends no request through it never does)."""
+        with self._guard:
+            return self._state.failures > 0 and self._state.progress_at <= moment
+
     @property
     def counts_tokens(self) -> bool:
         """A token budget applies (the caller's or a stated one): answers' usage teaches what a request costs."""

@@ -315,7 +315,8 @@ async def _read_body(response: httpx2.Response, traffic: SampleTraffic | None) -
     """A JSON answer as the SDK should read it (see `answer_body`): an error sent with HTTP 200 becomes the HTTP
     error it is (never resent: the server did answer), and usage that cannot be read is taken out, said once a run.
     Any other response, a stream's included, is passed on as it came."""
-    if response.status_code != 200 or "json" not in response.headers.get("content-type", ""):
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if response.status_code != 200 or kind != "application/json":  # not a stream (SSE, Ollama's NDJSON)
         return response
     try:
         payload = json.loads(await response.aread())
