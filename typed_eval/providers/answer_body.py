@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
-__all__ = ["UnreadableUsageWarning", "answered_error", "cleaned", "error_status", "unreadable_usage", "without_usage"]
+from typed_eval.core.terminal import plain_line
+
+__all__ = ["UnreadableUsageWarning", "answered_error", "error_status", "unreadable_usage", "without_usage"]
 
 _SHOWN = 80
 """The most characters of a value quoted in a note."""
@@ -75,19 +76,6 @@ def without_usage(payload: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?|\x9b[0-?]*[ -/]*[@-~]")
-"""Terminal escape sequences (CSI, OSC, and any other ESC pair): taken out whole, not shown."""
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_MOST_SAID = 300
-"""The most characters of a server's error message kept."""
-
-
-def cleaned(text: str) -> str:
-    """A server's message as one line of plain text: escape sequences and control characters out, spaces folded."""
-    plain = " ".join(_CONTROLS.sub(" ", _ESCAPES.sub("", text)).split())
-    return plain if len(plain) <= _MOST_SAID else plain[: _MOST_SAID - 3] + "..."
-
-
 def answered_error(payload: dict[str, Any]) -> dict[str, Any] | None:
     """The error of a body sent with HTTP 200 that carries one instead of an answer (its message cleaned, and
     said to have come with 200; its `type` and `code` kept), or None."""
@@ -96,9 +84,9 @@ def answered_error(payload: dict[str, Any]) -> dict[str, Any] | None:
         return None
     found = error if isinstance(error, dict) else {"message": error}
     message = found.get("message")
-    said = cleaned(message if isinstance(message, str) else json.dumps(found, ensure_ascii=False))
+    said = plain_line(message if isinstance(message, str) else json.dumps(found, ensure_ascii=False))
     kept = {
-        name: cleaned(value) if isinstance(value, str) else value
+        name: plain_line(value) if isinstance(value, str) else value
         for name in ("type", "code")
         if isinstance(value := found.get(name), str | int)
     }
