@@ -5,8 +5,10 @@ server started by the test, with exact counts and messages."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import signal
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -70,6 +72,27 @@ def test_every_network_is_said_once_and_answers_any_host(tmp_path: Path) -> None
         assert server.get("/api/runs", {"Host": "evil.example"}).status == 200
         assert server.stop(signal.SIGTERM)[::2] == (
             143, "main.py: serving every network on 0.0.0.0: anyone who reaches it sees the runs\n"
+        )  # fmt: skip
+    finally:
+        server.close()
+
+
+def test_an_address_of_another_network_is_said_as_it_is(tmp_path: Path) -> None:
+    """Bound to one of this machine's own network addresses: not every network, yet beyond this machine."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent: the route picks the local address
+            address = probe.getsockname()[0]
+        except OSError:
+            address = "127.0.0.1"
+    if ipaddress.ip_address(address).is_loopback:
+        pytest.skip("no network address here but loopback")
+    server = Viewer(tmp_path, "--host", address)
+    try:
+        assert server.line == f"serving http://{address}:{server.port}/\n"
+        assert server.get("/api/runs").status == 200
+        assert server.stop(signal.SIGTERM)[::2] == (
+            143, f"main.py: serving beyond this machine on {address}: anyone who reaches it sees the runs\n"
         )  # fmt: skip
     finally:
         server.close()
