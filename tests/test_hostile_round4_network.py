@@ -269,9 +269,9 @@ def test_max_cost_without_usage_says_it_cannot_be_enforced_and_keeps_the_run(
 
 
 def test_an_outage_at_concurrency_1_costs_no_sample(tmp_path: Path) -> None:
-    """Requests one at a time, an outage of 4 s from the 1st: the first samples it meets are set aside, not errors,
+    """Requests one at a time, an outage of 4 s from 0.5 s on: the first samples it meets are set aside, not errors,
     the ones after make it an outage, which is waited out, and every sample is answered."""
-    provider = Rationed(right, latency_s=0.02, outage=(1.0, 4.0))
+    provider = Rationed(right, latency_s=0.02, outage=(0.5, 4.0))
     with FakeOpenAI(provider) as server:
         done = run_py(server, tmp_path, "--limit", "40", "--concurrency", "1", "--quiet")
     assert done.returncode == 0, done.stderr
