@@ -161,6 +161,24 @@ def test_usage_that_cannot_be_read_keeps_every_answer_with_unknown_tokens_and_co
             for r in records} == {(1, None, None, None, "unknown")}  # fmt: skip
     totals = summary.scores.totals
     assert (totals.input_tokens, totals.output_tokens, totals.cost_usd) == (None, None, None)
+    assert totals.pacing is not None and totals.pacing.notes == [UNREADABLE_NOTE]
+
+
+UNREADABLE_NOTE = "usage that cannot be read (those answers' tokens and cost unknown)"
+
+
+def test_usage_that_cannot_be_read_is_said_once_by_all_the_workers_of_a_run(tmp_path: Path) -> None:
+    with FakeOpenAI(lambda request: with_usage(right(request), {"prompt_tokens": 100.7})) as server:
+        done = run_py(server, tmp_path, "--limit", "20", "--workers", "2", "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        'main.py: note: the server sent usage that cannot be read ("prompt_tokens": 100.7): the tokens and cost of '
+        "such answers are unknown"
+    ]
+    summary, records = stored(tmp_path)
+    assert (summary.status, summary.scores.correct, len(records), len(server.requests)) == ("finished", 20, 20, 20)
+    assert {(r.usage.input_tokens, r.usage.output_tokens) for r in records} == {(None, None)}
+    assert summary.scores.totals.pacing is not None and summary.scores.totals.pacing.notes == [UNREADABLE_NOTE]
 
 
 def test_boolean_counts_stop_a_cost_budget_as_unknown_usage(tmp_path: Path) -> None:

@@ -402,6 +402,14 @@ class Pacer:
             bucket.level = min(limit, remaining + rate * (now - ticket.at) - since)
             bucket.stamp = now
 
+    def note(self, bit: int) -> bool:
+        """Say once, for every process of the run, what the provider sent that could not be true (bit `bit` of
+        `NOTES`): True the first time."""
+        with self._guard:
+            first = not self._state.notes & (1 << bit)
+            self._state.notes |= 1 << bit
+            return first
+
     def answered_since(self, moment: float) -> bool:
         """Whether a request was answered after `moment` (a `time.monotonic()`, the same clock in every process)."""
         with self._guard:

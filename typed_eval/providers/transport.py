@@ -32,6 +32,7 @@ from typed_eval.providers.answer_body import (
     without_usage,
 )
 from typed_eval.providers.flow import Pacer, Verdict
+from typed_eval.providers.pace_state import UNREADABLE_USAGE
 
 __all__ = [
     "MAX_BODY",
@@ -66,9 +67,12 @@ class TrafficMeter:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def usage_unreadable(self, said: str) -> None:
-        """An answer's usage cannot be read: its tokens and cost are unknown. Said once a run."""
+        """An answer's usage cannot be read: its tokens and cost are unknown. Said once a run, in all its processes
+        when they share a pacer (with `--workers`), which keeps it among the notes of the summary's pacing too."""
         with self._lock:
             first, self.unreadable_usage = self.unreadable_usage is None, self.unreadable_usage or said
+        if self.pacer is not None:
+            first = self.pacer.note(UNREADABLE_USAGE)
         if first:
             warnings.warn(
                 UnreadableUsageWarning(
