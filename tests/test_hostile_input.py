@@ -233,7 +233,8 @@ def test_usage_that_cannot_be_true_is_unknown_and_stops_a_cost_budget(
     summary = RunSummary.model_validate_json(summary_path.read_text())
     records = [json.loads(line) for line in (summary_path.parent / "samples.jsonl").read_text().splitlines()]
     assert (summary.status, summary.reason, len(records), len(served)) == (
-        "partial", f"max_cost $0.01 cannot be kept: the cost of case {records[3]['case_id']!r} is unknown", 4, 4
+        "partial", f"stopped: max_cost cannot be enforced without usage ($0.01): the answer to case "
+                   f"{records[3]['case_id']!r} came with no usage that can be read, so its cost is unknown", 4, 4
     )  # fmt: skip
     assert [(r["usage"]["input_tokens"], r["usage"]["output_tokens"], r["cost"]) for r in records] == [
         *[(100, 10, {"usd": 0.00012, "source": "user", "batch_price": None})] * 3,

@@ -35,7 +35,7 @@ from typed_eval.core.settings import user_prices
 from typed_eval.core.suite import Suite, SuiteContext, find_suites
 from typed_eval.core.tasks import Task
 from typed_eval.core.terminal import printable
-from typed_eval.engine.collector import CREDENTIALS_REFUSED
+from typed_eval.engine.collector import COST_UNENFORCEABLE, CREDENTIALS_REFUSED
 from typed_eval.engine.control import StopState
 from typed_eval.engine.progress import Progress
 from typed_eval.engine.runs import INTERRUPTED, NothingToResume, RunOutcome, run
@@ -436,10 +436,11 @@ def _outcome_code(outcome: RunOutcome, suite: Suite[Any]) -> int:
     final, run_dir = outcome.summary, outcome.run_dir
     if final.status == "dnf":
         where = f" at {final.settings.base_url}" if final.settings.base_url else ""
+        answered = (final.reason or "").startswith("HTTP ") and (final.reason or "")[5:8] not in ("401", "403", "404")
+        what = "answered every request with an error" if answered else "could not be reached"
         print(
             printable(
-                f"{prog()}: error: model {final.model}{where} could not be reached: {final.reason} "
-                f"(run stored as DNF in {run_dir})"
+                f"{prog()}: error: model {final.model}{where} {what}: {final.reason} (run stored as DNF in {run_dir})"
             ),
             file=sys.stderr,
         )
@@ -448,6 +449,8 @@ def _outcome_code(outcome: RunOutcome, suite: Suite[Any]) -> int:
     if final.reason is not None and final.reason.startswith(CREDENTIALS_REFUSED):
         print(printable(f"{prog()}: error: {final.reason} (run stored as partial in {run_dir})"), file=sys.stderr)
         return EXIT_DNF
+    if final.reason is not None and final.reason.startswith(COST_UNENFORCEABLE):
+        print(printable(f"{prog()}: {final.reason} (run stored as partial in {run_dir})"), file=sys.stderr)
     if final.reason is not None and final.reason.startswith(WAITED_TOO_LONG):
         print(f"{prog()}: {final.reason} (run stored as partial in {run_dir})", file=sys.stderr)
         return EXIT_TRY_LATER

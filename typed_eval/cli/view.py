@@ -44,9 +44,12 @@ def command_view(args: argparse.Namespace) -> int:
     listener = _bind(args.host, args.port)
     host, port = listener.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    loopback = _is_loopback(args.host)
-    # a loopback address other than the usual ones (127.0.0.2) is the Host its own address sends
-    app = create_app(args.dir, hosts=(*LOOPBACK_HOSTS, host, shown) if loopback else ("*",))
+    # what the socket is bound to decides, never the spelling asked for (127.1, 0x7f000001 and localhost bind
+    # loopback too); a loopback address other than the usual ones (127.0.0.2) is the Host its own address sends,
+    # and the name asked for is the Host a browser sends for it
+    loopback = _is_loopback(host)
+    asked = args.host.strip("[]")
+    app = create_app(args.dir, hosts=(*LOOPBACK_HOSTS, host, shown, asked) if loopback else ("*",))
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, timeout_graceful_shutdown=SHUTDOWN_S, lifespan="on"
     )
@@ -66,9 +69,7 @@ def command_view(args: argparse.Namespace) -> int:
     try:
         print(f"serving http://{shown}:{port}/", flush=True)
         if not loopback:
-            print(
-                f"{prog()}: serving every network on {args.host}: anyone who reaches it sees the runs", file=sys.stderr
-            )
+            print(f"{prog()}: {_reach(host)}: anyone who reaches it sees the runs", file=sys.stderr)
         server.run(sockets=[listener])
     finally:
         for signum, handler in previous.items():
@@ -79,13 +80,19 @@ def command_view(args: argparse.Namespace) -> int:
     return EXIT_INTERRUPTED if stopped[-1] == signal.SIGINT else EXIT_TERMINATED  # uvicorn raises them last first
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
+def _is_loopback(address: str) -> bool:
+    """The bound socket's address (a numeric one, as `getsockname` gives it) is this machine's alone."""
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        return ipaddress.ip_address(address).is_loopback
     except ValueError:
         return False
+
+
+def _reach(address: str) -> str:
+    """Who can reach a socket bound to `address` (not loopback), said as it is."""
+    if ipaddress.ip_address(address).is_unspecified:
+        return f"serving every network on {address}"
+    return f"serving beyond this machine on {address}"
 
 
 def _bind(host: str, port: int) -> socket.socket:

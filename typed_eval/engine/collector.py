@@ -13,7 +13,10 @@ from typed_eval.core.tasks import Task
 from typed_eval.engine.control import Budget, StopState
 from typed_eval.schemas import SampleRecord
 
-__all__ = ["CREDENTIALS_REFUSED", "Collector"]
+__all__ = ["COST_UNENFORCEABLE", "CREDENTIALS_REFUSED", "Collector"]
+
+COST_UNENFORCEABLE = "stopped: max_cost cannot be enforced without usage"
+"""The start of a run's reason when an answer came with no usage that can be read (its cost is unknown)."""
 
 CREDENTIALS_REFUSED = "stopped: the server refused the credentials mid-run"
 """The start of a run's reason when a 401 or 403 came after the first case (the run is `partial`)."""
@@ -64,9 +67,15 @@ class Collector:
             stop.stop(f"{CREDENTIALS_REFUSED}: {record.error}")
         if budget.max_requests is not None and self.book.requests >= budget.max_requests:
             stop.stop(f"max_requests {budget.named_requests} reached")
-        if budget.max_cost is not None and record.cost.usd is None and record.status != "error":  # untrue usage
+        if budget.max_cost is not None and record.cost.usd is None and record.status != "error":
             case = record.case_id
-            stop.stop(f"max_cost ${budget.named_cost:g} cannot be kept: the cost of case {case!r} is unknown")
+            if record.usage.input_tokens is None or record.usage.output_tokens is None:  # none sent, or untrue
+                stop.stop(
+                    f"{COST_UNENFORCEABLE} (${budget.named_cost:g}): the answer to case {case!r} came with no usage "
+                    "that can be read, so its cost is unknown"
+                )
+            else:
+                stop.stop(f"max_cost ${budget.named_cost:g} cannot be kept: the cost of case {case!r} is unknown")
         spent = self.book.cost_usd
         if budget.max_cost is not None and spent is not None and spent >= budget.max_cost:
             stop.stop(f"max_cost ${budget.named_cost:g} reached")

@@ -27,6 +27,7 @@ from typed_eval.core.tasks import Task
 from typed_eval.engine.collector import Collector
 from typed_eval.engine.control import Budget, StopState
 from typed_eval.engine.posing import Outcome, Poser
+from typed_eval.engine.set_aside import SetAside
 from typed_eval.engine.settings import (
     DEFAULT_CONCURRENCY,
     batch_options,
@@ -332,7 +333,9 @@ async def _evaluate(
         if retried.exception is None:
             reason = f"the server refused a forced tool choice ({first.record.error})"
             current, first, chosen = fallback, retried, "auto"
-    if budget.max_cost is not None and first.record.cost.usd is None and first.exception is None:
+    usage = first.record.usage
+    priced = usage.input_tokens is not None and usage.output_tokens is not None  # no usage: the collector stops it
+    if budget.max_cost is not None and first.record.cost.usd is None and first.exception is None and priced:
         raise EvaluatorError(
             f"needs a known price, and {first.record.cost.source} is all that is known of this model's cost: give "
             "its prices (USD per million input and output tokens)",
@@ -344,7 +347,7 @@ async def _evaluate(
     if _unreachable(first.exception) and not reached:
         status, why = "dnf", first.record.error
     else:
-        await _pose_rest(current, pending, collected, concurrency, stop)
+        await _pose_rest(current, SetAside(pending, pacer), collected, concurrency, stop)
     return _result(collected, status, why, chosen, reason if mode == "tool" else None, stop, started)
 
 
@@ -414,7 +417,8 @@ async def _pose_unless_stopped(poser: Poser, case: Case, repeat: int, stop: Stop
 async def _pose_rest(
     poser: Poser, pending: Iterator[_Numbered], collected: Collector, concurrency: int, stop: StopState
 ) -> None:
-    """Pose the remaining cases with `concurrency` workers pulling from one iterator (memory stays flat).
+    """Pose the remaining cases with `concurrency` workers pulling from one iterator (memory stays flat); from a
+    `SetAside`, a sample whose failure may be an outage's first is set aside for later instead of recorded.
 
     On a stop, no worker takes another case; samples in flight get `stop.grace_s`, then are cancelled.
     If one worker fails, every other one is cancelled before the failure is raised, so no request is sent
@@ -436,12 +440,14 @@ async def _pose_rest(
                 if item is None:
                     return
                 another()
+                started = time.monotonic()
                 try:
                     outcome = await poser.pose(item[1], item[2])
                 except WaitedTooLong as exc:  # the sample stays unrecorded: a resume poses it
                     stop.stop(str(exc))
                     return
-                collected.add(item[0], outcome.record, outcome.exception)
+                if not isinstance(pending, SetAside) or not pending.hold(item, started, outcome.exception):
+                    collected.add(item[0], outcome.record, outcome.exception)
             finally:
                 collected.release()
 

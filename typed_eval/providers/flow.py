@@ -11,7 +11,8 @@ count of requests in flight, one request and token budget, one outage. Every pro
   only when the mirror has room for it. `rpm`/`tpm` add buckets of the caller's own.
 - Where nothing is stated: additive increase of the requests in flight while answers come back, halving on a 429 or
   on a latency blow-up (once per round trip), the run's concurrency being the ceiling; a 429 with no hint pauses
-  every request for a backoff that doubles; `Retry-After` pauses every request that long.
+  every request for a backoff that doubles; `Retry-After` pauses every request that long, but one shorter than the
+  first backoff is backed off from as from none (a stated wait of a millisecond would resend at once).
 - A 429 is resent here, never handed to the SDK: waiting for capacity spends no transport retry. Failures (5xx,
   timeouts, refused connections) of several samples in a row with no answer between are an outage: from then on
   requests are held, one probe at a time goes out (backing off to a cap), and all go again once one is answered.
@@ -168,6 +169,7 @@ class Pacer:
         waited = 0.0
         sample = zlib.crc32(key.encode("utf-8"))
         since = time.monotonic()  # a request resent after a 429 or in an outage has waited since its first turn
+        throttled = 0  # the 429s it met in a row
         while True:
             ticket, pause = await self._acquire(cost, since)
             waited += pause
@@ -178,7 +180,8 @@ class Pacer:
                     self._state.in_flight -= 1
                     self._state.probing = 0 if ticket.probe else self._state.probing
                 raise
-            if self._settle(ticket, verdict, headers, used, sample):
+            throttled = throttled + 1 if verdict == "throttled" else 0
+            if self._settle(ticket, verdict, headers, used, sample, throttled):
                 return waited
 
     async def _acquire(self, cost: float, since: float) -> tuple[_Ticket, float]:
@@ -255,9 +258,16 @@ class Pacer:
         return 0.0, ticket
 
     def _settle(
-        self, ticket: _Ticket, verdict: Verdict, headers: Mapping[str, str], used: float | None, sample: int
+        self,
+        ticket: _Ticket,
+        verdict: Verdict,
+        headers: Mapping[str, str],
+        used: float | None,
+        sample: int,
+        throttled: int = 0,
     ) -> bool:
-        """Take a request's outcome; True if the caller may return it, False to send it again."""
+        """Take a request's outcome (`throttled`: the 429s it met in a row, this one included); True if the caller
+        may return it, False to send it again."""
         now = time.monotonic()
         with self._guard:
             state = self._state
@@ -275,7 +285,7 @@ class Pacer:
             if verdict == "throttled":
                 state.throttled += 1
                 self._cut(state, ticket)
-                self._pause_for(state, headers, now)
+                self._pause_for(state, headers, throttled, now)
                 return False
             return self._failed(state, ticket, headers, sample, now)
 
@@ -324,14 +334,18 @@ class Pacer:
         state.probe_at = now + max(_PROBE_FIRST_S, self._retry_after(state, headers) or 0.0)
         return False
 
-    def _pause_for(self, state: PaceState, headers: Mapping[str, str], now: float) -> None:
-        """A 429: wait as the provider says, or back off (doubling) when it gives no Retry-After."""
+    def _pause_for(self, state: PaceState, headers: Mapping[str, str], throttled: int, now: float) -> None:
+        """A 429: back off (doubling) when the provider gives no Retry-After, and wait as long as it says when it
+        gives one; a stated wait under the first backoff (a millisecond would resend at once for as long as the
+        429s go on) is backed off from as from none, doubling with the 429s the same request met in a row (0.5 s,
+        1 s, 2 s... to 30 s)."""
         after = self._retry_after(state, headers)
         if after is None:  # stated limits that still show room (a daily quota): the mirror alone would resend at once
             state.backoff_s = min(_BACKOFF_CAP_S, max(_BACKOFF_FIRST_S, state.backoff_s * 2))
             after = state.backoff_s
-        if after is not None:
-            state.pause_until = max(state.pause_until, now + after)
+        elif after < _BACKOFF_FIRST_S:
+            after = min(_BACKOFF_CAP_S, _BACKOFF_FIRST_S * 2 ** min(throttled - 1, 16))
+        state.pause_until = max(state.pause_until, now + after)
 
     @staticmethod
     def _retry_after(state: PaceState, headers: Mapping[str, str]) -> float | None:
@@ -387,6 +401,25 @@ class Pacer:
             )
             bucket.level = min(limit, remaining + rate * (now - ticket.at) - since)
             bucket.stamp = now
+
+    def note(self, bit: int) -> bool:
+        """Say once, for every process of the run, what the provider sent that could not be true (bit `bit` of
+        `NOTES`): True the first time."""
+        with self._guard:
+            first = not self._state.notes & (1 << bit)
+            self._state.notes |= 1 << bit
+            return first
+
+    def answered_since(self, moment: float) -> bool:
+        """Whether a request was answered after `moment` (a `time.monotonic()`, the same clock in every process)."""
+        with self._guard:
+            return self._state.progress_at > moment
+
+    def failing_since(self, moment: float) -> bool:
+        """Whether requests went through this gate and failed, with nothing answered after `moment`: what the
+        beginning of an outage looks like (a model that sends no request through it never does)."""
+        with self._guard:
+            return self._state.failures > 0 and self._state.progress_at <= moment
 
     @property
     def counts_tokens(self) -> bool:

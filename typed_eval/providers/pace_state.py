@@ -8,7 +8,7 @@ import multiprocessing
 
 from typed_eval.core.errors import EvaluatorError
 
-__all__ = ["NOTES", "Bucket", "PaceState", "SharedLock", "lack", "refill", "reserve"]
+__all__ = ["NOTES", "UNREADABLE_USAGE", "Bucket", "PaceState", "SharedLock", "lack", "refill", "reserve"]
 
 
 class Bucket(ctypes.Structure):
@@ -42,8 +42,11 @@ NOTES = (
     "a Retry-After in the past (waited the backoff instead)",
     "an unreadable rate-limit header (ignored)",
     "a Retry-After beyond the run's max wait (waited the max wait)",
+    "usage that cannot be read (those answers' tokens and cost unknown)",
 )
 """What the provider sent that could not be true, each said once (bit i of `PaceState.notes`)."""
+UNREADABLE_USAGE = 5
+"""The bit of `NOTES` an answer's usage that cannot be read sets (the transport reads it, not the pacer)."""
 
 
 class PaceState(ctypes.Structure):

@@ -14,6 +14,7 @@ import json
 import logging
 import sqlite3
 import threading
+import warnings
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,10 +24,19 @@ from pydantic_ai.models import create_async_httpx2_client
 
 from typed_eval.core.errors import ResultFileError
 from typed_eval.core.secrets import Redactor
+from typed_eval.providers.answer_body import (
+    UnreadableUsageWarning,
+    answered_error,
+    error_status,
+    unreadable_usage,
+    without_usage,
+)
 from typed_eval.providers.flow import Pacer, Verdict
+from typed_eval.providers.pace_state import UNREADABLE_USAGE
 
 __all__ = [
     "MAX_BODY",
+    "REFUSED_HEADER",
     "ResponseCache",
     "SampleTraffic",
     "TrafficMeter",
@@ -38,7 +48,7 @@ __all__ = [
 _RETRYABLE = frozenset({408, 409, 429})
 MAX_BODY = 64 << 20
 """The most bytes of one answer, decompressed, that a run reads."""
-_REFUSED = "x-typed-eval-refused"
+REFUSED_HEADER = "x-typed-eval-refused"
 """Marks an answer refused here (too large): the provider did answer, so it says nothing of an outage."""
 
 
@@ -52,7 +62,25 @@ class TrafficMeter:
     """With a batch API: how many batches are in each state, and how many samples wait on one (`waiting`)."""
     pacer: Pacer | None = None
     """The run's gate, whose pace and waits a progress display shows."""
+    unreadable_usage: str | None = None
+    """The first usage the server sent that cannot be read (said once, as a warning), or None."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def usage_unreadable(self, said: str) -> None:
+        """An answer's usage cannot be read: its tokens and cost are unknown. Said once a run, in all its processes
+        when they share a pacer (with `--workers`), which keeps it among the notes of the summary's pacing too."""
+        with self._lock:
+            first, self.unreadable_usage = self.unreadable_usage is None, self.unreadable_usage or said
+        if self.pacer is not None:
+            first = self.pacer.note(UNREADABLE_USAGE)
+        if first:
+            warnings.warn(
+                UnreadableUsageWarning(
+                    f"the server sent usage that cannot be read ({said}): the tokens and cost of such answers are "
+                    "unknown"
+                ),
+                stacklevel=2,
+            )
 
     def retried(self) -> None:
         with self._lock:
@@ -189,7 +217,8 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
                 if traffic is not None:
                     traffic.cache_hits += 1
                 status, headers, content = hit
-                return httpx2.Response(status, headers=headers, content=content, request=request)
+                return await _read_body(httpx2.Response(status, headers=headers, content=content, request=request),
+                                        traffic)  # fmt: skip
         if traffic is not None:
             traffic.sent(request)
         pacer = traffic.pacer if traffic is not None and self._paced_here else None
@@ -197,10 +226,11 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
             response = await self._send(request, traffic, whole=self._cache is not None)
         else:
             response = await self._paced(request, traffic, pacer)  # type: ignore[arg-type]
-        if response.status_code == 200 and self._cache is not None and key is not None:
+        read = await _read_body(response, traffic)
+        if read.status_code == 200 and self._cache is not None and key is not None:
             redact = traffic.redact if traffic is not None else None
             self._cache.put(key, response.status_code, response.headers, response.content, redact)
-        return response
+        return read
 
     async def _paced(self, request: httpx2.Request, traffic: SampleTraffic, pacer: Pacer) -> httpx2.Response:
         """Through the gate: a 429 and a failure in an outage are sent again once the pacer lets them."""
@@ -220,7 +250,7 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
             if status == 429 and b"insufficient_quota" not in response.content:  # no credit left: no wait helps
                 traffic.rate_limited += 1
                 return "throttled", response.headers, None
-            failed = (status >= 500 or status == 408) and _REFUSED not in response.headers
+            failed = (status >= 500 or status == 408) and REFUSED_HEADER not in response.headers
             used = _used_tokens(response) if pacer.counts_tokens else None
             return ("failed" if failed else "answered"), response.headers, used
 
@@ -255,7 +285,7 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
         if body is None and whole:
             await response.aclose()
             reason = {"error": {"message": f"the response body passed {MAX_BODY >> 20} MB decompressed: refused"}}
-            headers = {"content-type": "application/json", "x-should-retry": "false", _REFUSED: "body"}
+            headers = {"content-type": "application/json", "x-should-retry": "false", REFUSED_HEADER: "body"}
             return httpx2.Response(502, headers=headers, json=reason, request=request)
         if response.status_code != 200 and traffic is not None:
             traffic.failed(response.status_code)
@@ -285,6 +315,37 @@ async def _read_capped(response: httpx2.Response) -> bytes | None:
     return b"".join(chunks)
 
 
+async def _read_body(response: httpx2.Response, traffic: SampleTraffic | None) -> httpx2.Response:
+    """A JSON answer as the SDK should read it (see `answer_body`): an error sent with HTTP 200 becomes the HTTP
+    error it is (never resent: the server did answer), and usage that cannot be read is taken out, said once a run.
+    Any other response, a stream's included, is passed on as it came."""
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if response.status_code != 200 or kind != "application/json":  # not a stream (SSE, Ollama's NDJSON)
+        return response
+    try:
+        payload = json.loads(await response.aread())
+    except (ValueError, httpx2.HTTPError):
+        return response
+    if not isinstance(payload, dict):
+        return response
+    kept = [
+        (name, value)
+        for name, value in response.headers.multi_items()
+        if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+    ]
+    error = answered_error(payload)
+    if error is not None:
+        status = error_status(error)
+        said = [("x-should-retry", "false"), (REFUSED_HEADER, "error")] if status == 502 else []
+        return httpx2.Response(status, headers=kept + said, json={"error": error}, request=response.request)
+    unreadable = unreadable_usage(payload)
+    if unreadable is None:
+        return response
+    if traffic is not None:
+        traffic.meter.usage_unreadable(unreadable)
+    return httpx2.Response(200, headers=kept, json=without_usage(payload), request=response.request)
+
+
 def _json_object(body: bytes) -> bool:
     try:
         return isinstance(json.loads(body), dict)
@@ -303,8 +364,10 @@ def _used_tokens(response: httpx2.Response) -> float | None:
     total = usage.get("total_tokens")
     if total is None:
         parts = [usage.get(name) for name in ("input_tokens", "output_tokens")]
-        total = sum(part for part in parts if isinstance(part, int | float)) or None
-    return float(total) if isinstance(total, int | float) and total > 0 else None
+        total = sum(part for part in parts if isinstance(part, int | float) and not isinstance(part, bool)) or None
+    if not isinstance(total, int | float) or isinstance(total, bool):
+        return None
+    return float(total) if total > 0 else None
 
 
 _POOL = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
