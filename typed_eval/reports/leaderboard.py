@@ -60,9 +60,14 @@ def installed_suites() -> dict[str, Suite[Any]]:
     return {found.suite.name: found.suite for found in find_suites(on_error=lambda _: None)}
 
 
-def read_run(run: StoredRun, suites: Mapping[str, Suite[Any]] | None = None) -> RunRead:
+def read_run(
+    run: StoredRun,
+    suites: Mapping[str, Suite[Any]] | None = None,
+    on_damaged: Callable[[ResultFileError], None] | None = None,
+) -> RunRead:
     """The run's records read once (none when it was stored without them); the run's suite, among `suites`
-    (default: those installed), declares its baselines."""
+    (default: those installed), declares its baselines. `on_damaged`: a damaged records line is handed to it and
+    the rest read (without it, it raises)."""
     suite = (installed_suites() if suites is None else suites).get(run.summary.suite)
     s = run.summary
     text = is_text_mode(s.mode) and s.status != "dnf" and s.scores.score is not None
@@ -74,7 +79,7 @@ def read_run(run: StoredRun, suites: Mapping[str, Suite[Any]] | None = None) -> 
     retries = RetryBook(s.scores.aggregate, s.settings.retries or 0)
 
     def each() -> Iterator[SampleRecord]:
-        for record in latest_records(run.path):
+        for record in latest_records(run.path, on_damaged):
             if relaxed is not None:
                 relaxed.add(with_relaxed_reading(record))
             examples.add(record)
@@ -155,13 +160,14 @@ def build_board(
     """One row per run, a block per suite (by name); runs of different suites are never ranked against each
     other. Complete runs are ranked (equal keys share the smallest rank); partial, limited and unscored runs
     follow them unranked, so a 2-case run never stands above a full one. A run whose records cannot be read raises
-    `ResultFileError`, or with `on_error` is handed to it and left out. Each run's records are read once."""
+    `ResultFileError`, or with `on_error` is handed to it and left out (a damaged records line is handed to it and
+    the rest of the run shown). Each run's records are read once."""
     suites = installed_suites()
     rows: list[LeaderboardRow] = []
     reads: dict[str, RunRead] = {}
     for run in runs:
         try:
-            read = read_run(run, suites)
+            read = read_run(run, suites, on_error)
             row = _row(run, read, suites.get(run.summary.suite))
         except ResultFileError as exc:
             if on_error is None:

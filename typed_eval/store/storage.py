@@ -288,10 +288,13 @@ def current_records_file(path: Path, scratch: Path) -> Path:
     return scratch
 
 
-def read_records(run_dir: Path | str) -> Iterator[SampleRecord]:
+def read_records(
+    run_dir: Path | str, on_damaged: Callable[[ResultFileError], None] | None = None
+) -> Iterator[SampleRecord]:
     """The records of a run in the order written, migrated to the current schema. A last line cut short (no
     newline: a run killed mid-write, which a resume cuts away) is not a record yet and is skipped; any other
-    corrupt line (not UTF-8, not JSON, not a record) raises `ResultFileError` naming the file and the line."""
+    corrupt line (not UTF-8, not JSON, not a record) raises `ResultFileError` naming the file and the line, or
+    with `on_damaged` is handed to it and skipped (the rest of the run is read)."""
     path = Path(run_dir) / RECORDS_FILE
     formats: list[StoredFormat] | None = None  # found once, at the first line of an earlier format
     try:
@@ -307,7 +310,11 @@ def read_records(run_dir: Path | str) -> Iterator[SampleRecord]:
                 except (ValidationError, ValueError, KeyError, TypeError) as exc:
                     if not raw.endswith(b"\n"):
                         return  # the last line, cut short: not a record yet
-                    raise ResultFileError(f"corrupt record at {path}:{number}: {_why(exc)}") from None
+                    damaged = ResultFileError(f"corrupt record at {path}:{number}: {_why(exc)}")
+                    if on_damaged is None:
+                        raise damaged from None
+                    on_damaged(damaged)
+                    continue
                 yield record
     except OSError as exc:
         raise ResultFileError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -322,12 +329,15 @@ def _why(exc: Exception) -> str:
     return str(exc)
 
 
-def latest_records(run_dir: Path) -> Iterator[SampleRecord]:
+def latest_records(
+    run_dir: Path, on_damaged: Callable[[ResultFileError], None] | None = None
+) -> Iterator[SampleRecord]:
     """One record per case and repeat, the newest winning: what a run's scores count, however often a case was
-    written (a retry of errors or a resume cut short by a kill). Two passes, so memory holds only the keys."""
+    written (a retry of errors or a resume cut short by a kill). Two passes, so memory holds only the keys.
+    `on_damaged`: as `read_records`'s (each damaged line handed over once)."""
     last: dict[tuple[str, int], int] = {}
-    for number, record in enumerate(read_records(run_dir)):
+    for number, record in enumerate(read_records(run_dir, on_damaged)):
         last[record.case_id, record.repeat] = number
-    for number, record in enumerate(read_records(run_dir)):
+    for number, record in enumerate(read_records(run_dir, (lambda _: None) if on_damaged else None)):
         if last.get((record.case_id, record.repeat)) == number:
             yield record
