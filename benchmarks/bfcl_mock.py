@@ -44,7 +44,9 @@ class Reply:
 
     variant: str
     calls: tuple[tuple[str, str], ...] | None
-    text: str
+    """None: no `tool_calls` in the message (() an empty list)."""
+    text: str | None
+    """None: the message's content is null."""
 
 
 @dataclass
@@ -164,15 +166,27 @@ def _perturbed(value: Any) -> Any:
     return "wrong"
 
 
-def _variants(calls: list, functions: Sequence[dict[str, Any]]) -> dict[str, list]:
-    """The ways to answer: each a list of (name, arguments) calls, or a marker string for a non-call reply."""
-    out: dict[str, Any] = {"correct": calls, "correct_again": calls, "text": "text", "empty": "empty"}
+@dataclass(frozen=True)
+class Raw:
+    """Arguments as sent verbatim: their text in a tool call, and in a prompt-mode call's parentheses."""
+
+    fc: str
+    prompt: str
+
+
+def _variants(calls: list, functions: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The ways to answer: each a list of (name, arguments) calls, or a marker string for a reply of no call."""
+    out: dict[str, Any] = {"correct": calls, "correct_again": calls}
+    out |= {"text": "text", "empty": "empty", "no_content": "no_content", "no_calls": "no_calls"}
     if not calls:
         return out
     (name, arguments), rest = calls[0], calls[1:]
     required = {doc["name"]: doc["parameters"]["required"] for doc in functions}.get(name, [])
     types = _doc_types(functions).get(name, {})
-    out["malformed"] = [(name, None)]  # arguments that are not JSON (not Python in prompt mode)
+    out["malformed"] = [(name, Raw('{"a": 1', "a=1"))]  # not JSON; not Python (a bracket short) in prompt mode
+    out["args_not_object"] = [(name, Raw("[1]", "1")), *rest]  # JSON but a list; a positional argument
+    out["args_empty"] = [(name, Raw("", "")), *rest]
+    out["calls_and_text"] = calls
     out["wrong_name"] = [(name + "_x", arguments), *rest]
     out["extra_param"] = [(name, {**arguments, "unexpected_param": 1}), *rest]
     out["extra_call"] = [*calls, calls[0]]
@@ -197,32 +211,45 @@ def _variants(calls: list, functions: Sequence[dict[str, Any]]) -> dict[str, lis
     return out
 
 
+NO_CALL_FC = {
+    "text": Reply("text", None, "I cannot do that with the functions given."),
+    "empty": Reply("empty", None, ""),
+    "no_content": Reply("no_content", None, None),
+    "no_calls": Reply("no_calls", (), ""),
+}
+NO_CALL_PROMPT = {
+    "text": Reply("text", None, "None of the functions fits this question."),
+    "empty": Reply("empty", None, ""),
+    "no_content": Reply("no_content", None, None),
+    "no_calls": Reply("no_calls", None, "[]"),
+}
+
+
 def _fc_reply(variant: str, calls: Any) -> Reply:
-    if calls == "text":
-        return Reply(variant, None, "I cannot do that with the functions given.")
-    if calls == "empty":
-        return Reply(variant, None, "")
+    if isinstance(calls, str):
+        return NO_CALL_FC[calls]
     named = []
     for name, arguments in calls:
         sent = name if variant == "other_name_form" else name.replace(".", "_")
-        named.append((sent, '{"a": 1' if arguments is None else json.dumps(arguments)))
-    return Reply(variant, tuple(named), "")
+        named.append((sent, arguments.fc if isinstance(arguments, Raw) else json.dumps(arguments)))
+    return Reply(variant, tuple(named), "Here you go." if variant == "calls_and_text" else "")
 
 
 def _prompt_reply(variant: str, calls: Any, index: int) -> Reply:
-    if calls == "text":
-        return Reply(variant, None, "None of the functions fits this question.")
-    if calls == "empty":
-        return Reply(variant, None, "")
+    if isinstance(calls, str):
+        return NO_CALL_PROMPT[calls]
     texts = []
     for name, arguments in calls:
         sent = name.replace(".", "_") if variant == "other_name_form" else name
-        if arguments is None:
-            return Reply(variant, None, f"[{sent}(a=1")
-        texts.append(f"{sent}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})")
+        if isinstance(arguments, Raw):
+            texts.append(f"{sent}({arguments.prompt}" + ("" if variant == "malformed" else ")"))
+        else:
+            texts.append(f"{sent}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})")
     text = f"[{', '.join(texts)}]"
     if variant == "correct_again":  # the same calls in the dress models give them
         text = [f"```python\n{text}\n```", text[1:-1] if len(texts) == 1 else text, f" {text}\n"][index % 3]
+    if variant == "calls_and_text":
+        text = f"Here you go. {text}"
     return Reply(variant, None, text)
 
 
@@ -265,7 +292,7 @@ def request_key(body: dict[str, Any]) -> tuple[str, bool]:
 
 
 def chat_completion(reply: Reply, model: str) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text if reply.calls is None else None}
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or (None if reply.calls else reply.text)}
     if reply.calls is not None:
         message["tool_calls"] = [
             {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": arguments}}
@@ -282,7 +309,7 @@ def chat_completion(reply: Reply, model: str) -> dict[str, Any]:
 
 
 def response(reply: Reply, model: str) -> dict[str, Any]:
-    content = [{"type": "output_text", "text": reply.text, "annotations": []}]
+    content = [] if reply.text is None else [{"type": "output_text", "text": reply.text, "annotations": []}]
     message = {"type": "message", "id": "msg-mock", "status": "completed", "role": "assistant", "content": content}
     return {
         "id": "resp-mock",

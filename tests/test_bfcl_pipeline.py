@@ -54,27 +54,35 @@ def prompt_body(case_id: str) -> list[dict[str, Any]]:
 
 
 def test_the_same_conversation_gets_the_same_reply_whoever_asks(server: MockServer) -> None:
-    ours = post(f"{server.url('ours')}/chat/completions", fc_body("simple_python_80", temperature=0.01, seed=42))
-    bfcl = post(f"{server.url('bfcl')}/chat/completions", fc_body("simple_python_80", temperature=0.001, store=False))
-    again = post(f"{server.url('ours')}/chat/completions", fc_body("simple_python_80"))
+    ours = post(f"{server.url('ours')}/chat/completions", fc_body("simple_python_320", temperature=0.01, seed=42))
+    bfcl = post(f"{server.url('bfcl')}/chat/completions", fc_body("simple_python_320", temperature=0.001, store=False))
+    again = post(f"{server.url('ours')}/chat/completions", fc_body("simple_python_320"))
     assert ours["choices"] == bfcl["choices"] == again["choices"]
-    (call,) = ours["choices"][0]["message"]["tool_calls"]
-    assert call["function"] == {
-        "name": "find_restaurants",
-        "arguments": '{"location": "Manhattan, New York City wrong", "food_type": "Thai", "number": 5, '
-        '"dietary_requirements": ["vegan"]}',
-    }
+    message = ours["choices"][0]["message"]
+    assert message["content"] == "Here you go."
+    assert [call["function"] for call in message["tool_calls"]] == [
+        {
+            "name": "sports_ranking_get_team_position",
+            "arguments": '{"team": "Golden State Warriors", "season": "2022-2023", "detailed": true}',
+        }
+    ]
 
 
 def test_prompt_mode_is_the_same_reply_through_chat_completions_and_the_responses_api(server: MockServer) -> None:
-    messages = prompt_body("simple_python_240")
-    developer = [{**m, "role": "developer"} if m["role"] == "system" else m for m in messages]
-    chat = post(f"{server.url('ours')}/chat/completions", {"model": "m", "messages": messages})
-    responses = post(f"{server.url('bfcl')}/responses", {"model": "m", "input": developer, "store": False})
-    text = "history_api.get_president_by_year(year=1940, full_term_only=True)"
-    assert chat["choices"][0]["message"] == {"role": "assistant", "content": text}
-    assert responses["output"][0]["content"][0]["text"] == text
-    assert responses["object"] == "response"
+    def both(case_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        messages = prompt_body(case_id)
+        developer = [{**m, "role": "developer"} if m["role"] == "system" else m for m in messages]
+        chat = post(f"{server.url('ours')}/chat/completions", {"model": "m", "messages": messages})
+        responses = post(f"{server.url('bfcl')}/responses", {"model": "m", "input": developer, "store": False})
+        assert responses["object"] == "response"
+        return chat["choices"][0]["message"], responses["output"][0]["content"]
+
+    text = "[electromagnetism.biot_savart_law(current=12, distance=8, mu0=1.256e-06)]"
+    assert both("multiple_40") == (
+        {"role": "assistant", "content": text},
+        [{"type": "output_text", "text": text, "annotations": []}],
+    )
+    assert both("irrelevance_0") == ({"role": "assistant", "content": None}, [])
 
 
 def test_each_request_is_recorded_with_its_client_endpoint_and_case(server: MockServer) -> None:
@@ -105,6 +113,9 @@ def test_the_scripted_replies_cover_every_way_to_be_wrong() -> None:
     scripts = build_scripts(CASES.values())
     variants = Counter(reply.variant for script in scripts.values() for reply in script.fc)
     assert sorted(variants) == [
+        "args_empty",
+        "args_not_object",
+        "calls_and_text",
         "correct",
         "correct_again",
         "empty",
@@ -114,6 +125,8 @@ def test_the_scripted_replies_cover_every_way_to_be_wrong() -> None:
         "int_for_float",
         "malformed",
         "missing_required",
+        "no_calls",
+        "no_content",
         "one_call_less",
         "other_name_form",
         "reversed",
