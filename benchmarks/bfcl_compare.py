@@ -194,6 +194,6 @@ def request_differences(
             left.pop(best)
             paired += 1
             for kind, example in notes[best]:
-                kinds[kind] += 1
                 examples.setdefault(kind, example)
+            kinds.update({kind for kind, _ in notes[best]})
     return paired, kinds, examples

@@ -223,6 +223,18 @@ def test_cases_sharing_a_conversation_key_are_paired_with_their_closest_body() -
     )
 
 
+def test_a_kind_of_difference_counts_once_per_case() -> None:
+    bfcl = {"tools": [{"p": {"a": {"type": "object"}, "b": {"type": "object"}}}]}
+    ours = {"tools": [{"p": {"a": {"type": "object", "x": 1}, "b": {"type": "object", "x": 1}}}]}
+    paired, kinds, examples = request_differences([("k", bfcl)], [("k", ours)])
+    assert (paired, dict(kinds)) == (1, {"tools[].p.a.x: only in ours": 1, "tools[].p.b.x: only in ours": 1})
+    bfcl = {"tools": [{"properties": {"a": {}, "b": {}}}]}
+    ours = {"tools": [{"properties": {"a": {"x": 1}, "b": {"x": 1}}}]}
+    paired, kinds, examples = request_differences([("k", bfcl)], [("k", ours)])
+    assert (paired, dict(kinds)) == (1, {"tools[].properties.<p>.x: only in ours": 1})
+    assert examples == {"tools[].properties.<p>.x: only in ours": "tools[0].properties.a.x: BFCL absent / ours 1"}
+
+
 def test_fixture_notice_says_whose_files_these_are() -> None:
     notice = (FIXTURES / "NOTICE").read_text()
     assert "Apache License, Version 2.0" in notice
