@@ -96,6 +96,19 @@ def setup(venv: Path) -> None:
     print(f"BFCL's pipeline is in {venv}; run: python {Path(__file__).name} {venv / 'bin' / 'python'}")
 
 
+def pipeline_missing(python: str | None) -> str | None:
+    """Why BFCL's pipeline cannot run from that python, or None."""
+    if not python:
+        return "no python of BFCL's pipeline venv given"
+    if not Path(python).is_file():
+        return f"BFCL's pipeline venv not found: {python} does not exist"
+    probe = [python, "-c", "import importlib.metadata as m; print(m.version('bfcl-eval'))"]
+    found = subprocess.run(probe, capture_output=True, text=True, check=False).stdout.strip()
+    if found != BFCL_VERSION:
+        return f"{python} has no bfcl-eval {BFCL_VERSION} (found: {found or 'none'})"
+    return None
+
+
 def _tree(pid: int) -> list[int]:
     """The process and its descendants (from /proc/<pid>/task/*/children)."""
     found, stack = [], [pid]
@@ -214,11 +227,14 @@ def main() -> None:
     if args.setup:
         setup(args.setup)
         return
-    if not args.bfcl_python or not Path(args.bfcl_python).exists():
-        sys.exit(
-            f"BFCL's pipeline venv not found ({args.bfcl_python or 'no path given'}): make it with "
-            f"`python {sys.argv[0]} --setup /work/bfcl-pipeline-venv`, then pass /work/bfcl-pipeline-venv/bin/python"
+    missing = pipeline_missing(args.bfcl_python)
+    if missing:
+        print(
+            f"{missing}; make it with `python {sys.argv[0]} --setup /tmp/bfcl-pipeline-venv`, then pass "
+            "/tmp/bfcl-pipeline-venv/bin/python",
+            file=sys.stderr,
         )
+        sys.exit(2)
     from typed_eval.suites.bfcl.data import load_installed, parse_categories
 
     names = None if args.categories == "single_turn" else args.categories

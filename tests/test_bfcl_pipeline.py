@@ -239,3 +239,11 @@ def test_fixture_notice_says_whose_files_these_are() -> None:
     notice = (FIXTURES / "NOTICE").read_text()
     assert "Apache License, Version 2.0" in notice
     assert Path(REPO / "typed_eval" / "suites" / "bfcl" / "sample" / "LICENSE").is_file()
+
+
+def test_the_script_says_when_bfcls_pipeline_is_missing(tmp_path: Path) -> None:
+    from bfcl_single_turn import pipeline_missing
+
+    assert pipeline_missing(None) == "no python of BFCL's pipeline venv given"
+    absent = tmp_path / "venv" / "bin" / "python"
+    assert pipeline_missing(str(absent)) == f"BFCL's pipeline venv not found: {absent} does not exist"
