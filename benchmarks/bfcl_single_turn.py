@@ -20,7 +20,8 @@ the peak memory being the most the process tree held at once (resident set, summ
 every 0.1 s; forked workers share pages, so the proportional set, PSS, is given too). The verdicts are then
 compared case for case (`bfcl_compare.py`); prompt-mode Java and JavaScript are left out of the agreement
 count unless `--java-js-prompt` (their decoding with tree-sitter is not in the suite yet). The CPU seconds other
-processes spent meanwhile are listed at the end: the machine may be shared.
+processes spent meanwhile are listed at the end: the machine may be shared (`--repeats N` runs every row N times,
+in turn, and shows each row's best).
 """
 
 from __future__ import annotations
@@ -219,6 +220,7 @@ def main() -> None:
     parser.add_argument("--categories", default="single_turn", help="comma-separated (default: all 13)")
     parser.add_argument("--concurrency", type=int, default=8, help="BFCL's --num-threads and our --concurrency")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="our --workers rows")
+    parser.add_argument("--repeats", type=int, default=1, help="rounds of every row; each row's best is shown")
     parser.add_argument("--latency-ms", type=float, default=0.0, help="the mock's delay per request")
     parser.add_argument("--java-js-prompt", action="store_true", help="count prompt-mode Java/JS in the agreement")
     parser.add_argument("--keep", type=Path, help="keep both pipelines' files in this folder")
@@ -234,6 +236,9 @@ def main() -> None:
             "/tmp/bfcl-pipeline-venv/bin/python",
             file=sys.stderr,
         )
+        sys.exit(2)
+    if args.keep and args.keep.exists() and any(args.keep.iterdir()):
+        print(f"--keep {args.keep} is not empty (BFCL's generate would skip what it holds)", file=sys.stderr)
         sys.exit(2)
     from typed_eval.suites.bfcl.data import load_installed, parse_categories
 
@@ -256,15 +261,29 @@ def main() -> None:
     report_others(others_before, elapsed)
 
 
-def report_mode(args: Any, mode: str, server: MockServer, work: Path, cases: int) -> None:
+def measure_round(args: Any, mode: str, server: MockServer, work: Path) -> dict[str, Measured]:
+    """One run of each pipeline, in turn, into fresh folders (BFCL's generate skips the cases it has results for)."""
     root = work / f"bfcl-{mode}"
-    root.mkdir(exist_ok=True)
-    bfcl = run_bfcl(args.bfcl_python, mode, server.url(f"bfcl-{mode}"), args.concurrency, args.categories, root)
-    ours = {}
+    root.mkdir(parents=True)
+    measured = run_bfcl(args.bfcl_python, mode, server.url(f"bfcl-{mode}"), args.concurrency, args.categories, root)
     for n in args.workers:
-        ours[n] = run_ours(
-            mode, server.url(f"ours{n}-{mode}"), args.concurrency, n, args.categories, work / f"ours{n}-{mode}"
+        results = work / f"ours{n}-{mode}"
+        measured[f"ours{n}"] = run_ours(
+            mode, server.url(f"ours{n}-{mode}"), args.concurrency, n, args.categories, results
         )
+    return measured
+
+
+def report_mode(args: Any, mode: str, server: MockServer, work: Path, cases: int) -> None:
+    rounds = []
+    for index in range(args.repeats):
+        server.record = index == 0  # the first round's requests are compared; the rest only timed
+        rounds.append(measure_round(args, mode, server, work if index == 0 else work / f"round{index}"))
+    server.record = True
+    best = {row: min((r[row] for r in rounds), key=lambda m: m.wall_s) for row in rounds[0]}
+    bfcl = {"generate": best["generate"], "evaluate": best["evaluate"]}
+    ours = {n: best[f"ours{n}"] for n in args.workers}
+    root = work / f"bfcl-{mode}"
     both = bfcl.values()
     total = Measured(
         sum(m.wall_s for m in both),
@@ -273,6 +292,13 @@ def report_mode(args: Any, mode: str, server: MockServer, work: Path, cases: int
         max(m.pss_mb for m in both),
         sum(m.server_cpu_s for m in both),
     )
+    if args.repeats > 1:
+        walls = "; ".join(
+            f"round {i + 1}: BFCL {r['generate'].wall_s + r['evaluate'].wall_s:.1f} s, "
+            + ", ".join(f"--workers {n} {r[f'ours{n}'].wall_s:.1f} s" for n in args.workers)
+            for i, r in enumerate(rounds)
+        )
+        print(f"({walls}; each row below is its best round)\n")
     model, folder, our_mode = MODES[mode]
     print(f"## {mode}: BFCL `{model}` against `main.py run --mode {our_mode}` ({cases} cases)\n")
     print("| pipeline | wall s | CPU s | peak RSS MB | peak PSS MB | wall vs BFCL | mock's CPU s |")
