@@ -2,8 +2,8 @@
 """The `bfcl` suite against BFCL's own pipeline (`bfcl generate` + `bfcl evaluate`) on one mock server: every
 case's verdict, every category's accuracy, what each sends, and the wall time and memory of each.
 
-    python benchmarks/bfcl_single_turn.py --setup /work/bfcl-pipeline-venv        # BFCL's pipeline, once
-    python benchmarks/bfcl_single_turn.py /work/bfcl-pipeline-venv/bin/python       # both modes, 3,641 cases
+    python benchmarks/bfcl_single_turn.py --setup /tmp/bfcl-pipeline-venv        # BFCL's pipeline, once
+    python benchmarks/bfcl_single_turn.py /tmp/bfcl-pipeline-venv/bin/python       # both modes, 3,641 cases
 
 BFCL's pipeline runs in a throwaway venv, never ours: `bfcl-eval==2026.3.23` with its declared dependencies is
 over 6 GB (torch with CUDA), yet `bfcl generate` and `bfcl evaluate` for the two registry models used here import
