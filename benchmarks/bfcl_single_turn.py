@@ -185,7 +185,7 @@ def run_bfcl(python: str, mode: str, url: str, threads: int, categories: str, ro
 
 
 def run_ours(mode: str, url: str, concurrency: int, workers: int, categories: str, results: Path) -> Measured:
-    suite = [] if categories == "single_turn" else ["-S", f"categories={categories}"]
+    suite = ["-S", f"categories={categories}"]
     command = [sys.executable, "main.py", "run", "--suite", "bfcl", *suite, "--mode", MODES[mode][2]]
     command += ["--model", f"mock-{mode}", "--base-url", url, "--api-key", "mock", "--retries", "0"]
     command += ["--concurrency", str(concurrency), "--workers", str(workers), "--results-dir", str(results), "--quiet"]
