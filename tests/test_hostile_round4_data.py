@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, prompt_of, text
+from tests.plugin_packages import install_package, run_with
 from tests.test_format_result import answers, store
 from tests.test_v1_runs import RECORDS, v1_record, v1_run
 from tests.viewer_runs import Viewer
@@ -276,22 +277,12 @@ BUILT_IN = "typed_eval.suites.farel.suite:FAREL"
 
 @pytest.fixture(scope="module")
 def twin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("twin")
-    (root / "src").mkdir()
-    (root / "src" / "pyproject.toml").write_text(TWIN_PYPROJECT)
-    (root / "src" / "twin_bench.py").write_text(TWIN_MODULE)
-    subprocess.run(
-        [PYTHON, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index", "--target",
-         str(root / "site"), str(root / "src")],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
-    return root / "site"
+    files = {"pyproject.toml": TWIN_PYPROJECT, "twin_bench.py": TWIN_MODULE}
+    return install_package(tmp_path_factory.mktemp("twin"), files)
 
 
 def with_twin(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(site)}
-    return subprocess.run([PYTHON, "main.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
-                          check=False)  # fmt: skip
+    return run_with(site, "main.py", *args)
 
 
 def test_two_suites_of_one_name_are_listed_apart_and_said_in_one_line(twin_site: Path) -> None:

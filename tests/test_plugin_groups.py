@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PYTHON, REPO
+from tests.plugin_packages import install_package, run_with
 
 PYPROJECT = """
     [build-system]
@@ -67,23 +68,12 @@ NOTICE = (
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("old")
-    (root / "src").mkdir()
-    (root / "src" / "pyproject.toml").write_text(textwrap.dedent(PYPROJECT).lstrip())
-    (root / "src" / "old_bench.py").write_text(textwrap.dedent(MODULE).lstrip())
-    subprocess.run(
-        [PYTHON, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index", "--target",
-         str(root / "site"), str(root / "src")],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
-    return root / "site"
+    files = {"pyproject.toml": PYPROJECT, "old_bench.py": MODULE}
+    return install_package(tmp_path_factory.mktemp("old"), {n: textwrap.dedent(t).lstrip() for n, t in files.items()})
 
 
 def main_py(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(site)}
-    return subprocess.run(
-        [PYTHON, "main.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False
-    )
+    return run_with(site, "main.py", *args)
 
 
 def test_a_suite_under_the_old_group_is_listed_with_one_notice(site: Path) -> None:

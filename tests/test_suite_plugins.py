@@ -7,14 +7,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PYTHON, REPO
+from tests.conftest import REPO
+from tests.plugin_packages import install_package, run_with
 from typed_eval.engine.runs import program_version
 from typed_eval.store.storage import load_runs
 
@@ -117,27 +117,13 @@ PACKAGE = {
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The package, installed by pip into a folder of its own (put on the path of the commands run here)."""
-    root = tmp_path_factory.mktemp("acme")
-    for name, text in PACKAGE.items():
-        path = root / "src" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip())
-    target = root / "site"
-    subprocess.run(
-        [PYTHON, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
-         "--target", str(target), str(root / "src")],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
-    return target
+    files = {name: textwrap.dedent(text).lstrip() for name, text in PACKAGE.items()}
+    return install_package(tmp_path_factory.mktemp("acme"), files)
 
 
 def run(site: Path | None, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(site) if site else ""}
-    script = REPO / (args[0] if args[0].endswith(".py") else "main.py")
-    rest = args[1:] if args[0].endswith(".py") else args
-    return subprocess.run(
-        [PYTHON, str(script), *rest], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
-    )
+    script, rest = (args[0], args[1:]) if args[0].endswith(".py") else ("main.py", args)
+    return run_with(site, script, *rest, cwd=cwd)
 
 
 def test_a_suite_package_is_listed_with_its_parameters_and_a_broken_one_is_said(site: Path) -> None:
