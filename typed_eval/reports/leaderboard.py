@@ -149,6 +149,8 @@ class Board:
     examples: dict[str, list[InvalidExample]]
     analyses: dict[str, RunAnalysis | None]
     """By path: each run's records reduced for statistics (None: stored without them)."""
+    suites: Mapping[str, Suite[Any]] = field(default_factory=dict)
+    """The installed suites the rows were read with, by name."""
 
 
 def build_board(
@@ -182,7 +184,7 @@ def build_board(
         mine = _with_rank_groups(mine, {path: read.analysis for path, read in reads.items()})
         ordered += _ranked(mine, rank_by)
     examples = {path: read.examples for path, read in reads.items()}
-    return Board(ordered, examples, {path: read.analysis for path, read in reads.items()})
+    return Board(ordered, examples, {path: read.analysis for path, read in reads.items()}, suites)
 
 
 def build_rows(

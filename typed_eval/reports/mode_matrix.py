@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from typed_eval.core.errors import InputError
 from typed_eval.reports.analysis import RunAnalysis, compare, within_group
-from typed_eval.reports.leaderboard import Board, build_board, installed_suites
+from typed_eval.reports.leaderboard import Board, build_board
 from typed_eval.reports.stats import holm_adjust
 from typed_eval.schemas import AnswerMode, GroupPair, LeaderboardRow, ModeCell, ModeComparison, ModePair
 from typed_eval.store.storage import StoredRun
@@ -47,12 +47,11 @@ def mode_comparisons(
         key = (row.suite, row.model, row.dataset_md5, limits[row.path], row.repeats)
         groups.setdefault(key, {})[row.mode] = row  # the newest wins
     found: list[ModeComparison] = []
-    suites = installed_suites() if groups else {}
     for (suite, model, *_), by_mode in groups.items():
         if len(by_mode) < 2:
             continue
         modes = sorted(by_mode, key=ranked.index)
-        pair_groups = suite in suites and suites[suite].pair_groups
+        pair_groups = suite in board.suites and board.suites[suite].pair_groups
         found.append(_comparison(suite, model, [by_mode[m] for m in modes], board, pair_groups))
     return found
 
