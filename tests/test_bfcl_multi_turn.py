@@ -209,7 +209,7 @@ def test_each_call_runs_in_order_and_the_model_sees_bfcls_result_texts() -> None
     ]  # fmt: skip
     assert tool_results(seen[3][0]) == [step["executed"][0]["result"] for step in first_turn["steps"][:3]]
     assert [type(p).__name__ for m in seen[3][0] for p in m.parts] == [
-        "UserPromptPart", *["ToolCallPart", "ToolReturnPart"] * 3
+        "UserPromptPart", *["EchoedCallPart", "ToolReturnPart"] * 3
     ]  # fmt: skip
     assert len(seen) == 4 + 3 + 2 + 5  # every step one request: each turn's calls, then its closing text
 

@@ -16,12 +16,16 @@ from pydantic_ai import (
     ToolReturnPart,
     UserPromptPart,
 )
+from pydantic_ai.direct import model_request
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.usage import RequestUsage
 
 import evaluator
 from evaluator import Case, Task
-from typed_eval.core.calls import Reply, ToolCall, chat_history
+from tests.fake_openai import FakeOpenAI, completion, text
+from typed_eval.core.calls import EchoedCallPart, Reply, ToolCall, chat_history
 from typed_eval.core.errors import TaskError
 
 FUNCTIONS = [
@@ -58,7 +62,7 @@ def test_a_session_exchanges_calls_and_results_over_several_requests() -> None:
     assert [tools for _, tools in seen] == [["add"], []]
     second = seen[1][0]
     assert [type(m) for m in second] == [ModelRequest, ModelResponse, ModelRequest]
-    assert second[1].parts == [ToolCallPart("add", '{"a": 1}', tool_call_id="c1")]
+    assert second[1].parts == [EchoedCallPart("add", '{"a": 1}', tool_call_id="c1")]
     returned = second[2].parts[0]
     assert isinstance(returned, ToolReturnPart) and (returned.tool_name, returned.content) == ("add", "2")
     record = result.records[0]
@@ -94,7 +98,7 @@ def test_a_user_message_after_tool_results_shares_their_request() -> None:
             {"role": "user", "content": "next"},
         ]
     )
-    assert history[1].parts == [ToolCallPart("f", '{"x": 1}', tool_call_id="c")]
+    assert history[1].parts == [EchoedCallPart("f", '{"x": 1}', tool_call_id="c")]
     assert [type(p) for p in history[2].parts] == [ToolReturnPart, UserPromptPart]
 
 
@@ -116,3 +120,21 @@ def test_a_budget_reached_mid_sample_ends_it_missing_with_what_it_spent() -> Non
     ((record,),) = [result.records]  # the second case never started
     assert (record.status, record.score, record.usage.requests, len(record.attempts)) == ("missing", None, 4, 4)
     assert (result.status, result.reason) == ("partial", "max_requests 4 reached")
+
+
+def test_the_calls_of_a_posed_reply_go_back_to_the_server_byte_for_byte() -> None:
+    calls = [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"path": ".",  "n": 1}'}},
+        {"id": "c2", "type": "function", "function": {"name": "f", "arguments": '{"broken": '}},
+    ]
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "user", "content": "next"},
+    ]
+    with FakeOpenAI(lambda request: completion(text("done"))) as server:
+        model = OpenAIChatModel("m", provider=OpenAIProvider(base_url=server.url, api_key="k"))
+        asyncio.run(model_request(model, chat_history(messages)))
+    sent = server.requests[0]["messages"][1]["tool_calls"]
+    assert [call["function"]["arguments"] for call in sent] == ['{"path": ".",  "n": 1}', '{"broken": ']

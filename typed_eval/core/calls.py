@@ -192,20 +192,29 @@ def chat_history(messages: Sequence[ChatMessage]) -> list[ModelMessage]:
     return history
 
 
+class EchoedCallPart(ToolCallPart):
+    """A call of a posed conversation, sent back as the model made it. pydantic-ai writes a call's arguments again
+    as compact JSON, an invalid text wrapped in `{"INVALID_JSON": ...}`; an agent's loop echoes the reply unchanged
+    (BFCL's handlers do), so providers that take the arguments as text get them byte for byte."""
+
+    def args_as_json_str(self) -> str:
+        return self.args if isinstance(self.args, str) else super().args_as_json_str()
+
+
 def _assistant_calls(tool_calls: Any) -> list[ToolCallPart]:
     """An assistant message's `tool_calls` (OpenAI's chat format) as pydantic-ai's call parts, arguments as sent."""
     if tool_calls is None:
         return []
     if not isinstance(tool_calls, list):
         raise TaskError("a posed assistant message's tool_calls must be a list")
-    parts = []
+    parts: list[ToolCallPart] = []
     for call in tool_calls:
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             raise TaskError("a posed tool call needs a function with a name")
         arguments = function.get("arguments")
         text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-        parts.append(ToolCallPart(tool_name=function["name"], args=text, tool_call_id=str(call.get("id"))))
+        parts.append(EchoedCallPart(tool_name=function["name"], args=text, tool_call_id=str(call.get("id"))))
     return parts
 
 
