@@ -431,3 +431,13 @@ def test_html_report_from_the_command_line_shows_each_run_and_its_invalid_output
     assert "I think &lt;b&gt;2&lt;/b&gt;" in html and "call it" in html
     assert format_result.main([str(results), "--format", "html"]) == 2
     assert capsys.readouterr().err == "format_result.py: error: --format html writes a file: name it with -o FILE\n"
+
+
+def test_each_group_carries_what_its_samples_cost_and_what_a_solved_case_cost() -> None:
+    given = answers({"child": ["correct", "incorrect", "error"], "grandparent": ["incorrect"]})
+    costs = [0.25, 0.5, 0.125, None]
+    groups = score_records([record(a, c, 1.0) for a, c in zip(given, costs, strict=True)]).groups
+    assert [(g.group, g.correct, g.cost_usd, g.cost_per_correct) for g in groups] == [
+        ("child", 1, 0.875, 0.875),  # a failed call's cost counts too
+        ("grandparent", 0, None, None),
+    ]

@@ -7,6 +7,7 @@ import pytest
 from typed_eval.reports.formatting import (
     count,
     interval,
+    metric,
     money,
     money_fixed,
     money_table,
@@ -65,3 +66,8 @@ def test_money_in_the_text_tables_and_on_plot_axes() -> None:
 
 def test_counts_are_plural_when_not_one() -> None:
     assert [count(1, "case"), count(0, "run"), count(2000, "case")] == ["1 case", "0 runs", "2,000 cases"]
+
+
+def test_a_suites_figure_named_in_usd_is_written_as_money() -> None:
+    assert (metric("bfcl-mt-solved-usd", 0.0123456), metric("bfcl-overall", 81.256)) == ("$0.0123", "81.26")
+    assert (metric("bfcl-mt-solved-usd", None), metric("x-usd", 0.0)) == ("", "$0")

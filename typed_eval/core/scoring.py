@@ -99,6 +99,7 @@ class ScoreBook:
         if record.cost.usd is not None:
             self._cost += record.cost.usd
             self._costed += 1
+            entry.cost_usd = (entry.cost_usd or 0.0) + record.cost.usd
         self._sources.add(record.cost.source)
         if record.latency_s is not None:
             self._latency += record.latency_s

@@ -10,9 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from typed_eval.core.money import money
+
 __all__ = [
     "count",
     "interval",
+    "metric",
     "money",
     "money_fixed",
     "money_table",
@@ -27,6 +30,11 @@ __all__ = [
 def number(value: float | None, digits: int = 2) -> str:
     """`value` with `digits` decimals; "" when there is none (or it is not a finite number)."""
     return "" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
+
+
+def metric(name: str, value: float | None) -> str:
+    """A suite's figure: money when its name ends in `-usd` (`bfcl-mt-solved-usd`), else two decimals."""
+    return money(value) if name.endswith("-usd") else number(value)
 
 
 def percent(value: float | None) -> str:
@@ -47,15 +55,6 @@ def p_value(value: float | None, digits: int = 4) -> str:
 def interval(values: Sequence[float] | None, digits: int = 1, between: str = "-") -> str:
     """A (low, high) interval: `71.2-80.4`, or with `between=" to "` `71.2 to 80.4`; "" when there is none."""
     return "" if not values else f"{values[0]:.{digits}f}{between}{values[1]:.{digits}f}"
-
-
-def money(value: float | None) -> str:
-    """USD to three significant digits, never in scientific notation: `$0.000123`, `$0.0123`, `$1.50`, `$0`."""
-    if value is None or not math.isfinite(value):
-        return ""
-    if value == 0:
-        return "$0"
-    return f"${value:.{max(2, 2 - math.floor(math.log10(abs(value))))}f}"
 
 
 def money_fixed(value: float | None, digits: int = 6) -> str:

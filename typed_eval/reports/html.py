@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from typed_eval.core.suite import AnswerLine, AnswerMark, Suite, answer_lines
-from typed_eval.reports.formatting import interval, money, number, percent
+from typed_eval.reports.formatting import interval, metric, money, number, percent
 
 if TYPE_CHECKING:
     from typed_eval.store.case_store import CaseCell
@@ -36,6 +36,7 @@ def _environment() -> Environment:
         keep_trailing_newline=True,
     )
     environment.filters.update(cut=cut_text, number=number, money=money, interval=interval, percent=percent)
+    environment.filters["metric"] = lambda value, name: metric(name, value)
     environment.globals["MARKS"] = frozenset(get_args(AnswerMark))
     return environment
 

@@ -21,7 +21,7 @@ from rich.text import Text
 from typed_eval.core.suite import Suite
 from typed_eval.core.terminal import json_printable, printable
 from typed_eval.reports.analysis import ALPHA, Comparison
-from typed_eval.reports.formatting import interval, money_table, number, p_value, percent, signed
+from typed_eval.reports.formatting import interval, metric, money_table, number, p_value, percent, signed
 from typed_eval.reports.leaderboard import installed_suites
 from typed_eval.schemas import LeaderboardRow
 
@@ -194,7 +194,7 @@ def _group_cell(name: str) -> Callable[[LeaderboardRow], str]:
 
 
 def _metric_cell(name: str) -> Callable[[LeaderboardRow], str]:
-    return lambda row: "" if row.status == "dnf" else number(row.metrics.get(name))
+    return lambda row: "" if row.status == "dnf" else metric(name, row.metrics.get(name))
 
 
 def _relaxed(rows: Sequence[LeaderboardRow]) -> list[Column]:

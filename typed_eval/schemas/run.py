@@ -53,6 +53,13 @@ class GroupScore(_Model):
     score: float | None = None
     """Mean score of the scored cases (correct, partial, incorrect, missing), weighted by case weight, 0-100: for a
     multiple-choice suite, the accuracy. None when none was scored."""
+    cost_usd: float | None = None
+    """What the group's samples cost, failed calls included; None when no sample's cost is known."""
+
+    @property
+    def cost_per_correct(self) -> float | None:
+        """What a solved case of the group cost: its samples' cost over its correct ones."""
+        return self.cost_usd / self.correct if self.cost_usd is not None and self.correct else None
 
     @property
     def scored(self) -> int:

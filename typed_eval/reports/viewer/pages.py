@@ -14,7 +14,7 @@ from typed_eval.core.errors import InputError
 from typed_eval.core.suite import Suite, answer_lines
 from typed_eval.core.terminal import printable
 from typed_eval.reports.analysis import compare
-from typed_eval.reports.formatting import count, interval, money, number, p_value, signed
+from typed_eval.reports.formatting import count, interval, metric, money, number, p_value, signed
 from typed_eval.reports.html import CellView, cell_view, render
 from typed_eval.reports.leaderboard import Board
 from typed_eval.reports.tables import metric_columns
@@ -106,7 +106,7 @@ def _suite_board(
 def _metric(row: LeaderboardRow, name: str) -> tuple[str, str]:
     """A suite's figure, and what it was with no corrective retry when that differs."""
     value, first = row.metrics.get(name), row.metrics_no_retry.get(name, row.metrics.get(name))
-    return number(value), number(first) if first != value else ""
+    return metric(name, value), metric(name, first) if first != value else ""
 
 
 def _paired(
