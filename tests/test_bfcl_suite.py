@@ -17,6 +17,7 @@ from starlette.testclient import TestClient
 
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, text
+from typed_eval.core.money import money
 from typed_eval.core.suite import AnswerLine, answer_lines
 from typed_eval.reports.viewer.app import create_app
 from typed_eval.schemas import SampleRecord
@@ -410,7 +411,7 @@ def test_multi_turn_cases_are_played_on_bfcl_s_backends_through_the_command_line
         arguments = signatures(case.involved_classes)[node.func.id].bind(*given[0], **given[1]).arguments
         return completion(calls((node.func.id, dict(arguments))))
 
-    _, out = run(tmp_path, reply, "-S", "categories=multi_turn_base")
+    _, out = run(tmp_path, reply, "-S", "categories=multi_turn_base", "--price-in", "10", "--price-out", "100")
     records = stored(tmp_path)
     assert {case_id: (r["status"], (r["score_details"] or {}).get("cause")) for case_id, r in records.items()} == {
         case_id: ("incorrect", "missing_call") if case_id == "multi_turn_base_15" else ("correct", None)
@@ -432,6 +433,16 @@ def test_multi_turn_cases_are_played_on_bfcl_s_backends_through_the_command_line
     )
     (row,) = json.loads(leaderboard.stdout)
     assert (row["metrics"]["bfcl-multi_turn_base"], row["metrics"]["bfcl-mt-missing_call"]) == (83.33, 1.0)
+    requests = sum(r["usage"]["requests"] for r in records.values())
+    assert [r["cost"]["usd"] for r in records.values()] == [
+        pytest.approx(0.002 * r["usage"]["requests"])
+        for r in records.values()  # 100 tokens in, 10 out a request
+    ]
+    solved = row["metrics"]["bfcl-mt-solved-usd"]  # every case's cost, failed ones too, over the 5 solved
+    assert solved == pytest.approx(0.002 * requests / 5)
+    assert f"BFCL multi-turn, cost of a solved case: {money(solved)} (base {money(solved)})" in out.splitlines()
+    table = subprocess.run([PYTHON, "format_result.py", str(tmp_path)], cwd=REPO, capture_output=True, check=True)
+    assert money(solved) in table.stdout.decode()
 
 
 def played_first_turn(played: dict[str, Any], case_id: str) -> str:

@@ -16,9 +16,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from typed_eval.core.datasets import Dataset, dataset_from_cases
+from typed_eval.core.money import money
 from typed_eval.core.suite import AnswerLine, Suite
 from typed_eval.core.tasks import Score, Task, TextReader
-from typed_eval.schemas import AnswerMode, Case, RunSummary, SampleRecord, Scores, is_text_mode
+from typed_eval.schemas import AnswerMode, Case, GroupScore, RunSummary, SampleRecord, Scores, is_text_mode
 from typed_eval.suites.bfcl.categories import MULTI_TURN_CATEGORIES, parse_categories
 from typed_eval.suites.bfcl.checker import Decoded, check_reply
 from typed_eval.suites.bfcl.data import (
@@ -43,6 +44,8 @@ from typed_eval.suites.bfcl.tools import decode_tool_calls, tools_for
 __all__ = ["BFCL", "BfclParams", "bfcl_metrics", "bfcl_task", "score_reply", "show_calls"]
 
 SUITE = "bfcl"
+SOLVED_COST = "bfcl-mt-solved-usd"
+"""The leaderboard's figure: what a solved multi-turn case cost (shown as money: its name ends in `-usd`)."""
 REPLY = "reply"
 """Key of a prompt-mode output (`{"reply": text}`), so a stored output says how it is decoded."""
 AGGREGATES = {
@@ -214,7 +217,17 @@ def bfcl_metrics(scores: Scores) -> dict[str, float | None]:
     for name, column in AGGREGATES.items():
         aggregate: Aggregate = getattr(summary, name)
         metrics[f"bfcl-{column}"] = round(100 * aggregate.accuracy, 2) if aggregate.shown else None
+    multi_turn = [g for g in scores.groups if g.group in MULTI_TURN_CATEGORIES]
+    if multi_turn:
+        metrics[SOLVED_COST] = _solved_cost(multi_turn)
     return metrics
+
+
+def _solved_cost(groups: Sequence[GroupScore]) -> float | None:
+    """What a solved case cost: the groups' samples' cost over their correct ones (None if none, or no cost)."""
+    costs = [g.cost_usd for g in groups if g.cost_usd is not None]
+    correct = sum(g.correct for g in groups)
+    return sum(costs) / correct if costs and correct else None
 
 
 def _report_lines(summary: RunSummary) -> list[str]:
@@ -224,7 +237,13 @@ def _report_lines(summary: RunSummary) -> list[str]:
         for name, a in ((n, getattr(table, n)) for n in AGGREGATES)
     ]
     present = ", ".join(table.groups_present) or "none"
-    return [f"BFCL: {', '.join(parts)} (overall counts groups not run as 0; groups present: {present})"]
+    lines = [f"BFCL: {', '.join(parts)} (overall counts groups not run as 0; groups present: {present})"]
+    multi_turn = [g for g in summary.scores.groups if g.group in MULTI_TURN_CATEGORIES]
+    if multi_turn:
+        costs = [f"{g.group.removeprefix('multi_turn_')} {money(g.cost_per_correct) or 'n/a'}" for g in multi_turn]
+        overall = money(_solved_cost(multi_turn)) or "n/a"
+        lines.append(f"BFCL multi-turn, cost of a solved case: {overall} ({', '.join(costs)})")
+    return lines
 
 
 def show_calls(record: SampleRecord) -> list[AnswerLine]:
