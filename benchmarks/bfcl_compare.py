@@ -3,9 +3,9 @@ each client sent the mock for the same case.
 
 BFCL's `bfcl evaluate` writes, per category, `score/<model dir>/<group>/BFCL_v4_<category>_score.json`: a first
 line `{"accuracy", "correct_count", "total_count"}`, then one line per FAILING entry (`id`, `error_type`,
-`error`, `model_result`, `decoded_result`...). Every case it generated is in
-`result/<model dir>/<group>/BFCL_v4_<category>_result.json` (`id`, `result`: the calls or text it decoded), so
-a case in a result file and not in the score file passed.
+`error`, `model_result`, `decoded_result`...; multi-turn ones have the error type in `error`). Every case it
+generated is in `result/<model dir>/<group>/BFCL_v4_<category>_result.json` (`id`, `result`: the calls or text
+it decoded), so a case in a result file and not in the score file passed.
 """
 
 from __future__ import annotations
@@ -60,7 +60,9 @@ def read_bfcl(root: Path, model_dir: str) -> Side:
         header = entries[0]
         side.accuracy[category] = (int(header["correct_count"]), int(header["total_count"]))
         for entry in entries[1:]:
-            side.verdicts[entry["id"]] = Verdict(False, entry.get("error_type"))
+            error = entry.get("error")  # multi-turn entries nest the error type there
+            kind = entry.get("error_type") or (error.get("error_type") if isinstance(error, dict) else None)
+            side.verdicts[entry["id"]] = Verdict(False, kind)
     return side
 
 

@@ -1,4 +1,5 @@
-"""A loopback OpenAI-compatible mock that answers BFCL's single-turn cases with scripted replies.
+"""A loopback OpenAI-compatible mock that answers BFCL's single-turn cases with scripted replies (or plays another
+scripted model: `bfcl_multi_turn_mock.py`).
 
 It serves `POST /<client>/v1/chat/completions` (function calling: replies with `tool_calls`; prompt: text) and
 `POST /<client>/v1/responses` (OpenAI's Responses API, which BFCL's prompt-mode registry models use). `<client>`
@@ -23,7 +24,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 TOOLS_INTRO = "Here is a list of functions in json format that you can invoke.\n"
 SAMPLE_VALUES: dict[str, Any] = {
@@ -47,6 +48,8 @@ class Reply:
     """None: no `tool_calls` in the message (() an empty list)."""
     text: str | None
     """None: the message's content is null."""
+    call_ids: tuple[str, ...] = ()
+    """The calls' ids (`call_<index>` when not given)."""
 
 
 @dataclass
@@ -279,24 +282,50 @@ def request_key(body: dict[str, Any]) -> tuple[str, bool]:
     last = users[-1] if users and isinstance(users[-1], str) else ""
     tools = body.get("tools")
     if tools:
-        names = [t["function"]["name"] if "function" in t else t.get("name", "") for t in tools]
-        return conversation_key(last, names), True
-    names = []
+        return conversation_key(last, tool_names(tools)), True
+    return conversation_key(last, prompt_function_names(messages)), False
+
+
+def tool_names(tools: Sequence[dict[str, Any]]) -> list[str]:
+    """The functions' names in a request's tools (chat completions nest them, the Responses API does not)."""
+    return [t["function"]["name"] if "function" in t else t.get("name", "") for t in tools]
+
+
+def prompt_function_names(messages: Sequence[Any]) -> list[str]:
+    """The functions' names in the JSON list BFCL's prompting system prompt ends with ([] when there is none)."""
     for message in messages:
         content = message.get("content") if isinstance(message, dict) else None
         if message.get("role") in ("system", "developer") and isinstance(content, str) and TOOLS_INTRO in content:
             docs, _ = json.JSONDecoder().raw_decode(content, content.index(TOOLS_INTRO) + len(TOOLS_INTRO))
-            names = [doc["name"] for doc in docs]
-            break
-    return conversation_key(last, names), False
+            return [doc["name"] for doc in docs]
+    return []
+
+
+class Replies(Protocol):
+    """A scripted model: a request's conversation key and the reply to it (None: no case of the script)."""
+
+    def reply(self, body: dict[str, Any]) -> tuple[str, Reply | None]: ...
+
+
+@dataclass
+class SingleTurnReplies:
+    """The single-turn scripts (`build_scripts`): the reply picked by a hash of the conversation key."""
+
+    scripts: dict[str, Script]
+
+    def reply(self, body: dict[str, Any]) -> tuple[str, Reply | None]:
+        key, calling = request_key(body)
+        script = self.scripts.get(key)
+        return key, None if script is None else pick(key, script.fc if calling else script.prompt)
 
 
 def chat_completion(reply: Reply, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or (None if reply.calls else reply.text)}
     if reply.calls is not None:
+        ids = reply.call_ids or tuple(f"call_{i}" for i in range(len(reply.calls)))
         message["tool_calls"] = [
-            {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": arguments}}
-            for i, (name, arguments) in enumerate(reply.calls)
+            {"id": id_, "type": "function", "function": {"name": name, "arguments": arguments}}
+            for id_, (name, arguments) in zip(ids, reply.calls, strict=True)
         ]
     return {
         "id": "chatcmpl-mock",
@@ -344,9 +373,10 @@ class Recorded:
 
 @dataclass
 class MockServer:
-    """The scripted server on 127.0.0.1 (an ephemeral port), each request answered after `latency_s`."""
+    """The scripted server on 127.0.0.1 (an ephemeral port), each request answered after `latency_s`: the
+    single-turn scripts (`build_scripts`) or another scripted model."""
 
-    scripts: dict[str, Script]
+    scripts: dict[str, Script] | Replies
     latency_s: float = 0.0
     record: bool = True
     requests: list[Recorded] = field(default_factory=list)
@@ -368,12 +398,11 @@ class MockServer:
     def answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         parts = path.strip("/").split("/")
         client, endpoint = (parts[0], "/".join(parts[2:])) if len(parts) > 2 else ("?", path)
-        key, calling = request_key(body)
-        script = self.scripts.get(key)
-        reply = None if script is None else pick(key, script.fc if calling else script.prompt)
+        replies = SingleTurnReplies(self.scripts) if isinstance(self.scripts, dict) else self.scripts
+        key, reply = replies.reply(body)
         if self.record:
             with self._lock:
-                self.requests.append(Recorded(client, endpoint, key, body, reply and reply.variant))
+                self.requests.append(Recorded(client, endpoint, key, body, reply.variant if reply else None))
         reply = reply or Reply("unknown", None, "unknown conversation")
         model = str(body.get("model", "mock"))
         return response(reply, model) if endpoint == "responses" else chat_completion(reply, model)

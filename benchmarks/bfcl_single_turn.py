@@ -212,12 +212,13 @@ def _cpu_by_process() -> dict[tuple[int, str], float]:
     return found
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(description: str, categories: str) -> Any:
+    """The command line both BFCL benchmarks read (`categories`: their default)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("bfcl_python", nargs="?", help="the python of the venv holding BFCL's pipeline (--setup)")
     parser.add_argument("--setup", type=Path, metavar="VENV", help="make BFCL's pipeline venv there, then stop")
     parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
-    parser.add_argument("--categories", default="single_turn", help="comma-separated (default: all 13)")
+    parser.add_argument("--categories", default=categories, help=f"comma-separated (default: {categories})")
     parser.add_argument("--concurrency", type=int, default=8, help="BFCL's --num-threads and our --concurrency")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="our --workers rows")
     parser.add_argument("--repeats", type=int, default=1, help="rounds of every row; each row's best is shown")
@@ -228,7 +229,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.setup:
         setup(args.setup)
-        return
+        sys.exit(0)
     missing = pipeline_missing(args.bfcl_python)
     if missing:
         print(
@@ -240,25 +241,34 @@ def main() -> None:
     if args.keep and args.keep.exists() and any(args.keep.iterdir()):
         print(f"--keep {args.keep} is not empty (BFCL's generate would skip what it holds)", file=sys.stderr)
         sys.exit(2)
-    from typed_eval.suites.bfcl.data import load_installed, parse_categories
+    return args
 
-    names = None if args.categories == "single_turn" else args.categories
-    data = load_installed(parse_categories(names))
+
+def compare(args: Any, server: MockServer, cases: int, version: str | None) -> None:
+    """Both pipelines in each mode against the server, then what they scored, sent and spent."""
     compileall.compile_dir(REPO / "typed_eval", quiet=1)
-    server = MockServer(build_scripts(data.cases), args.latency_ms / 1000)
     others_before, load_before = _cpu_by_process(), os.getloadavg()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         work = args.keep or Path(scratch)
         work.mkdir(parents=True, exist_ok=True)
         print(
-            f"{len(data.cases)} cases (bfcl-eval {data.version}), mock latency {args.latency_ms:g} ms, "
+            f"{cases} cases (bfcl-eval {version}), mock latency {args.latency_ms:g} ms, "
             f"concurrency {args.concurrency}, {os.cpu_count()} cores, load average {load_before[0]:.2f} at start\n"
         )
         for mode in args.modes:
-            report_mode(args, mode, server, work, len(data.cases))
+            report_mode(args, mode, server, work, cases)
     elapsed = time.perf_counter() - started
     report_others(others_before, elapsed)
+
+
+def main() -> None:
+    args = arguments(__doc__.splitlines()[0], "single_turn")
+    from typed_eval.suites.bfcl.data import load_installed, parse_categories
+
+    names = None if args.categories == "single_turn" else args.categories
+    data = load_installed(parse_categories(names))
+    compare(args, MockServer(build_scripts(data.cases), args.latency_ms / 1000), len(data.cases), data.version)
 
 
 def measure_round(args: Any, mode: str, server: MockServer, work: Path) -> dict[str, Measured]:
