@@ -396,6 +396,18 @@ def test_a_run_on_the_command_line_reports_the_benchmark_s_figures(tmp_path: Pat
         "JSONSchemaBench: overall         66.67      33.33       50.00  (3, 1, 1)",
         "JSONSchemaBench: a failed call counts as a refused schema (the benchmark's own rule), for now",
     ]
+    board = subprocess.run(
+        [PYTHON, "format_result.py", str(tmp_path / "runs"), "--format", "json"],
+        cwd=REPO, capture_output=True, check=True,
+    )  # fmt: skip
+    (row,) = json.loads(board.stdout)
+    assert row["metrics"] == {
+        "schemas-declared_coverage": 66.67,
+        "schemas-empirical_coverage": 33.33,
+        "schemas-compliance": 50.0,
+        "schemas-Github_easy": 0.0,
+        "schemas-Glaiveai2K": 100.0,
+    }
     person = next(r for r in server.requests if r["messages"][-1]["content"] == json.dumps(PERSON))
     shots = load_shots()["Glaiveai2K"]
     assert person["messages"][:6] == request_messages(json.dumps(PERSON), shots)
