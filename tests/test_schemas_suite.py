@@ -73,6 +73,7 @@ def test_validity_is_jsonschema_s_verdict_in_the_schema_s_own_draft_formats_chec
     assert problems(counts, [1, 0]) == ["1: 0 is less than or equal to the minimum of 0"]
     person = validators.get(PERSON)
     assert validators.get(json.loads(json.dumps(PERSON))) is person  # compiled once per schema
+    assert validators.for_text(json.dumps(PERSON, sort_keys=True)) is person
     assert problems(person, {"name": "Ann", "age": -1}) == ["age: -1 is less than the minimum of 0"]
     assert problems(person, {"age": 3}) == ["(root): 'name' is a required property"]
     email = validators.get({"type": "string", "format": "email"})

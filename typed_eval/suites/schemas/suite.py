@@ -84,9 +84,8 @@ class SchemaTasks:
         """What is posed for the case; SchemaProblem when it cannot be posed or checked."""
         if case.metadata.get(PROBLEM):
             raise SchemaProblem(str(case.metadata[PROBLEM]))
-        schema = json.loads(case.prompt)
-        self.validators.get(schema)
-        return sent_schema(schema)
+        self.validators.for_text(case.prompt)
+        return sent_schema(json.loads(case.prompt))
 
     def task_for(self, case: Case, mode: AnswerMode) -> Task[Any]:
         key = (case.id, mode)
@@ -99,7 +98,7 @@ class SchemaTasks:
             sent = self.check(case)
         except SchemaProblem as exc:
             return _problem_task(str(exc))
-        validator = self.validators.get(json.loads(case.prompt))
+        validator = self.validators.for_text(case.prompt)
         task: Task[Any] = Task(
             name=SUITE,
             output_type=schema_output(sent, lambda value: problems(validator, value), wrap=not is_text_mode(mode)),
@@ -115,7 +114,7 @@ class SchemaTasks:
 
     def score(self, case: Case, output: Any) -> Score:
         """1 for an instance valid against the original schema, else 0 with the validator's messages."""
-        found = problems(self.validators.get(json.loads(case.prompt)), output)
+        found = problems(self.validators.for_text(case.prompt), output)
         return Score(0.0, {"errors": found}) if found else Score(1.0)
 
 

@@ -92,19 +92,23 @@ def problems(validator: Validator, instance: Any, limit: int = MAX_PROBLEMS) -> 
 
 @dataclass
 class Validators:
-    """Compiled validators by schema (its canonical JSON), so each schema is compiled once for all its replies."""
+    """Compiled validators by schema text, so each schema is compiled once for all its replies (a schema given as
+    data is keyed by its canonical JSON)."""
 
     _compiled: dict[str, Validator | SchemaProblem] = field(default_factory=dict)
 
     def get(self, schema: Any) -> Validator:
-        key = json.dumps(schema, sort_keys=True, ensure_ascii=False)
-        found = self._compiled.get(key)
+        return self.for_text(json.dumps(schema, sort_keys=True, ensure_ascii=False), schema)
+
+    def for_text(self, text: str, schema: Any = None) -> Validator:
+        """The validator of the schema `text` is (parsed only the first time); SchemaProblem when it has none."""
+        found = self._compiled.get(text)
         if found is None:
             try:
-                found = compile_schema(schema)
+                found = compile_schema(json.loads(text) if schema is None else schema)
             except SchemaProblem as exc:
                 found = exc
-            self._compiled[key] = found
+            self._compiled[text] = found
         if isinstance(found, SchemaProblem):
             raise found
         return found
