@@ -448,3 +448,20 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, setting: str, message:
     lines = done.stderr.decode().splitlines()
     assert (done.returncode, len(lines)) == (2, 1), lines
     assert lines[0].startswith(message.format(**names))
+
+
+def test_sets_shots_and_system_choose_the_cases_and_the_request() -> None:
+    task, cases = build(sets="Kubernetes, Snowplow", shots=0, system="Reply with JSON only.")
+    assert [(g, sum(c.group == g for c in cases)) for g in ("Kubernetes", "Snowplow")] == [
+        ("Kubernetes", 30),
+        ("Snowplow", 30),
+    ]
+    assert len(cases) == 60
+    assert task.messages is not None
+    assert task.messages(cases[0], "tool") == [
+        {"role": "system", "content": "Reply with JSON only."},
+        {"role": "user", "content": cases[0].prompt},
+    ]
+    task, cases = build(sets="Snowplow", shots=1)
+    assert task.messages is not None
+    assert [m["role"] for m in task.messages(cases[0], "text")] == ["system", "user", "assistant", "user"]
