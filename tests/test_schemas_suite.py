@@ -27,6 +27,7 @@ import evaluator
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, text
 from typed_eval.core.datasets import Dataset
+from typed_eval.core.errors import InputError
 from typed_eval.schemas import GroupScore, SampleRecord
 from typed_eval.suites.schemas.data import load_path, load_sample
 from typed_eval.suites.schemas.metrics import coverage
@@ -170,6 +171,8 @@ def test_the_few_shots_are_read_as_data_out_of_the_benchmark_s_module() -> None:
 
 
 def test_a_pydantic_model_is_a_case_of_its_own(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"^give the schemas' path or a model, not both$"):
+        build(model="typed_eval.schemas:TokenUsage", path=str(tmp_path))
     _, (case,) = build(model="typed_eval.schemas:TokenUsage")
     schema = json.loads(case.prompt)
     assert (case.id, case.group, schema["title"], schema["type"]) == (

@@ -129,6 +129,8 @@ def _noted(case: Case, tasks: SchemaTasks) -> Case:
 
 
 def _cases(params: SchemasParams) -> tuple[list[Case], str]:
+    if params.model is not None and params.path is not None:
+        raise InputError("give the schemas' path or a model, not both")
     if params.model is not None:
         return [load_model(params.model)], params.model
     if params.path is not None:
