@@ -99,7 +99,7 @@ def test_suites_name_shows_list_parameters_secrets_and_files() -> None:
         "files: --suite FILE.yaml|.yml|.json",
     ]
     assert one_line_error(cli("main.py", "suites", "nosuch")) == (
-        "main.py: error: unknown suite 'nosuch': use bfcl, case-file, farel, lineage, novelty, story-graph, "
+        "main.py: error: unknown suite 'nosuch': use bfcl, case-file, farel, lineage, novelty, schemas, story-graph, "
         "suite-file, or a file (.json .py .yaml .yml)"
     )
 

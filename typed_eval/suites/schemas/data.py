@@ -1,0 +1,100 @@
+"""Where the schemas come from, each made a case: a folder laid out as JSONSchemaBench's `data/`
+(`DIR/<set>/<file>.json`, the set being the case's group), the user's own schema file or folder, a pydantic model
+named `module:Class`, or the sample shipped with the suite.
+
+A case's prompt is the schema as JSONSchemaBench sends it (`json.dumps(schema)`, the last user message). A file that
+is not JSON, or larger than the bound, is still a case: it carries the reason it cannot be posed, so it is that case's
+error and never the run's. A folder or file that cannot be read is the user's error (one line, exit 2).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from typed_eval.core.errors import InputError
+from typed_eval.schemas import Case
+
+__all__ = ["MAX_BYTES", "MODEL", "OWN", "PROBLEM", "SAMPLE_DIR", "load_model", "load_path", "load_sample"]
+
+SAMPLE_DIR = Path(__file__).parent / "sample"
+OWN = "own"
+"""The group of a schema file that is in no set's folder (the user's own)."""
+MODEL = "model"
+"""The group of a schema made from a pydantic model."""
+PROBLEM = "problem"
+"""Metadata key of why a case cannot be posed."""
+MAX_BYTES = 4_000_000
+"""Default bound on a schema file's size (the benchmark's largest is 1.3 MB)."""
+
+
+def _case(case_id: str, group: str, path: Path, max_bytes: int) -> Case:
+    metadata: dict[str, Any] = {"file": path.name}
+    size = path.stat().st_size
+    if size > max_bytes:
+        return Case(id=case_id, prompt="", group=group, metadata={**metadata, PROBLEM: f"the schema file has "
+                    f"{size:,} bytes, more than max_bytes={max_bytes:,}"})  # fmt: skip
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read schema file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        return Case(id=case_id, prompt="", group=group, metadata={**metadata, PROBLEM: f"not UTF-8 text ({exc.reason} "
+                    f"at byte {exc.start})"})  # fmt: skip
+    try:
+        schema = json.loads(text)
+    except ValueError as exc:
+        return Case(id=case_id, prompt=text, group=group, metadata={**metadata, PROBLEM: f"not JSON: {exc}"})
+    return Case(id=case_id, prompt=json.dumps(schema), group=group, metadata=metadata)
+
+
+def load_path(path: Path, max_bytes: int = MAX_BYTES) -> list[Case]:
+    """A schema file (group `own`), or every `*.json` under a folder, grouped by the folder they are in below it
+    (`DIR/<set>/<file>.json`: the set; a file directly in DIR: `own`). Ids are the paths below DIR, without `.json`."""
+    if not path.exists():
+        raise InputError(f"schema path {str(path)!r} does not exist")
+    if path.is_file():
+        return [_case(path.stem, OWN, path, max_bytes)]
+    try:
+        files = sorted(path.rglob("*.json"))
+    except OSError as exc:
+        raise InputError(f"cannot read schema folder {path}: {exc.strerror or exc}") from None
+    if not files:
+        raise InputError(f"schema folder {str(path)!r} holds no .json file")
+    cases = []
+    for file in files:
+        relative = file.relative_to(path)
+        group = relative.parts[0] if len(relative.parts) > 1 else OWN
+        cases.append(_case(relative.with_suffix("").as_posix(), group, file, max_bytes))
+    return cases
+
+
+def load_sample() -> list[Case]:
+    """The shipped sample: 30 schemas of each of JSONSchemaBench's ten sets (see sample/README.md)."""
+    return load_path(SAMPLE_DIR)
+
+
+def load_model(spec: str) -> Case:
+    """The JSON Schema of a pydantic model (or any type pydantic validates) named `module:Class`, importable as the
+    program runs (PYTHONPATH)."""
+    module_name, _, name = spec.partition(":")
+    if not module_name or not name:
+        raise InputError(f"model={spec!r}: name a pydantic model as module:Class")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise InputError(f"model={spec!r}: cannot import {module_name!r}: {exc}") from None
+    target: Any = module
+    for part in name.split("."):
+        if not hasattr(target, part):
+            raise InputError(f"model={spec!r}: {module_name!r} has no {name!r}")
+        target = getattr(target, part)
+    try:
+        schema = TypeAdapter(target).json_schema()
+    except Exception as exc:  # not a type pydantic can make a JSON Schema of
+        raise InputError(f"model={spec!r}: no JSON Schema: {str(exc).splitlines()[0]}") from None
+    return Case(id=spec, prompt=json.dumps(schema), group=MODEL, metadata={"model": spec})

@@ -1,0 +1,89 @@
+"""JSONSchemaBench's three figures, per set and overall, from a run's counts.
+
+Declared coverage: schemas not refused over all posed; empirical coverage: valid instances over all posed (a refused
+schema counts as not valid); compliance: valid instances over the schemas not refused. Until records can say that a
+provider refused a schema, every failed call counts as a refusal, as JSONSchemaBench's own code counts an API error
+(`API_BAD_RESPONSE`) as a schema not covered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from typed_eval.schemas import GroupScore, RunSummary, Scores
+
+__all__ = ["Coverage", "coverage", "schemas_metrics", "schemas_report_lines"]
+
+PREFIX = "schemas"
+
+
+@dataclass(frozen=True)
+class Coverage:
+    posed: int
+    refused: int
+    valid: int
+
+    @property
+    def declared(self) -> float | None:
+        return (self.posed - self.refused) / self.posed if self.posed else None
+
+    @property
+    def empirical(self) -> float | None:
+        return self.valid / self.posed if self.posed else None
+
+    @property
+    def compliance(self) -> float | None:
+        accepted = self.posed - self.refused
+        return self.valid / accepted if accepted else None
+
+
+def _of(group: GroupScore) -> Coverage:
+    posed = group.correct + group.partial + group.incorrect + group.missing + group.errors
+    return Coverage(posed=posed, refused=group.errors, valid=group.correct)
+
+
+def coverage(groups: Sequence[GroupScore]) -> tuple[dict[str, Coverage], Coverage]:
+    """Each set's figures, and the whole run's (the sums of the sets')."""
+    per_set = {group.group: _of(group) for group in groups}
+    total = Coverage(
+        posed=sum(c.posed for c in per_set.values()),
+        refused=sum(c.refused for c in per_set.values()),
+        valid=sum(c.valid for c in per_set.values()),
+    )
+    return per_set, total
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None else round(100 * value, 2)
+
+
+def schemas_metrics(scores: Scores) -> dict[str, float | None]:
+    """The leaderboard's columns, in percent: the three figures overall, and each set's empirical coverage."""
+    per_set, total = coverage(scores.groups)
+    metrics = {
+        f"{PREFIX}-declared_coverage": _percent(total.declared),
+        f"{PREFIX}-empirical_coverage": _percent(total.empirical),
+        f"{PREFIX}-compliance": _percent(total.compliance),
+    }
+    for name, figures in per_set.items():
+        metrics[f"{PREFIX}-{name}"] = _percent(figures.empirical)
+    return metrics
+
+
+def _text(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.2f}"
+
+
+def schemas_report_lines(summary: RunSummary) -> list[str]:
+    """One line per set and one for the run: declared coverage, empirical coverage, compliance, with the counts."""
+    per_set, total = coverage(summary.scores.groups)
+    width = max([len("overall"), *map(len, per_set)])
+    lines = [f"JSONSchemaBench: {'set':<{width}}  declared  empirical  compliance  (posed, refused, valid)"]
+    for name, figures in [*per_set.items(), ("overall", total)]:
+        lines.append(
+            f"JSONSchemaBench: {name:<{width}}  {_text(figures.declared):>8}  {_text(figures.empirical):>9}  "
+            f"{_text(figures.compliance):>10}  ({figures.posed}, {figures.refused}, {figures.valid})"
+        )
+    lines.append("JSONSchemaBench: a failed call counts as a refused schema (the benchmark's own rule), for now")
+    return lines

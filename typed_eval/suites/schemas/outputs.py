@@ -1,0 +1,133 @@
+"""The schema as the output type pydantic-ai asks for: what is sent is the schema with its local `$ref`s written out
+(pydantic cannot hand on a schema's own definitions), what is accepted is what `jsonschema` finds valid against the
+original.
+
+A root that is not `type: object` cannot be a tool's parameters, a response format or pydantic-ai's prompted schema
+as it is: it is asked for as `{"response": <schema>}` in every structured mode (as pydantic-ai wraps such outputs)
+and the reply unwrapped, so the instance scored is the bare value; a plain-text reply is the bare value itself.
+A recursive reference is written out once and then cut to `{}` (any value): the model is shown less than the schema
+asks, the validator still checks all of it. A `$ref` to anything but the schema
+itself (a URL, a file) is never fetched: the case cannot be posed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic_core import PydanticCustomError, core_schema
+
+from typed_eval.suites.schemas.validation import SchemaProblem
+
+__all__ = ["MAX_NODES", "WRAPPER", "Sent", "schema_output", "sent_schema"]
+
+MAX_NODES = 200_000
+"""How large a schema may grow once its references are written out (objects and lists counted)."""
+WRAPPER = "response"
+"""The key a root that is not an object is asked for under (pydantic-ai's own for such outputs)."""
+_LEFT_OUT = ("definitions", "$defs", "$schema", "$id")
+"""The root's keys not sent: its definitions (written out where used) and what only says how to read it."""
+
+
+class Sent:
+    """The schema as posed, and what had to change for it (each note a line)."""
+
+    def __init__(self, schema: dict[str, Any] | bool, notes: list[str]) -> None:
+        self.schema = schema
+        self.notes = notes
+
+    @property
+    def object_root(self) -> bool:
+        return isinstance(self.schema, dict) and self.schema.get("type") == "object"
+
+
+def _pointer(root: Any, reference: str) -> Any:
+    """What a local reference (`#/definitions/a`) names in `root`; SchemaProblem when nothing."""
+    node = root
+    for part in reference[1:].split("/")[1:] if reference != "#" else []:
+        key = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            raise SchemaProblem(f"$ref {reference!r} names nothing in the schema")
+    return node
+
+
+def sent_schema(schema: dict[str, Any] | bool, max_nodes: int = MAX_NODES) -> Sent:
+    """`schema` with every local `$ref` replaced by what it names (its sibling keywords kept over it), recursion cut
+    to `{}`, the root's definitions, `$schema` and `$id` left out; SchemaProblem for a reference that is not local
+    or a schema too large."""
+    if isinstance(schema, bool):
+        return Sent(schema, [])
+    notes: list[str] = []
+    made = 0
+
+    def walk(node: Any, path: tuple[str, ...]) -> Any:
+        nonlocal made
+        made += 1
+        if made > max_nodes:
+            raise SchemaProblem(f"the schema grows past {max_nodes:,} nodes once its $refs are written out")
+        if isinstance(node, list):
+            return [walk(item, path) for item in node]
+        if not isinstance(node, dict):
+            return node
+        reference = node.get("$ref")
+        if isinstance(reference, str):
+            if not reference.startswith("#"):
+                raise SchemaProblem(f"$ref {reference!r} is not within the schema: references are never fetched")
+            siblings = {k: walk(v, path) for k, v in node.items() if k != "$ref"}
+            if reference in path:
+                notes.append(f"recursive $ref {reference} cut to any value")
+                return siblings
+            if reference.startswith("#/") or reference == "#":
+                target = walk(_pointer(schema, reference), (*path, reference))
+            else:  # a plain-name fragment (an anchor): the validator resolves it, the posed schema leaves it open
+                notes.append(f"$ref {reference} (an anchor) left open")
+                return siblings
+            if not isinstance(target, dict):
+                return target if not siblings else {"allOf": [target], **siblings}
+            return {**target, **siblings}
+        return {key: walk(value, path) for key, value in node.items()}
+
+    shown = {k: v for k, v in schema.items() if k not in _LEFT_OUT}
+    return Sent(walk(shown, ()), sorted(set(notes)))
+
+
+def schema_output(sent: Sent, check: Callable[[Any], list[str]], *, wrap: bool) -> type:
+    """The output type: any JSON value, accepted when `check` finds no problem (else pydantic's error carrying the
+    validator's messages, which a corrective retry sends), whose JSON schema is `sent`'s. With `wrap` (the structured
+    modes) a root that is not an object is asked for as `{"response": <schema>}` and the value is unwrapped."""
+    wrapped = wrap and not sent.object_root
+    shown = {"type": "object", "properties": {WRAPPER: sent.schema}, "required": [WRAPPER]} if wrapped else sent.schema
+
+    def validate(value: Any) -> Any:
+        if wrapped:
+            if not isinstance(value, dict) or set(value) != {WRAPPER}:
+                raise PydanticCustomError(
+                    "json_schema", "the value goes in the object's only key, {key}", {"key": WRAPPER}
+                )
+            value = value[WRAPPER]
+        found = check(value)
+        if found:
+            where = f"{WRAPPER}/" if wrapped else ""
+            raise PydanticCustomError("json_schema", "{problems}", {"problems": "; ".join(where + f for f in found)})
+        return value
+
+    class SchemaInstance(dict[str, Any]):
+        __is_model_like__ = True  # pydantic-ai's mark: its JSON schema is an object, not to be wrapped again
+
+        @classmethod
+        def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+            return core_schema.no_info_after_validator_function(validate, core_schema.any_schema())
+
+        @classmethod
+        def __get_pydantic_json_schema__(
+            cls, core: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+        ) -> dict[str, Any]:
+            return dict(shown) if isinstance(shown, dict) else {}
+
+    return SchemaInstance

@@ -1,0 +1,187 @@
+"""The `schemas` suite: JSONSchemaBench (Geng et al. 2025), real-world JSON Schemas each posed as the output type, an
+instance valid when `jsonschema` finds it so against the original schema; and the user's own schemas, posed alike.
+
+Each case is posed as the benchmark poses it (its system message, its two few-shot pairs for the case's set, the
+schema as the last user message) in the run's mode: a tool's parameters, a response format, the schema in the
+prompt, or a plain reply read as JSON. A valid instance scores 1, anything else 0; the report adds the benchmark's
+declared coverage, empirical coverage and compliance per set.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_ai import Agent
+from pydantic_ai.models.test import TestModel
+
+from typed_eval.core.datasets import Dataset, dataset_from_cases
+from typed_eval.core.errors import InputError
+from typed_eval.core.suite import AnswerLine, Suite
+from typed_eval.core.tasks import Score, Task
+from typed_eval.schemas import AnswerMode, Case, SampleRecord, is_text_mode
+from typed_eval.suites.schemas.data import MAX_BYTES, PROBLEM, SAMPLE_DIR, load_model, load_path, load_sample
+from typed_eval.suites.schemas.metrics import schemas_metrics, schemas_report_lines
+from typed_eval.suites.schemas.outputs import Sent, schema_output, sent_schema
+from typed_eval.suites.schemas.prompts import MAX_SHOTS, SYSTEM, Shots, load_shots, request_messages
+from typed_eval.suites.schemas.validation import SchemaProblem, Validators, problems
+
+__all__ = ["SCHEMAS", "SchemaTasks", "SchemasParams"]
+
+SUITE = "schemas"
+NOTES = "posed_as"
+"""Metadata key of what had to change in the schema to pose it (a wrapped root, a recursion cut)."""
+WRAPPED = 'the root is not an object: posed as {"response": <schema>} and unwrapped (structured modes)'
+
+
+class SchemasParams(BaseModel):
+    """Which schemas to pose, and how the request reads."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str | None = Field(
+        None,
+        description="a folder laid out as JSONSchemaBench's data/ (DIR/<set>/<file>.json), or your own schema file "
+        "or folder (default: the shipped sample, 30 schemas of each set)",
+    )
+    model: str | None = Field(None, description="a pydantic model, module:Class, posed as a schema of its own")
+    sets: str | None = Field(None, description="comma-separated sets (groups) to pose, e.g. Glaiveai2K,Kubernetes")
+    shots: int = Field(
+        MAX_SHOTS, ge=0, le=MAX_SHOTS, description="few-shot pairs before the schema (the benchmark's 2)"
+    )
+    system: str = Field(SYSTEM, description="the system message (the benchmark's by default)")
+    max_bytes: int = Field(MAX_BYTES, gt=0, description="a schema file larger than this is its case's error")
+
+
+def _problem_task(reason: str) -> Task[Any]:
+    """A case that cannot be posed: asking for it fails with the reason, so the case is an error and the run goes on."""
+
+    def refuse(case: Case, mode: AnswerMode) -> list[dict[str, Any]]:
+        raise SchemaProblem(reason)
+
+    return Task(name=SUITE, output_type=dict[str, Any], score=lambda case, output: 0.0, messages=refuse)
+
+
+@dataclass
+class SchemaTasks:
+    """The task posing each case with its own schema as the output type, made on first use and kept (the engine
+    makes one agent per task), and the scorer checking an instance against the original schema."""
+
+    shots: Shots
+    count: int = MAX_SHOTS
+    system: str = SYSTEM
+    validators: Validators = field(default_factory=Validators)
+    _tasks: dict[tuple[str, AnswerMode], Task[Any]] = field(default_factory=dict)
+
+    def messages(self, case: Case, mode: AnswerMode) -> list[dict[str, Any]]:
+        return request_messages(case.prompt, self.shots.get(case.group or "", [])[: self.count], self.system)
+
+    def check(self, case: Case) -> Sent:
+        """What is posed for the case; SchemaProblem when it cannot be posed or checked."""
+        if case.metadata.get(PROBLEM):
+            raise SchemaProblem(str(case.metadata[PROBLEM]))
+        self.validators.for_text(case.prompt)
+        return sent_schema(json.loads(case.prompt))
+
+    def task_for(self, case: Case, mode: AnswerMode) -> Task[Any]:
+        key = (case.id, mode)
+        if key not in self._tasks:
+            self._tasks[key] = self._make(case, mode)
+        return self._tasks[key]
+
+    def _make(self, case: Case, mode: AnswerMode) -> Task[Any]:
+        try:
+            sent = self.check(case)
+        except SchemaProblem as exc:
+            return _problem_task(str(exc))
+        validator = self.validators.for_text(case.prompt)
+        task: Task[Any] = Task(
+            name=SUITE,
+            output_type=schema_output(sent, lambda value: problems(validator, value), wrap=not is_text_mode(mode)),
+            score=self.score,
+            messages=self.messages,
+        )
+        if not is_text_mode(mode):
+            try:  # pydantic-ai reads the output type when an agent is made: a schema it cannot take is this case's
+                Agent(TestModel(), output_type=task.output_spec(mode))
+            except Exception as exc:
+                return _problem_task(f"pydantic-ai cannot pose this schema: {type(exc).__name__}: {exc}")
+        return task
+
+    def score(self, case: Case, output: Any) -> Score:
+        """1 for an instance valid against the original schema, else 0 with the validator's messages."""
+        found = problems(self.validators.for_text(case.prompt), output)
+        return Score(0.0, {"errors": found}) if found else Score(1.0)
+
+
+def _noted(case: Case, tasks: SchemaTasks) -> Case:
+    """The case with what posing its schema changes (or why it cannot be posed) in its metadata, said in the record."""
+    try:
+        sent = tasks.check(case)
+    except SchemaProblem as exc:
+        return case.model_copy(update={"metadata": {**case.metadata, PROBLEM: str(exc)}})
+    notes = ([] if sent.object_root else [WRAPPED]) + sent.notes
+    return case.model_copy(update={"metadata": {**case.metadata, NOTES: notes}}) if notes else case
+
+
+def _cases(params: SchemasParams) -> tuple[list[Case], str]:
+    if params.model is not None and params.path is not None:
+        raise InputError("give the schemas' path or a model, not both")
+    if params.model is not None:
+        return [load_model(params.model)], params.model
+    if params.path is not None:
+        return load_path(Path(params.path), params.max_bytes), params.path
+    return load_sample(), str(SAMPLE_DIR)
+
+
+def _build(params: SchemasParams) -> tuple[Task[Any], Dataset]:
+    cases, source = _cases(params)
+    if params.sets is not None:
+        wanted = [name.strip() for name in params.sets.split(",") if name.strip()]
+        present = {case.group for case in cases}
+        unknown = [name for name in wanted if name not in present]
+        if unknown:
+            known = ", ".join(sorted(map(str, present)))
+            raise InputError(f"no schemas of set {unknown[0]!r}; the sets here are {known}")
+        cases = [case for case in cases if case.group in wanted]
+    tasks = SchemaTasks(load_shots(), params.shots, params.system)
+    cases = [_noted(case, tasks) for case in cases]
+    task: Task[Any] = Task(
+        name=SUITE,
+        output_type=Any,
+        score=tasks.score,
+        messages=tasks.messages,
+        pose_as=lambda case, mode: (tasks.task_for(case, mode), mode),
+    )
+    return task, dataset_from_cases(cases, suite=SUITE, source="file", path=source)
+
+
+def show_instance(record: SampleRecord) -> Sequence[AnswerLine]:
+    """The instance, valid or not as the validator found it, its errors, and what posing changed in the schema."""
+    mark: Literal["valid", "invalid"] = "valid" if record.score == 1.0 else "invalid"
+    lines = [AnswerLine(json.dumps(record.output, ensure_ascii=False), mark)]
+    errors = (record.score_details or {}).get("errors")
+    lines += [AnswerLine(f"validator: {error}") for error in errors] if isinstance(errors, list) else []
+    notes = record.metadata.get(NOTES)
+    lines += [AnswerLine(f"posed: {note}") for note in notes] if isinstance(notes, list) else []
+    return lines
+
+
+SCHEMAS = Suite(
+    name=SUITE,
+    params=SchemasParams,
+    build=_build,
+    description="JSONSchemaBench: real-world JSON Schemas (or your own) posed as the output type, an instance valid "
+    "when jsonschema finds it so; declared and empirical coverage and compliance per set",
+    columns=["schemas-*"],
+    title="Compliance",
+    modes=("tool", "native", "prompted", "text"),
+    row_metrics=schemas_metrics,
+    report_lines=schemas_report_lines,
+    show_answer=show_instance,
+    pair_groups=True,
+)
