@@ -33,11 +33,11 @@ def test_python_and_duckdb_count_every_combination_alike() -> None:
         db.execute("CREATE TABLE r (status VARCHAR, excluded BOOLEAN, score DOUBLE)")
         db.executemany("INSERT INTO r VALUES (?, ?, ?)", rows)
         counted = db.execute(f"SELECT status, excluded, score, {expression} FROM r").fetchall()
-    assert len(counted) == 5 * 3 * 4
+    assert len(counted) == 6 * 3 * 4
     for status, excluded, score, in_sql in counted:
         assert in_sql == counted_score(record(status, bool(excluded), score)), (status, excluded, score)
     assert {(s, e, sc): v for s, e, sc, v in counted if s == "missing" and not e}[("missing", False, None)] == 0.0
-    assert all(v is None for s, e, _, v in counted if s == "error" or e)
+    assert all(v is None for s, e, _, v in counted if s in ("error", "unsupported") or e)
 
 
 def test_the_rule_is_stated_once_and_read_by_both() -> None:
@@ -45,8 +45,9 @@ def test_the_rule_is_stated_once_and_read_by_both() -> None:
     assert counted_score(record("partial", False, 0.25)) == 0.25
     assert counted_score(record("correct", True, 1.0)) is None
     assert counted_score(record("incorrect", False, None)) is None
+    assert counted_score(record("unsupported", False, None)) is None  # a refused schema, as a failed call
     assert counted_score_sql("s", "x", {"excluded": "e"}) == (
-        "CASE WHEN s IN ('error') OR coalesce(e, false) THEN NULL WHEN x IS NOT NULL THEN x "
+        "CASE WHEN s IN ('error', 'unsupported') OR coalesce(e, false) THEN NULL WHEN x IS NOT NULL THEN x "
         "WHEN s = 'missing' THEN 0.0 END"
     )
 

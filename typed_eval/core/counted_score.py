@@ -11,8 +11,8 @@ from typed_eval.schemas import SampleRecord
 
 __all__ = ["LEFT_OUT_FLAGS", "LEFT_OUT_STATUSES", "UNSCORED", "counted_score", "counted_score_sql"]
 
-LEFT_OUT_STATUSES: tuple[str, ...] = ("error",)
-"""A failed call says nothing of the model: left out of the score."""
+LEFT_OUT_STATUSES: tuple[str, ...] = ("error", "unsupported")
+"""A failed call says nothing of the model, nor does a schema the provider refused: left out of the score."""
 LEFT_OUT_FLAGS: tuple[str, ...] = ("excluded",)
 """A record with one of these set (an excluded case) is left out of the score."""
 UNSCORED: Mapping[str, float] = MappingProxyType({"missing": 0.0})
@@ -21,7 +21,7 @@ UNSCORED: Mapping[str, float] = MappingProxyType({"missing": 0.0})
 
 def counted_score(record: SampleRecord) -> float | None:
     """A record's score as the statistics count it: its score, a missing output 0, None when it is left out of the
-    score (a failed call, an excluded case, an output with no score)."""
+    score (a failed call, a refused schema, an excluded case, an output with no score)."""
     if record.status in LEFT_OUT_STATUSES or any(getattr(record, flag) for flag in LEFT_OUT_FLAGS):
         return None
     if record.score is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from typed_eval.core.counted_score import LEFT_OUT_STATUSES
 from typed_eval.core.scoring import ScoreBook
 from typed_eval.schemas import Aggregate, SampleRecord, SampleStatus, Scores
 
@@ -36,7 +37,7 @@ def with_retries_up_to(record: SampleRecord, r: int) -> SampleRecord:
     """The sample as it would have been with at most `r` corrective retries: unchanged when it used no more; else its
     answer is attempt r's, scored when that attempt holds a score (calls), else missing (an invalid output)."""
     attempts = record.attempts
-    if r >= len(attempts) - 1 or record.status == "error":
+    if r >= len(attempts) - 1 or record.status in LEFT_OUT_STATUSES:
         return record
     first_valid = next((k for k, attempt in enumerate(attempts) if attempt.valid), None)
     score = attempts[r].score

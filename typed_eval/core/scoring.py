@@ -27,7 +27,8 @@ def _percent(part: float, whole: float) -> float | None:
 
 
 class ScoreBook:
-    """Running counts; errors and excluded cases are counted but left out of the score; missing counts 0.
+    """Running counts; errors, refused schemas (`unsupported`) and excluded cases are counted but left out of the
+    score; missing counts 0.
 
     Scores are means weighted by each record's case weight (1 unless the case gives one): a group's score is
     sum(weight x score) / sum(weight) over its scored records, and so is the `mean` headline over all of them.
@@ -49,7 +50,7 @@ class ScoreBook:
         self._details: dict[str, float] = {}
         self._statuses: Counter[str] = Counter()
         self._invalid: Counter[InvalidKind] = Counter()
-        self.samples = self.errors = self.excluded = 0
+        self.samples = self.errors = self.unsupported = self.excluded = 0
         self._answered = self._first_valid = self._last_valid = self._retries = 0
         self._recoverable = self._recoverable_correct = 0
         self._requests = 0
@@ -71,6 +72,9 @@ class ScoreBook:
         if record.status == "error":
             entry.errors += 1
             self.errors += 1
+        elif record.status == "unsupported":
+            entry.unsupported += 1
+            self.unsupported += 1
         elif record.excluded:
             entry.excluded += 1
             self.excluded += 1
@@ -126,7 +130,7 @@ class ScoreBook:
         return self._answered
 
     def scores(self) -> Scores:
-        seen = [g for g in self._groups.values() if g.scored + g.errors + g.excluded]
+        seen = [g for g in self._groups.values() if g.scored + g.errors + g.unsupported + g.excluded]
         if self._first_position:
             seen.sort(key=lambda g: self._first_position.get(g.group, len(self._first_position)))
         groups = [g.model_copy() for g in seen]
@@ -150,6 +154,7 @@ class ScoreBook:
             incorrect=self._statuses["incorrect"],
             missing=self._statuses["missing"],
             errors=self.errors,
+            unsupported=self.unsupported,
             excluded=self.excluded,
             compliance=Compliance(
                 valid_first_try=_percent(self._first_valid, self._answered),

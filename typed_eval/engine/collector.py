@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic_ai import ModelHTTPError
 
+from typed_eval.core.counted_score import LEFT_OUT_STATUSES
 from typed_eval.core.scoring import ScoreBook
 from typed_eval.core.tasks import Task
 from typed_eval.engine.control import Budget, StopState
@@ -67,7 +68,7 @@ class Collector:
             stop.stop(f"{CREDENTIALS_REFUSED}: {record.error}")
         if budget.max_requests is not None and self.book.requests >= budget.max_requests:
             stop.stop(f"max_requests {budget.named_requests} reached")
-        if budget.max_cost is not None and record.cost.usd is None and record.status != "error":
+        if budget.max_cost is not None and record.cost.usd is None and record.status not in LEFT_OUT_STATUSES:
             case = record.case_id
             if record.usage.input_tokens is None or record.usage.output_tokens is None:  # none sent, or untrue
                 stop.stop(

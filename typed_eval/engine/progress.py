@@ -52,7 +52,7 @@ class Progress:
         self.total = 0
         self.label = "cases"
         self._traffic = TrafficMeter()
-        self.done = self.invalid = self.retries = self.errors = self.requests = self.tokens = 0
+        self.done = self.invalid = self.retries = self.errors = self.unsupported = self.requests = self.tokens = 0
         self.score = 0.0
         self.cost: float | None = None
         self._quiet = quiet
@@ -76,7 +76,7 @@ class Progress:
         self._said: list[str] = []
 
     def stats(self) -> str:
-        answered = self.done - self.errors
+        answered = self.done - self.errors - self.unsupported
         score = f"{100 * self.score / answered:.1f}%" if answered else "-"
         rate = self.done / max(time.monotonic() - self._started, 1e-9)
         cost = "cost ?" if self.cost is None else f"${self.cost:.4f}"
@@ -84,9 +84,10 @@ class Progress:
         waiting = f" ({traffic.waiting_now} backing off)" if traffic.waiting_now else ""
         batches = describe_states(traffic.batch_states)
         pace = f" | {traffic.pacer.describe()}" if traffic.pacer is not None else ""
+        refused = f" | unsupported {self.unsupported}" if self.unsupported else ""
         return (batches + " | " if batches else "") + (
             f"score {score} | invalid outputs {self.invalid} | corrective retries {self.retries} | "
-            f"errors {self.errors} | transport retries {traffic.transport_retries}{waiting} | "
+            f"errors {self.errors}{refused} | transport retries {traffic.transport_retries}{waiting} | "
             f"{self.requests} req, {self.tokens} tok, {cost} | {rate:.1f}/s{pace}{self._notes(traffic)}"
         )
 
@@ -104,6 +105,7 @@ class Progress:
         self.score += record.score or 0.0
         self.retries += record.corrective_retries
         self.errors += record.status == "error"
+        self.unsupported += record.status == "unsupported"
         self.invalid += sum(not a.valid for a in record.attempts)
         self.requests += record.usage.requests
         self.tokens += (record.usage.input_tokens or 0) + (record.usage.output_tokens or 0)
@@ -120,7 +122,7 @@ class Progress:
         self._began = True
         self.total, self.label, self._started = total, label, time.monotonic()
         self._traffic = traffic or TrafficMeter()
-        self.done = self.invalid = self.retries = self.errors = self.requests = self.tokens = 0
+        self.done = self.invalid = self.retries = self.errors = self.unsupported = self.requests = self.tokens = 0
         self.score, self.cost = 0.0, None
         self._said = []
         if self._rich is not None:

@@ -49,6 +49,8 @@ class LeaderboardRow(BaseModel):
     incorrect: int
     missing: int
     errors: int
+    unsupported: int = Field(default=0, exclude_if=lambda count: count == 0)
+    """Samples whose schema the provider refused; left out when none."""
     ambiguous: int
     """Cases recorded but left out of the score (e.g. ambiguous quizzes)."""
     valid_first_try: float | None

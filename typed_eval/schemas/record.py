@@ -23,9 +23,12 @@ AnswerMode = Literal["tool", "native", "prompted", "text", "tag"]
 prompt, or plain text read by the task's reader. `tag` is the text mode of the suites whose original benchmark asks
 for its answer in a tag (`<ANSWER>`), kept so their runs read as they always did."""
 
-SampleStatus = Literal["correct", "partial", "incorrect", "missing", "error"]
+SampleStatus = Literal["correct", "partial", "incorrect", "missing", "error", "unsupported"]
 """From the score: `correct` 1, `partial` between 0 and 1, `incorrect` 0. `missing`: no valid output after
-all retries (scored 0); `error`: the call itself failed (not the model's output), left out of the score."""
+all retries (scored 0); `error`: the call itself failed (not the model's output), left out of the score;
+`unsupported`: the provider refused the schema sent (an HTTP 400 about the response format or a tool's parameters,
+`typed_eval.providers.refusals`), neither an invalid output nor an error: left out of the score, counted, never
+retried nor posed again."""
 
 InvalidKind = Literal[
     "no_tool_call",

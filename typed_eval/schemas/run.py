@@ -48,6 +48,9 @@ class GroupScore(_Model):
     missing: int = 0
     errors: int = 0
     """Failed calls: left out of the score and counted here."""
+    unsupported: int = Field(default=0, exclude_if=lambda count: count == 0)
+    """Schemas the provider refused: left out of the score and counted here (left out of the file when none, so a
+    run with no refusal is stored as before)."""
     excluded: int = 0
     """Cases recorded but left out of the score (e.g. ambiguous quizzes)."""
     score: float | None = None
@@ -149,6 +152,8 @@ class Scores(_Model):
     incorrect: int
     missing: int
     errors: int
+    unsupported: int = Field(default=0, exclude_if=lambda count: count == 0)
+    """Samples whose schema the provider refused (status `unsupported`): left out of the score, as errors are."""
     excluded: int
     compliance: Compliance
     totals: Totals
