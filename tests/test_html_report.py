@@ -348,6 +348,7 @@ def test_each_row_names_the_filters_that_keep_it_as_case_store_does(echo_results
         "wrong": ["c2", "c3", "c4", "c5"],
         "invalid": ["c4", "c5"],
         "error": ["c6"],
+        "unsupported": [],
     }
     store = CaseStore(echo_results)
     keys = [entry.key for entry in store.runs() if entry.summary.suite == "echo"]
@@ -357,7 +358,7 @@ def test_each_row_names_the_filters_that_keep_it_as_case_store_does(echo_results
     with pytest.raises(InputError, match=r"^filter: disagree compares runs: name two runs or more$"):
         store.case_ids(keys[:1], filter="disagree")
     store.close()
-    assert grids["echo-two"].filters.keys() == {"wrong", "invalid", "error"}  # one run: nothing to disagree with
+    assert grids["echo-two"].filters.keys() == {"wrong", "invalid", "error", "unsupported"}  # one run: no disagree
     page = render_html(rows, {}, cases=grids)
     marks = re.findall(r'<tr data-f="([^"]*)"><th scope="row">(\w+)</th>', page)
     assert marks == [("", "c1"), ("disagree wrong", "c2"), ("wrong", "c3"), ("disagree wrong invalid", "c4"),
@@ -395,7 +396,7 @@ def test_a_run_without_records_has_no_column_and_an_unreadable_suite_says_why(
     grids = case_grids(root, rows, suites={})
     assert [Path(path).parent.name for path in grids["echo"].runs] == ["function_alpha"]
     assert grids["echo"].no_records == (str(beta),)
-    assert grids["echo"].filters.keys() == {"wrong", "invalid", "error"}
+    assert grids["echo"].filters.keys() == {"wrong", "invalid", "error", "unsupported"}
     page = render_html(rows, {}, cases=grids)
     assert '<p class="note">No column for function:beta (tool): it stored no record.</p>' in page
 
@@ -482,7 +483,7 @@ def test_the_case_grid_in_headless_chromium(echo_results: Path, tmp_path: Path) 
         assert colours == {"correct": "rgb(235, 251, 238)", "incorrect": "rgb(255, 245, 245)",
                            "missing": "rgb(255, 245, 245)", "error": "rgb(241, 243, 245)"}  # fmt: skip
         counts = page.locator(f"{echo} .case-controls label").all_inner_texts()
-        assert counts == ["all 6", "disagree 3", "wrong 4", "invalid 2", "error 1"]
+        assert counts == ["all 6", "disagree 3", "wrong 4", "invalid 2", "error 1", "unsupported 0"]
 
         def show(name: str) -> list[str]:
             page.locator(f"{echo} input[value={name}]").check()

@@ -254,7 +254,7 @@ def test_a_corrupt_record_is_a_500_naming_its_file_and_the_rest_is_served(extra:
     server, key = extra.server, f"corrupt/{extra.corrupt.name}"
     message = {
         "error": f"a corrupt record in {extra.corrupt / 'samples.jsonl'}: Input should be 'correct', 'partial', "
-        "'incorrect', 'missing' or 'error'"
+        "'incorrect', 'missing', 'error' or 'unsupported'"
     }
     for path in (f"/api/cases?runs={key}", f"/api/case/c01?runs={key}"):
         reply = server.get(path)
@@ -388,7 +388,7 @@ def test_what_is_not_stored_is_404_and_a_bad_parameter_400_in_one_json_line(view
         (f"/api/case/c99?runs={runs.a},{runs.b}", 404, {"error": f"no case 'c99' in {runs.a}, {runs.b}"}),
         (f"/api/cases?runs={runs.a},{runs.b}&filter=bogus", 400,
          {"error": "filter: 'bogus' is not one of all, disagree, wrong, invalid, error, "
-                                     "or better:N (run N, from 0)"}),
+                                     "unsupported, or better:N (run N, from 0)"}),
         (f"/api/cases?runs={runs.a}&filter=disagree", 400,
          {"error": "filter: disagree compares runs: name two runs or more"}),
         (f"/api/cases?runs={runs.a}&sort=score:1", 400,

@@ -93,7 +93,8 @@ def print_report(summary: RunSummary, run_dir: Path, suite: Suite[Any] | None = 
     scores = summary.scores
     for g in scores.groups:
         score = f"{g.score:.2f}" if g.score is not None else "n/a"
-        extra = "".join(f", {label}: {n}" for label, n in (("P", g.partial), ("E", g.errors)) if n)
+        counts = (("P", g.partial), ("E", g.errors), ("U", g.unsupported))
+        extra = "".join(f", {label}: {n}" for label, n in counts if n)
         extra += f", excluded: {g.excluded}" if g.excluded else ""
         print(printable(f"{g.group}: {score} (C: {g.correct}, I: {g.incorrect}, M: {g.missing} A: {g.scored}{extra})"))
     headline = f"{scores.score:.2f}" if scores.score is not None else "n/a"
@@ -111,6 +112,7 @@ def print_report(summary: RunSummary, run_dir: Path, suite: Suite[Any] | None = 
     print(
         f"format: valid first try {first}, after retries {after}, corrective retries {comp.corrective_retries}, "
         f"invalid outputs {comp.invalid_outputs} ({kinds}), missing {scores.missing}, errors {scores.errors}"
+        + (f", unsupported {scores.unsupported} (the provider refused the schema)" if scores.unsupported else "")
     )
     for line in _retry_lines(summary, read, suite):
         print(printable(line))

@@ -34,7 +34,7 @@ GRID_LINES = 4
 GRID_TEXT = 200
 """Characters of answer text shown in one cell, over its lines; the rest is cut with a visible marker (the viewer's
 case page shows whole answers)."""
-GRID_FILTERS = ("disagree", "wrong", "invalid", "error")
+GRID_FILTERS = ("disagree", "wrong", "invalid", "error", "unsupported")
 """The filters a grid offers beside `all`, as `CaseStore` defines them; a row's `data-f` names those that keep it."""
 
 

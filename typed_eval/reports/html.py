@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CellView", "answer_html", "asset", "cell_view", "cut_text", "render"]
 
-_STATUSES = frozenset({"correct", "partial", "mixed", "incorrect", "missing", "error"})
+_STATUSES = frozenset({"correct", "partial", "mixed", "incorrect", "missing", "error", "unsupported"})
 """The statuses a cell is coloured by; another (a plug-in's) is class `st-other`."""
 
 

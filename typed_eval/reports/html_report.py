@@ -226,6 +226,7 @@ _FILTER_TIPS = {
     "wrong": "scored below full marks in some run",
     "invalid": "an invalid output in some run (before or after corrective retries)",
     "error": "a failed call in some run",
+    "unsupported": "a schema the provider refused in some run",
 }
 
 

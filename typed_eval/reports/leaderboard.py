@@ -246,6 +246,7 @@ def _row(run: StoredRun, read: RunRead, suite: Suite[Any] | None) -> Leaderboard
         incorrect=scores.incorrect,
         missing=scores.missing,
         errors=scores.errors,
+        unsupported=scores.unsupported,
         ambiguous=scores.excluded,
         valid_first_try=scores.compliance.valid_first_try,
         corrective_retries=scores.compliance.corrective_retries,

@@ -279,7 +279,7 @@ class CaseStore:
             best = f"c{_index(filter.partition(':')[2], len(cells))}"
             conditions += [f"{c}.scored > 0" for c in cells]
             conditions += [f"{best}.score > {c}.score" for c in cells if c != best]
-        elif filter in ("wrong", "invalid", "error"):
+        elif filter in ("wrong", "invalid", "error", "unsupported"):
             conditions.append("(" + " OR ".join(f"coalesce({c}.{filter}, false)" for c in cells) + ")")
         if group:
             conditions.append("ids.grp = ?")

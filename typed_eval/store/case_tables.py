@@ -48,6 +48,7 @@ WHERE r.case_id IS NOT NULL;
 CREATE OR REPLACE TABLE {{cells}} AS
 SELECT case_id, min(rid) AS first, any_value(grp) AS grp, avg(score) AS score, count(score) AS scored,
     bool_or(score < 1) AS wrong, bool_or(invalid) AS invalid, bool_or(status = 'error') AS error,
+    bool_or(status = 'unsupported') AS unsupported,
     sum(retries) AS retries, sum(cost) AS cost, avg(latency) AS latency, list(rid ORDER BY rep) AS rids
 FROM (
     SELECT rowid AS rid, case_id, rep, grp, status, score, invalid, retries, cost, latency FROM {{records}}

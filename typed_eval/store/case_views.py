@@ -25,11 +25,12 @@ __all__ = [
     "RunEntry",
 ]
 
-Filter = Literal["all", "disagree", "wrong", "invalid", "error"]
-FILTERS: tuple[Filter, ...] = ("all", "disagree", "wrong", "invalid", "error")
+Filter = Literal["all", "disagree", "wrong", "invalid", "error", "unsupported"]
+FILTERS: tuple[Filter, ...] = ("all", "disagree", "wrong", "invalid", "error", "unsupported")
 """`disagree`: scored in every run shown, with scores not all equal (the cases behind a paired test); `wrong`: scored
-below 1 in some run; `invalid`: an invalid output in some run; `error`: a failed call in some run. Besides these,
-`better:N`: scored in every run shown, run N (from 0) above each other (a paired comparison's "only A right")."""
+below 1 in some run; `invalid`: an invalid output in some run; `error`: a failed call in some run; `unsupported`: a
+schema the provider refused in some run. Besides these, `better:N`: scored in every run shown, run N (from 0) above
+each other (a paired comparison's "only A right")."""
 
 PER_RUN_SORTS = ("score", "cost", "latency", "retries")
 """Sorts by one run's cells (`score:1`: by the second run shown); `case` and `group` sort the rows."""
