@@ -235,7 +235,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     faults.add_argument(
         "--retry-errors",
         action="store_true",
-        help="pose again only the samples recorded as error (failed calls) of that run, keeping one record each",
+        help="pose again only the samples recorded as error (failed calls) of that run, keeping one record each "
+        "(a schema the provider refused, unsupported, is not posed again)",
     )
     run.set_defaults(command=command_run)
 

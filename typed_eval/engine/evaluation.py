@@ -319,7 +319,8 @@ async def _evaluate(
     if posed is None:
         return stopped_first()
     first = posed
-    may_free = chosen == "required" and tool_choice is None
+    refused = first.record.status == "unsupported"  # a refused schema: the provider's answer, no tool choice to free
+    may_free = chosen == "required" and tool_choice is None and not refused
     if may_free and _refused_forced_choice(first.exception) and not _names_tool_choice(first.exception):
         posed = await _pose_unless_stopped(current, head[1], head[2], stop)  # a transient fault passes on a
         if posed is None:  # second try; a refusal repeats
@@ -344,7 +345,7 @@ async def _evaluate(
     collected.add(head[0], first.record)
     status: RunStatus = "finished"
     why: str | None = None
-    if _unreachable(first.exception) and not reached:
+    if _unreachable(first.exception) and not reached and first.record.status != "unsupported":
         status, why = "dnf", first.record.error
     else:
         await _pose_rest(current, SetAside(pending, pacer), collected, concurrency, stop)

@@ -55,6 +55,7 @@ from typed_eval.core.settings import user_prices
 from typed_eval.core.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
 from typed_eval.providers.batches import Batching, without_pending
 from typed_eval.providers.flow import Pacer
+from typed_eval.providers.refusals import refuses_schema
 from typed_eval.providers.transport import SampleTraffic, TrafficMeter, current_traffic
 from typed_eval.schemas import (
     AnswerMode,
@@ -409,7 +410,7 @@ class Poser:
         relaxed: Score | None = None
         status: SampleStatus
         if exception is not None:
-            status = "error"
+            status = "unsupported" if refuses_schema(exception) else "error"  # a refusal is the provider's answer
         elif value is None:
             status = "missing"
             reader = self.task.text_reader

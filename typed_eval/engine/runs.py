@@ -124,9 +124,10 @@ async def run(
     stored, and a resume must keep it) and `update_prices` (a URL, e.g.
     `typed_eval.providers.prices.DEFAULT_UPDATE_URL`: genai-prices' data is refreshed from it before the first
     request, and the run's settings say so); the run stores the settings it resolved from them. A resumed run keeps
-    its finished samples and poses the rest; `retry_errors` poses again only the samples whose call failed and keeps
-    one record per sample. Every finished sample is on disk before it counts, so an interrupted run (Ctrl-C, kill -9,
-    a reboot) loses nothing: resume it. `on_start(to_pose, run_dir)` is called before the first request. Returns the
+    its finished samples and poses the rest; `retry_errors` poses again only the samples whose call failed (`error`;
+    a schema the provider refused, `unsupported`, would be refused again and is kept) and keeps one record per
+    sample. Every finished sample is on disk before it counts, so an interrupted run (Ctrl-C, kill -9, a reboot)
+    loses nothing: resume it. `on_start(to_pose, run_dir)` is called before the first request. Returns the
     final summary; `summary.status` says `finished`, `partial` or `dnf`. Resume and the retry of errors work per
     (case, repeat). `batch` sends the run through the provider's batch API; each request waiting on a batch is kept
     in the run folder (`batches.jsonl`) as soon as it is submitted, so a resume collects it instead of sending it
