@@ -56,8 +56,9 @@ class GroupScore(_Model):
     score: float | None = None
     """Mean score of the scored cases (correct, partial, incorrect, missing), weighted by case weight, 0-100: for a
     multiple-choice suite, the accuracy. None when none was scored."""
-    cost_usd: float | None = None
-    """What the group's samples cost, failed calls included; None when no sample's cost is known."""
+    cost_usd: float | None = Field(default=None, exclude_if=lambda cost: cost is None)
+    """What the group's samples cost, failed calls included; None when no sample's cost is known (left out of the
+    file then, so a run stored before it was counted reads as before)."""
 
     @property
     def cost_per_correct(self) -> float | None:
