@@ -112,9 +112,14 @@ class EmptyReplyAsText(AbstractCapability[Any]):
     async def after_model_request(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
-        if any(isinstance(p, ToolCallPart) or (isinstance(p, TextPart) and p.content) for p in response.parts):
-            return response
-        return replace(response, parts=[*response.parts, TextPart(EMPTY_REPLY)])
+        return empty_reply_as_text(response)
+
+
+def empty_reply_as_text(response: ModelResponse) -> ModelResponse:
+    """A reply with no text and no tool call given the text `EMPTY_REPLY` (what `EmptyReplyAsText` makes of it)."""
+    if any(isinstance(p, ToolCallPart) or (isinstance(p, TextPart) and p.content) for p in response.parts):
+        return response
+    return replace(response, parts=[*response.parts, TextPart(EMPTY_REPLY)])
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai import (
@@ -15,11 +15,8 @@ from pydantic_ai import (
     DeferredToolRequests,
     ModelHTTPError,
     ModelMessage,
-    ModelRequest,
     ModelResponse,
     PendingModelResponse,
-    ToolCallPart,
-    ToolReturnPart,
     UnexpectedModelBehavior,
     UserError,
     capture_run_messages,
@@ -44,15 +41,16 @@ from typed_eval.core.calls import (
     ChatMessage,
     Reply,
     chat_history,
-    invalid_call,
     last_calls,
     reply_of,
+    resent_calls,
     tool_definitions,
 )
 from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.settings import user_prices
 from typed_eval.core.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
+from typed_eval.engine.direct_calls import Replaying, ask_first
 from typed_eval.providers.batches import Batching, without_pending
 from typed_eval.providers.flow import Pacer
 from typed_eval.providers.transport import SampleTraffic, TrafficMeter, current_traffic
@@ -165,13 +163,16 @@ class Poser:
         if self.calls:
             capabilities.append(AtMostCalls())
         toolsets = [CaseFunctions(task.functions, self.retries)] if self.calls and task.functions else None
+        instructions = task.instructions_for(self.mode)
+        self.direct = self.calls and batching is None and instructions is None and not settings.system_prompt
+        """A case's conversation is asked first without an agent run (`direct_calls`): the agent adds nothing to it."""
         self.agent: Agent[Case, Any] = Agent(
             model,
             output_type=[output_spec, PendingModelResponse] if batching is not None else output_spec,
             capabilities=capabilities or None,
             toolsets=toolsets,
             deps_type=Case,
-            instructions=task.instructions_for(self.mode),
+            instructions=instructions,
             system_prompt=settings.system_prompt or (),
             model_settings=model_settings or None,
             retries=self.retries,
@@ -190,7 +191,9 @@ class Poser:
             priced.append(attempt.model_copy(update=update))
         return priced
 
-    def _verdicts(self, case: Case, accepted: bool, error: BaseException | None) -> Verdicts:
+    def _verdicts(
+        self, case: Case, accepted: bool, error: BaseException | None, functions: Sequence[Mapping[str, Any]] | None
+    ) -> Verdicts:
         task, reader = self.task, self.task.text_reader
 
         def recheck(raw: str) -> Any:
@@ -204,9 +207,7 @@ class Poser:
             unreadable_kind=reader.invalid_kind if reader is not None else "unreadable",
             unreadable_feedback=reader.feedback if reader is not None else None,
             recheck=recheck if reader is None or not is_text_mode(self.mode) else None,
-            offered=frozenset(str(doc.get("name")) for doc in task.functions(case))
-            if self.calls and task.functions
-            else None,
+            offered=frozenset(str(doc.get("name")) for doc in functions) if functions is not None else None,
         )
 
     def _settings_for(self, repeat: int) -> ModelSettings | None:
@@ -259,19 +260,35 @@ class Poser:
         if posed is not None:
             conversation = chat_history(posed(case, self.mode))
             prefix, history = len(conversation), history or conversation
+        functions = self.task.functions(case) if self.calls and self.task.functions else None
+        direct = self.direct and posed is not None and functions is not None
         while True:
             output = None
-            with capture_run_messages() as messages:
+            with capture_run_messages() as captured:
+                messages = captured
                 try:
                     settings = self._settings_for(repeat)
                     asked = None if history else prompt
                     answered = history[prefix:] if history else None
                     left = max(self.retries - _answers(answered), 0) if answered else None  # the sample's
-                    output = (
-                        await self.agent.run(
-                            asked, message_history=history, deps=case, model_settings=settings, retries=left
+                    model: Model | None = None  # the agent's own, or one replaying the reply asked directly
+                    if direct and history and functions is not None:
+                        direct, merged = False, merge_model_settings(self.model_settings or None, settings)
+                        replied = await ask_first(self.model, history, merged, functions)
+                        if isinstance(replied, Replaying):
+                            model = replied
+                        else:
+                            messages, output = replied
+                    if messages is captured:
+                        run = self.agent.run(
+                            asked,
+                            message_history=history,
+                            deps=case,
+                            model_settings=settings,
+                            retries=left,
+                            model=model,
                         )
-                    ).output
+                        output = (await run).output
                 except UserError as exc:
                     first = str(exc).splitlines()[0]
                     raise EvaluatorError(
@@ -282,7 +299,7 @@ class Poser:
                 except Exception as exc:  # a failed call or a malformed response is this sample's error
                     exception = exc
             if self.calls and isinstance(output, DeferredToolRequests) and exception is None:
-                resent = self._resend_calls(case, messages, prefix)
+                resent = resent_calls(messages, prefix, functions, self.retries)
                 if resent is not None:  # a reply of valid and invalid calls, with retries left: asked again
                     history = resent
                     continue
@@ -301,7 +318,7 @@ class Poser:
             value = ""
         attempts = [
             a.model_copy(update={"raw": ""}) if a.raw == EMPTY_REPLY else a
-            for a in read_attempts(messages, self._verdicts(case, value is not None, exception))
+            for a in read_attempts(messages, self._verdicts(case, value is not None, exception, functions))
         ]
         attempts = await self._scored(case, self._priced(attempts, messages), turns)
         usage = sample_usage(messages)
@@ -351,35 +368,6 @@ class Poser:
         )
         turns.add([attempt], usage, cost)
         return reply
-
-    def _resend_calls(self, case: Case, messages: list[ModelMessage], prefix: int) -> list[ModelMessage] | None:
-        """The conversation asking again for a reply of calls some of which are invalid (pydantic-ai ends the run
-        with the valid ones deferred), while retries are left: every call of the reply is sent back, the invalid
-        ones with their reason, so the model makes them all again. None when nothing is to be asked again."""
-        responses = [m for m in messages[prefix:] if isinstance(m, ModelResponse)]
-        if not responses or len(responses) > self.retries or not self.task.functions:
-            return None
-        offered = {str(doc.get("name")) for doc in self.task.functions(case)}
-        calls = [p for p in responses[-1].parts if isinstance(p, ToolCallPart)]
-        reasons = [invalid_call(call, offered) for call in calls]
-        if not any(reasons):
-            return None
-        last = messages[-1]
-        said = last.parts if isinstance(last, ModelRequest) else ()  # pydantic-ai's word on the invalid calls
-        answered = {p.tool_call_id for p in said if isinstance(p, ToolReturnPart)}
-        parts = [
-            ToolReturnPart(
-                tool_name=call.tool_name,
-                content=found[1] if found else "Another call of this reply is invalid: make all the calls again.",
-                tool_call_id=call.tool_call_id,
-                outcome="retried",
-            )
-            for call, found in zip(calls, reasons, strict=True)
-            if call.tool_call_id not in answered
-        ]
-        if isinstance(last, ModelRequest):
-            return [*messages[:-1], replace(last, parts=[*last.parts, *parts])]
-        return [*messages, ModelRequest(parts=parts)]
 
     async def _pose(self, case: Case, repeat: int) -> Outcome:
         started = time.perf_counter()
