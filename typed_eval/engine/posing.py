@@ -24,7 +24,7 @@ from pydantic_ai import (
 from pydantic_ai.direct import model_request
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings, merge_model_settings
-from pydantic_core import to_jsonable_python
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from typed_eval.core.attempts import (
     Verdicts,
@@ -441,9 +441,20 @@ class Poser:
             rate_limited=traffic.rate_limited,
             wait_s=round(traffic.wait_s, 4),
         )
-        if self.redact.active:  # a key a server or model echoes in an answer is not stored either
+        if _may_hold_secret(record, self.redact):  # a key a server or model echoes in an answer is not stored either
             record = SampleRecord.model_validate(_redacted(record.model_dump(mode="json"), self.redact))
         return Outcome(record, exception)
+
+
+def _may_hold_secret(record: SampleRecord, redact: Redactor) -> bool:
+    """Whether redacting the record's texts may change it: its JSON (one pass of the pattern, where walking its texts
+    takes one a text) holds a secret, or may hold one escaped; a record JSON cannot hold is walked as before."""
+    if not redact.active:
+        return False
+    try:
+        return redact.may_be_in_json(record.model_dump_json())
+    except PydanticSerializationError:
+        return True
 
 
 def _redacted(value: Any, redact: Redactor) -> Any:
