@@ -50,7 +50,7 @@ from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.settings import user_prices
 from typed_eval.core.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
-from typed_eval.engine.direct_calls import Replaying, ask_first
+from typed_eval.engine.first_request import Replaying, ask_first, text_ending
 from typed_eval.providers.batches import Batching, without_pending
 from typed_eval.providers.flow import Pacer
 from typed_eval.providers.transport import SampleTraffic, TrafficMeter, current_traffic
@@ -164,8 +164,9 @@ class Poser:
             capabilities.append(AtMostCalls())
         toolsets = [CaseFunctions(task.functions, self.retries)] if self.calls and task.functions else None
         instructions = task.instructions_for(self.mode)
-        self.direct = self.calls and batching is None and instructions is None and not settings.system_prompt
-        """A case's conversation is asked first without an agent run (`direct_calls`): the agent adds nothing to it."""
+        self.direct = (self.calls or is_text_mode(self.mode)) and batching is None and not settings.system_prompt
+        self.direct = self.direct and instructions is None
+        """A case's conversation is asked first without an agent run (`first_request`): the agent adds nothing to it."""
         self.agent: Agent[Case, Any] = Agent(
             model,
             output_type=[output_spec, PendingModelResponse] if batching is not None else output_spec,
@@ -209,6 +210,15 @@ class Poser:
             recheck=recheck if reader is None or not is_text_mode(self.mode) else None,
             offered=frozenset(str(doc.get("name")) for doc in functions) if functions is not None else None,
         )
+
+    def _ends(self, reply: ModelResponse, case: Case) -> tuple[ModelResponse, Any] | None:
+        """How a text mode's agent run ends with this reply to its first request, or None (it would do more)."""
+
+        def read(text: str) -> TextReply | None:
+            reply, _ = self.task.read_reply(text, case)
+            return reply if reply.output is not None or not self.retries else None  # else it is asked again
+
+        return text_ending(reply, read, bool(self.task.empty_reply))
 
     def _settings_for(self, repeat: int) -> ModelSettings | None:
         """Each repeat after the first samples from its own seed: the run's seed plus the repeat index, or the
@@ -261,7 +271,7 @@ class Poser:
             conversation = chat_history(posed(case, self.mode))
             prefix, history = len(conversation), history or conversation
         functions = self.task.functions(case) if self.calls and self.task.functions else None
-        direct = self.direct and posed is not None and functions is not None
+        direct = self.direct and posed is not None and (functions is not None or not self.calls)
         while True:
             output = None
             with capture_run_messages() as captured:
@@ -272,9 +282,9 @@ class Poser:
                     answered = history[prefix:] if history else None
                     left = max(self.retries - _answers(answered), 0) if answered else None  # the sample's
                     model: Model | None = None  # the agent's own, or one replaying the reply asked directly
-                    if direct and history and functions is not None:
+                    if direct and history:
                         direct, merged = False, merge_model_settings(self.model_settings or None, settings)
-                        replied = await ask_first(self.model, history, merged, functions)
+                        replied = await ask_first(self.model, history, merged, functions, lambda r: self._ends(r, case))
                         if isinstance(replied, Replaying):
                             model = replied
                         else:

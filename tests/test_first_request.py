@@ -1,6 +1,6 @@
-"""A task answered by calls asks its case's conversation without an agent run (`engine/direct_calls.py`): the same
-request as the agent's, the same record, and a reply the agent would do more with handed to an agent run that goes
-on from it without asking again."""
+"""A case posed as its own conversation is asked without an agent run (`engine/first_request.py`), in function
+calling and in the text modes: the same request as the agent's, the same record, and a reply the agent would do more
+with handed to an agent run that goes on from it without asking again."""
 
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 from evaluator import Case
-from tests.test_function_calls import ADD, MUL, TASK, make_case
+from tests.test_function_calls import ADD, MUL, TASK, called, conversation, make_case
 from typed_eval.core.secrets import Redactor
-from typed_eval.engine.direct_calls import ending
+from typed_eval.core.tasks import Task, TextReader
+from typed_eval.engine.first_request import ending
 from typed_eval.engine.posing import Poser
 from typed_eval.providers.transport import TrafficMeter
-from typed_eval.schemas import RunSettings, SampleRecord
+from typed_eval.schemas import AnswerMode, RunSettings, SampleRecord
 
 Asked = tuple[list[tuple[str, Any]], ModelSettings | None, ModelRequestParameters]
 
@@ -73,11 +74,42 @@ REPLIES: dict[str, list[ModelResponse]] = {
 REPLIES["same ids"][0].parts[1] = call("mul", "{}", "a")
 
 
-def posed(direct: bool, case: Case, replies: list[ModelResponse], retries: int, seed: int | None) -> tuple[Seen, Any]:
+def readable(text: str) -> str | None:
+    return text.strip() if text.strip().startswith("answer") else None
+
+
+def text_task(empty_reply: bool) -> Task[Any]:
+    reader = TextReader(readable, feedback="Start with 'answer'.")
+    return Task(
+        name="read", output_type=str, score=called, reader=reader, messages=conversation, empty_reply=empty_reply
+    )
+
+
+TEXT_REPLIES: dict[str, list[ModelResponse]] = {
+    "readable": [reply(TextPart("answer "), TextPart("42"))],
+    "unreadable": [reply(TextPart("42")), reply(TextPart("answer 42"))],
+    "padded": [reply(TextPart("  answer 42\n"))],
+    "blank": [reply(TextPart("   ")), reply(TextPart("answer"))],
+    "empty": [reply(), reply(TextPart("answer"))],
+    "empty text": [reply(TextPart("")), reply(TextPart("answer"))],
+    "a call": [reply(call("add", "{}")), reply(TextPart("answer"))],
+    "cut off": [reply(TextPart("answer 4"), finish="length"), reply(TextPart("answer"))],
+}
+
+
+def posed(
+    direct: bool,
+    case: Case,
+    replies: list[ModelResponse],
+    retries: int,
+    seed: int | None,
+    task: Task[Any] = TASK,
+    mode: AnswerMode = "tool",
+) -> tuple[Seen, Any]:
     model = Seen(replies)
-    settings = RunSettings(mode="tool", retries=retries, seed=seed)
+    settings = RunSettings(mode=mode, retries=retries, seed=seed)
     poser = Poser(
-        TASK,
+        task,
         model,
         settings,
         model_settings=ModelSettings(seed=seed, temperature=0.5) if seed is not None else ModelSettings(),
@@ -85,7 +117,7 @@ def posed(direct: bool, case: Case, replies: list[ModelResponse], retries: int, 
         redact=Redactor(),
         pacer=None,
     )
-    assert poser.direct  # a calls task with no instructions of ours and no batch: asked directly
+    assert poser.direct  # a conversation with no instructions of ours and no batch: asked directly
     poser.direct = direct
     outcome = asyncio.run(poser.pose(case, repeat=1))
     return model, outcome
@@ -110,6 +142,37 @@ def test_asked_directly_the_model_is_sent_and_the_record_is_what_an_agent_run_se
     assert stored(direct_outcome.record) == stored(agent_outcome.record)
     assert repr(direct_outcome.exception) == repr(agent_outcome.exception)
     assert directly.replies == by_agent.replies  # no reply asked twice, none left out
+
+
+@pytest.mark.parametrize("retries", [0, 2])
+@pytest.mark.parametrize("empty_reply", [True, False])
+@pytest.mark.parametrize("mode", ["text", "tag"])
+@pytest.mark.parametrize("name", list(TEXT_REPLIES))
+def test_in_the_text_modes_too_what_is_asked_directly_and_recorded_is_what_an_agent_run_asks_and_records(
+    name: str, mode: AnswerMode, empty_reply: bool, retries: int
+) -> None:
+    case, task = make_case(name, [], None, system="Be brief."), text_task(empty_reply)
+    by_agent, agent_outcome = posed(False, case, TEXT_REPLIES[name], retries, 3, task, mode)
+    directly, direct_outcome = posed(True, case, TEXT_REPLIES[name], retries, 3, task, mode)
+    assert [asked[:2] for asked in directly.asked] == [asked[:2] for asked in by_agent.asked]
+    assert [asked[2] for asked in directly.asked] == [asked[2] for asked in by_agent.asked]
+    assert stored(direct_outcome.record) == stored(agent_outcome.record)
+    assert repr(direct_outcome.exception) == repr(agent_outcome.exception)
+    assert directly.replies == by_agent.replies
+
+
+def test_a_text_reply_is_read_asked_directly_and_an_unreadable_one_asked_again_by_the_agent() -> None:
+    case = make_case("unreadable", [], "answer 42")
+    model, outcome = posed(True, case, TEXT_REPLIES["unreadable"], 1, None, text_task(False), "text")
+    assert (outcome.record.status, outcome.record.output, outcome.record.corrective_retries) == (
+        "correct",
+        "answer 42",
+        1,
+    )
+    assert [a.feedback for a in outcome.record.attempts] == ["Start with 'answer'.", None]
+    (kind, told) = model.asked[1][0][-1]  # the agent's retry, its feedback framed as pydantic-ai frames it
+    assert model.asked[1][0][:2] == [("UserPromptPart", "unreadable"), ("TextPart", "42")]
+    assert kind == "UserPromptPart" and "\nStart with 'answer'.\n" in str(told)
 
 
 def test_the_requests_asked_directly_carry_the_run_s_settings_and_the_case_s_functions_as_tools() -> None:
