@@ -36,6 +36,8 @@ from typed_eval.core.errors import TaskError
 from typed_eval.schemas import Case, InvalidKind
 
 __all__ = [
+    "ARGUMENTS_OBJECT",
+    "CASE_FUNCTIONS",
     "MAX_CALLS",
     "AtMostCalls",
     "CaseFunctions",
@@ -43,11 +45,13 @@ __all__ = [
     "Functions",
     "Reply",
     "ToolCall",
+    "at_most_calls",
     "call_json",
     "chat_history",
     "invalid_call",
     "last_calls",
     "reply_of",
+    "resent_calls",
     "tool_definitions",
 ]
 
@@ -79,6 +83,9 @@ MAX_CALLS = 1_000
 """The calls of one reply that are kept: pydantic-ai's handling of deferred calls grows with their square, so a
 reply of a million calls would stall the run; no answer needs more."""
 
+CASE_FUNCTIONS = "case-functions"
+"""The id of the toolset of a case's functions, which the agent gives each of its tools' definitions."""
+
 ARGUMENTS_OBJECT = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
 """A call's arguments must be a JSON object: pydantic-ai validates them with this, and tells the model why not."""
 
@@ -93,7 +100,7 @@ class CaseFunctions(AbstractToolset[Case]):
 
     @property
     def id(self) -> str | None:
-        return "case-functions"
+        return CASE_FUNCTIONS
 
     async def get_tools(self, ctx: RunContext[Case]) -> dict[str, ToolsetTool[Case]]:
         tools: dict[str, ToolsetTool[Case]] = {}
@@ -115,12 +122,17 @@ class AtMostCalls(AbstractCapability[Any]):
     async def after_model_request(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
-        calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
-        if len(calls) <= MAX_CALLS:
-            return response
-        kept = {id(p) for p in calls[:MAX_CALLS]}
-        parts = [p for p in response.parts if not isinstance(p, ToolCallPart) or id(p) in kept]
-        return replace(response, parts=parts)
+        return at_most_calls(response)
+
+
+def at_most_calls(response: ModelResponse) -> ModelResponse:
+    """A reply with its calls beyond the first `MAX_CALLS` dropped (what `AtMostCalls` makes of it)."""
+    calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
+    if len(calls) <= MAX_CALLS:
+        return response
+    kept = {id(p) for p in calls[:MAX_CALLS]}
+    parts = [p for p in response.parts if not isinstance(p, ToolCallPart) or id(p) in kept]
+    return replace(response, parts=parts)
 
 
 def call_json(call: ToolCallPart) -> dict[str, Any]:
@@ -151,6 +163,39 @@ def invalid_call(call: ToolCallPart, offered: AbstractSet[str]) -> tuple[Invalid
     if not isinstance(decoded, dict):
         return "wrong_type", f"the arguments of {call.tool_name!r} are not a JSON object"
     return None
+
+
+def resent_calls(
+    messages: list[ModelMessage], prefix: int, functions: Sequence[Mapping[str, Any]] | None, retries: int
+) -> list[ModelMessage] | None:
+    """The conversation (its first `prefix` messages posed, not answered) asking again for a reply of calls some of
+    which are invalid (pydantic-ai ends the run with the valid ones deferred), while `retries` are left: every call of
+    the reply is sent back, the invalid ones with their reason, so the model makes them all again. None when nothing
+    is to be asked again."""
+    responses = [m for m in messages[prefix:] if isinstance(m, ModelResponse)]
+    if not responses or len(responses) > retries or functions is None:
+        return None
+    offered = {str(doc.get("name")) for doc in functions}
+    calls = [p for p in responses[-1].parts if isinstance(p, ToolCallPart)]
+    reasons = [invalid_call(call, offered) for call in calls]
+    if not any(reasons):
+        return None
+    last = messages[-1]
+    said = last.parts if isinstance(last, ModelRequest) else ()  # pydantic-ai's word on the invalid calls
+    answered = {p.tool_call_id for p in said if isinstance(p, ToolReturnPart)}
+    parts = [
+        ToolReturnPart(
+            tool_name=call.tool_name,
+            content=found[1] if found else "Another call of this reply is invalid: make all the calls again.",
+            tool_call_id=call.tool_call_id,
+            outcome="retried",
+        )
+        for call, found in zip(calls, reasons, strict=True)
+        if call.tool_call_id not in answered
+    ]
+    if isinstance(last, ModelRequest):
+        return [*messages[:-1], replace(last, parts=[*last.parts, *parts])]
+    return [*messages, ModelRequest(parts=parts)]
 
 
 def chat_history(messages: Sequence[ChatMessage]) -> list[ModelMessage]:

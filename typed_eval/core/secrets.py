@@ -63,6 +63,8 @@ class Redactor:
                 variants |= _variants(secret)
         ordered = sorted(variants, key=len, reverse=True)  # the longest first, so no part of one is left
         self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._escaped_in_json = any(char in '"\\' or char < " " for variant in ordered for char in variant)
+        """A secret has a character JSON escapes: a JSON text may then hold it unseen."""
 
     @classmethod
     def for_run(
@@ -88,3 +90,11 @@ class Redactor:
 
     def __call__(self, text: str) -> str:
         return self._pattern.sub(REDACTED, text) if self._pattern is not None else text
+
+    def may_be_in_json(self, text: str) -> bool:
+        """Whether a string of this JSON text may hold a secret: one is found in the text (its keys and numbers
+        included), or one has a character JSON escapes, which the text would hold escaped. False: redacting each
+        string of it would change nothing."""
+        if self._pattern is None:
+            return False
+        return self._escaped_in_json or self._pattern.search(text) is not None

@@ -112,9 +112,14 @@ class EmptyReplyAsText(AbstractCapability[Any]):
     async def after_model_request(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
-        if any(isinstance(p, ToolCallPart) or (isinstance(p, TextPart) and p.content) for p in response.parts):
-            return response
-        return replace(response, parts=[*response.parts, TextPart(EMPTY_REPLY)])
+        return empty_reply_as_text(response)
+
+
+def empty_reply_as_text(response: ModelResponse) -> ModelResponse:
+    """A reply with no text and no tool call given the text `EMPTY_REPLY` (what `EmptyReplyAsText` makes of it)."""
+    if any(isinstance(p, ToolCallPart) or (isinstance(p, TextPart) and p.content) for p in response.parts):
+        return response
+    return replace(response, parts=[*response.parts, TextPart(EMPTY_REPLY)])
 
 
 @dataclass(frozen=True)
@@ -223,16 +228,19 @@ class Task(Generic[OutputT]):
 
     def _read_reply(self, ctx: RunContext[Case], text: str) -> TextReply:
         """Read a text reply; with retries left, an unreadable one is sent back with the reader's feedback."""
+        reply, feedback = self.read_reply(text, ctx.deps)
+        if reply.output is None and ctx.retry < ctx.max_retries:
+            raise ModelRetry(feedback)
+        return reply
+
+    def read_reply(self, text: str, case: Case | None) -> tuple[TextReply, str]:
+        """A text reply as the task's reader reads it (its output None when it cannot), and what the model is told
+        when it is asked again for one it could not read."""
         reader = self.text_reader
         text = "" if text == EMPTY_REPLY else text
         if reader is None:
-            output = self.parse_json(text, ctx.deps)
-            feedback = "Your reply is not valid JSON of the requested shape."
-        else:
-            output, feedback = reader.read(text), reader.feedback
-        if output is None and ctx.retry < ctx.max_retries:
-            raise ModelRetry(feedback)
-        return TextReply(text, output)
+            return TextReply(text, self.parse_json(text, case)), "Your reply is not valid JSON of the requested shape."
+        return TextReply(text, reader.read(text)), reader.feedback
 
     def validate_json(self, text: str, case: Case | None) -> Any:
         """A reply as JSON of the output type (in a code fence or not); raises pydantic's `ValidationError`."""

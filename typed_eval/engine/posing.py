@@ -7,7 +7,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai import (
@@ -15,11 +15,8 @@ from pydantic_ai import (
     DeferredToolRequests,
     ModelHTTPError,
     ModelMessage,
-    ModelRequest,
     ModelResponse,
     PendingModelResponse,
-    ToolCallPart,
-    ToolReturnPart,
     UnexpectedModelBehavior,
     UserError,
     capture_run_messages,
@@ -27,7 +24,7 @@ from pydantic_ai import (
 from pydantic_ai.direct import model_request
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings, merge_model_settings
-from pydantic_core import to_jsonable_python
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from typed_eval.core.attempts import (
     Verdicts,
@@ -44,15 +41,16 @@ from typed_eval.core.calls import (
     ChatMessage,
     Reply,
     chat_history,
-    invalid_call,
     last_calls,
     reply_of,
+    resent_calls,
     tool_definitions,
 )
 from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.settings import user_prices
 from typed_eval.core.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
+from typed_eval.engine.first_request import Replaying, ask_first, text_ending
 from typed_eval.providers.batches import Batching, without_pending
 from typed_eval.providers.flow import Pacer
 from typed_eval.providers.refusals import refuses_schema
@@ -166,13 +164,17 @@ class Poser:
         if self.calls:
             capabilities.append(AtMostCalls())
         toolsets = [CaseFunctions(task.functions, self.retries)] if self.calls and task.functions else None
+        instructions = task.instructions_for(self.mode)
+        self.direct = (self.calls or is_text_mode(self.mode)) and batching is None and not settings.system_prompt
+        self.direct = self.direct and instructions is None
+        """A case's conversation is asked first without an agent run (`first_request`): the agent adds nothing to it."""
         self.agent: Agent[Case, Any] = Agent(
             model,
             output_type=[output_spec, PendingModelResponse] if batching is not None else output_spec,
             capabilities=capabilities or None,
             toolsets=toolsets,
             deps_type=Case,
-            instructions=task.instructions_for(self.mode),
+            instructions=instructions,
             system_prompt=settings.system_prompt or (),
             model_settings=model_settings or None,
             retries=self.retries,
@@ -191,7 +193,9 @@ class Poser:
             priced.append(attempt.model_copy(update=update))
         return priced
 
-    def _verdicts(self, case: Case, accepted: bool, error: BaseException | None) -> Verdicts:
+    def _verdicts(
+        self, case: Case, accepted: bool, error: BaseException | None, functions: Sequence[Mapping[str, Any]] | None
+    ) -> Verdicts:
         task, reader = self.task, self.task.text_reader
 
         def recheck(raw: str) -> Any:
@@ -205,10 +209,17 @@ class Poser:
             unreadable_kind=reader.invalid_kind if reader is not None else "unreadable",
             unreadable_feedback=reader.feedback if reader is not None else None,
             recheck=recheck if reader is None or not is_text_mode(self.mode) else None,
-            offered=frozenset(str(doc.get("name")) for doc in task.functions(case))
-            if self.calls and task.functions
-            else None,
+            offered=frozenset(str(doc.get("name")) for doc in functions) if functions is not None else None,
         )
+
+    def _ends(self, reply: ModelResponse, case: Case) -> tuple[ModelResponse, Any] | None:
+        """How a text mode's agent run ends with this reply to its first request, or None (it would do more)."""
+
+        def read(text: str) -> TextReply | None:
+            reply, _ = self.task.read_reply(text, case)
+            return reply if reply.output is not None or not self.retries else None  # else it is asked again
+
+        return text_ending(reply, read, bool(self.task.empty_reply))
 
     def _settings_for(self, repeat: int) -> ModelSettings | None:
         """Each repeat after the first samples from its own seed: the run's seed plus the repeat index, or the
@@ -260,19 +271,35 @@ class Poser:
         if posed is not None:
             conversation = chat_history(posed(case, self.mode))
             prefix, history = len(conversation), history or conversation
+        functions = self.task.functions(case) if self.calls and self.task.functions else None
+        direct = self.direct and posed is not None and (functions is not None or not self.calls)
         while True:
             output = None
-            with capture_run_messages() as messages:
+            with capture_run_messages() as captured:
+                messages = captured
                 try:
                     settings = self._settings_for(repeat)
                     asked = None if history else prompt
                     answered = history[prefix:] if history else None
                     left = max(self.retries - _answers(answered), 0) if answered else None  # the sample's
-                    output = (
-                        await self.agent.run(
-                            asked, message_history=history, deps=case, model_settings=settings, retries=left
+                    model: Model | None = None  # the agent's own, or one replaying the reply asked directly
+                    if direct and history:
+                        direct, merged = False, merge_model_settings(self.model_settings or None, settings)
+                        replied = await ask_first(self.model, history, merged, functions, lambda r: self._ends(r, case))
+                        if isinstance(replied, Replaying):
+                            model = replied
+                        else:
+                            messages, output = replied
+                    if messages is captured:
+                        run = self.agent.run(
+                            asked,
+                            message_history=history,
+                            deps=case,
+                            model_settings=settings,
+                            retries=left,
+                            model=model,
                         )
-                    ).output
+                        output = (await run).output
                 except UserError as exc:
                     first = str(exc).splitlines()[0]
                     raise EvaluatorError(
@@ -283,7 +310,7 @@ class Poser:
                 except Exception as exc:  # a failed call or a malformed response is this sample's error
                     exception = exc
             if self.calls and isinstance(output, DeferredToolRequests) and exception is None:
-                resent = self._resend_calls(case, messages, prefix)
+                resent = resent_calls(messages, prefix, functions, self.retries)
                 if resent is not None:  # a reply of valid and invalid calls, with retries left: asked again
                     history = resent
                     continue
@@ -302,7 +329,7 @@ class Poser:
             value = ""
         attempts = [
             a.model_copy(update={"raw": ""}) if a.raw == EMPTY_REPLY else a
-            for a in read_attempts(messages, self._verdicts(case, value is not None, exception))
+            for a in read_attempts(messages, self._verdicts(case, value is not None, exception, functions))
         ]
         attempts = await self._scored(case, self._priced(attempts, messages), turns)
         usage = sample_usage(messages)
@@ -352,35 +379,6 @@ class Poser:
         )
         turns.add([attempt], usage, cost)
         return reply
-
-    def _resend_calls(self, case: Case, messages: list[ModelMessage], prefix: int) -> list[ModelMessage] | None:
-        """The conversation asking again for a reply of calls some of which are invalid (pydantic-ai ends the run
-        with the valid ones deferred), while retries are left: every call of the reply is sent back, the invalid
-        ones with their reason, so the model makes them all again. None when nothing is to be asked again."""
-        responses = [m for m in messages[prefix:] if isinstance(m, ModelResponse)]
-        if not responses or len(responses) > self.retries or not self.task.functions:
-            return None
-        offered = {str(doc.get("name")) for doc in self.task.functions(case)}
-        calls = [p for p in responses[-1].parts if isinstance(p, ToolCallPart)]
-        reasons = [invalid_call(call, offered) for call in calls]
-        if not any(reasons):
-            return None
-        last = messages[-1]
-        said = last.parts if isinstance(last, ModelRequest) else ()  # pydantic-ai's word on the invalid calls
-        answered = {p.tool_call_id for p in said if isinstance(p, ToolReturnPart)}
-        parts = [
-            ToolReturnPart(
-                tool_name=call.tool_name,
-                content=found[1] if found else "Another call of this reply is invalid: make all the calls again.",
-                tool_call_id=call.tool_call_id,
-                outcome="retried",
-            )
-            for call, found in zip(calls, reasons, strict=True)
-            if call.tool_call_id not in answered
-        ]
-        if isinstance(last, ModelRequest):
-            return [*messages[:-1], replace(last, parts=[*last.parts, *parts])]
-        return [*messages, ModelRequest(parts=parts)]
 
     async def _pose(self, case: Case, repeat: int) -> Outcome:
         started = time.perf_counter()
@@ -454,9 +452,20 @@ class Poser:
             rate_limited=traffic.rate_limited,
             wait_s=round(traffic.wait_s, 4),
         )
-        if self.redact.active:  # a key a server or model echoes in an answer is not stored either
+        if _may_hold_secret(record, self.redact):  # a key a server or model echoes in an answer is not stored either
             record = SampleRecord.model_validate(_redacted(record.model_dump(mode="json"), self.redact))
         return Outcome(record, exception)
+
+
+def _may_hold_secret(record: SampleRecord, redact: Redactor) -> bool:
+    """Whether redacting the record's texts may change it: its JSON (one pass of the pattern, where walking its texts
+    takes one a text) holds a secret, or may hold one escaped; a record JSON cannot hold is walked as before."""
+    if not redact.active:
+        return False
+    try:
+        return redact.may_be_in_json(record.model_dump_json())
+    except PydanticSerializationError:
+        return True
 
 
 def _redacted(value: Any, redact: Redactor) -> Any:

@@ -1,0 +1,210 @@
+"""A case posed as its own conversation is asked without an agent run (`engine/first_request.py`), in function
+calling and in the text modes: the same request as the agent's, the same record, and a reply the agent would do more
+with handed to an agent run that goes on from it without asking again."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from pydantic_ai import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import FinishReason
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
+
+from evaluator import Case
+from tests.test_function_calls import ADD, MUL, TASK, called, conversation, make_case
+from typed_eval.core.secrets import Redactor
+from typed_eval.core.tasks import Task, TextReader
+from typed_eval.engine.first_request import ending
+from typed_eval.engine.posing import Poser
+from typed_eval.providers.transport import TrafficMeter
+from typed_eval.schemas import AnswerMode, RunSettings, SampleRecord
+
+Asked = tuple[list[tuple[str, Any]], ModelSettings | None, ModelRequestParameters]
+
+
+class Seen(WrapperModel):
+    """The wrapped model, each request it is sent kept: its messages' parts, its settings and its parameters."""
+
+    def __init__(self, replies: list[ModelResponse]) -> None:
+        self.replies = list(replies)
+        super().__init__(FunctionModel(self._respond))
+        self.asked: list[Asked] = []
+
+    def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return self.replies.pop(0)
+
+    async def request(
+        self, messages: list[ModelMessage], settings: ModelSettings | None, parameters: ModelRequestParameters
+    ) -> ModelResponse:
+        parts = [
+            (type(p).__name__, getattr(p, "content", None) or getattr(p, "args", None))
+            for m in messages
+            for p in m.parts
+        ]
+        self.asked.append((parts, settings, parameters))
+        return await super().request(messages, settings, parameters)
+
+
+def call(name: str, args: Any, call_id: str = "a") -> ToolCallPart:
+    return ToolCallPart(name, args, tool_call_id=call_id)
+
+
+def reply(*parts: Any, finish: FinishReason | None = None) -> ModelResponse:
+    return ModelResponse(parts=list(parts), finish_reason=finish)
+
+
+REPLIES: dict[str, list[ModelResponse]] = {
+    "calls": [reply(call("add", '{"x": 1}'), call("mul", '{"a": 2}', "b"))],
+    "text": [reply(TextPart("No function "), TextPart("fits."))],
+    "empty": [reply()],
+    "text and calls": [reply(TextPart("Here:"), call("add", "{}"))],
+    "no arguments": [reply(call("add", ""))],
+    "not JSON": [reply(call("add", "{x: 1")), reply(call("add", '{"x": 1}'))],
+    "not an object": [reply(call("add", "[1]")), reply(call("add", "{}"))],
+    "unknown": [reply(call("sub", "{}")), reply(TextPart("none"))],
+    "valid and invalid": [reply(call("add", "{}"), call("mul", "{bad", "b")), reply(call("add", "{}"))],
+    "same ids": [reply(call("add", "{}"), call("mul", "{}"))],
+    "cut off": [reply(TextPart("half a"), finish="length")],
+}
+REPLIES["same ids"][0].parts[1] = call("mul", "{}", "a")
+
+
+def readable(text: str) -> str | None:
+    return text.strip() if text.strip().startswith("answer") else None
+
+
+def text_task(empty_reply: bool) -> Task[Any]:
+    reader = TextReader(readable, feedback="Start with 'answer'.")
+    return Task(
+        name="read", output_type=str, score=called, reader=reader, messages=conversation, empty_reply=empty_reply
+    )
+
+
+TEXT_REPLIES: dict[str, list[ModelResponse]] = {
+    "readable": [reply(TextPart("answer "), TextPart("42"))],
+    "unreadable": [reply(TextPart("42")), reply(TextPart("answer 42"))],
+    "padded": [reply(TextPart("  answer 42\n"))],
+    "blank": [reply(TextPart("   ")), reply(TextPart("answer"))],
+    "empty": [reply(), reply(TextPart("answer"))],
+    "empty text": [reply(TextPart("")), reply(TextPart("answer"))],
+    "a call": [reply(call("add", "{}")), reply(TextPart("answer"))],
+    "cut off": [reply(TextPart("answer 4"), finish="length"), reply(TextPart("answer"))],
+}
+
+
+def posed(
+    direct: bool,
+    case: Case,
+    replies: list[ModelResponse],
+    retries: int,
+    seed: int | None,
+    task: Task[Any] = TASK,
+    mode: AnswerMode = "tool",
+) -> tuple[Seen, Any]:
+    model = Seen(replies)
+    settings = RunSettings(mode=mode, retries=retries, seed=seed)
+    poser = Poser(
+        task,
+        model,
+        settings,
+        model_settings=ModelSettings(seed=seed, temperature=0.5) if seed is not None else ModelSettings(),
+        traffic=TrafficMeter(),
+        redact=Redactor(),
+        pacer=None,
+    )
+    assert poser.direct  # a conversation with no instructions of ours and no batch: asked directly
+    poser.direct = direct
+    outcome = asyncio.run(poser.pose(case, repeat=1))
+    return model, outcome
+
+
+def stored(record: SampleRecord) -> dict[str, Any]:
+    return record.model_dump(exclude={"latency_s", "wait_s"})
+
+
+@pytest.mark.parametrize("retries", [0, 2])
+@pytest.mark.parametrize("name", list(REPLIES))
+def test_asked_directly_the_model_is_sent_and_the_record_is_what_an_agent_run_sends_and_records(
+    name: str, retries: int
+) -> None:
+    case = make_case(name, [ADD, MUL], None, system="Be brief.")
+    by_agent, agent_outcome = posed(False, case, REPLIES[name], retries, seed=7)
+    directly, direct_outcome = posed(True, case, REPLIES[name], retries, seed=7)
+    assert [(parts, settings) for parts, settings, _ in directly.asked] == [
+        (parts, settings) for parts, settings, _ in by_agent.asked
+    ]
+    assert [parameters for _, _, parameters in directly.asked] == [parameters for _, _, parameters in by_agent.asked]
+    assert stored(direct_outcome.record) == stored(agent_outcome.record)
+    assert repr(direct_outcome.exception) == repr(agent_outcome.exception)
+    assert directly.replies == by_agent.replies  # no reply asked twice, none left out
+
+
+@pytest.mark.parametrize("retries", [0, 2])
+@pytest.mark.parametrize("empty_reply", [True, False])
+@pytest.mark.parametrize("mode", ["text", "tag"])
+@pytest.mark.parametrize("name", list(TEXT_REPLIES))
+def test_in_the_text_modes_too_what_is_asked_directly_and_recorded_is_what_an_agent_run_asks_and_records(
+    name: str, mode: AnswerMode, empty_reply: bool, retries: int
+) -> None:
+    case, task = make_case(name, [], None, system="Be brief."), text_task(empty_reply)
+    by_agent, agent_outcome = posed(False, case, TEXT_REPLIES[name], retries, 3, task, mode)
+    directly, direct_outcome = posed(True, case, TEXT_REPLIES[name], retries, 3, task, mode)
+    assert [asked[:2] for asked in directly.asked] == [asked[:2] for asked in by_agent.asked]
+    assert [asked[2] for asked in directly.asked] == [asked[2] for asked in by_agent.asked]
+    assert stored(direct_outcome.record) == stored(agent_outcome.record)
+    assert repr(direct_outcome.exception) == repr(agent_outcome.exception)
+    assert directly.replies == by_agent.replies
+
+
+def test_a_text_reply_is_read_asked_directly_and_an_unreadable_one_asked_again_by_the_agent() -> None:
+    case = make_case("unreadable", [], "answer 42")
+    model, outcome = posed(True, case, TEXT_REPLIES["unreadable"], 1, None, text_task(False), "text")
+    assert (outcome.record.status, outcome.record.output, outcome.record.corrective_retries) == (
+        "correct",
+        "answer 42",
+        1,
+    )
+    assert [a.feedback for a in outcome.record.attempts] == ["Start with 'answer'.", None]
+    (kind, told) = model.asked[1][0][-1]  # the agent's retry, its feedback framed as pydantic-ai frames it
+    assert model.asked[1][0][:2] == [("UserPromptPart", "unreadable"), ("TextPart", "42")]
+    assert kind == "UserPromptPart" and "\nStart with 'answer'.\n" in str(told)
+
+
+def test_the_requests_asked_directly_carry_the_run_s_settings_and_the_case_s_functions_as_tools() -> None:
+    model, outcome = posed(True, make_case("calls", [ADD, MUL], None), REPLIES["calls"], 0, seed=7)
+    ((parts, settings, parameters),) = model.asked
+    assert parts == [("UserPromptPart", "calls")]
+    assert settings == {"seed": 8, "temperature": 0.5}  # the repeat's seed
+    assert [(t.name, t.kind, t.strict, t.toolset_id) for t in parameters.function_tools] == [
+        ("add", "external", False, "case-functions"),
+        ("mul", "external", False, "case-functions"),
+    ]
+    assert (parameters.allow_text_output, parameters.output_tools) == (True, [])
+    assert outcome.record.output == [{"name": "add", "arguments": '{"x": 1}'}, {"name": "mul", "arguments": '{"a": 2}'}]
+
+
+def test_a_reply_ends_the_run_asked_directly_only_when_the_agent_would_end_it_alike() -> None:
+    tools = {"add", "mul"}
+    ended = {name: ending(replies[0], tools) for name, replies in REPLIES.items()}
+    assert {name: None if e is None else type(e[1]).__name__ for name, e in ended.items()} == {
+        "calls": "DeferredToolRequests",
+        "text": "str",
+        "empty": "str",
+        "text and calls": "DeferredToolRequests",
+        "no arguments": "DeferredToolRequests",
+        "not JSON": None,
+        "not an object": None,
+        "unknown": None,
+        "valid and invalid": None,
+        "same ids": None,
+        "cut off": None,
+    }
+    text, empty = ended["text"], ended["empty"]
+    assert text is not None and text[1] == "No function fits."
+    assert empty is not None and empty[1] == "\u2063empty reply\u2063"
+    assert [type(p).__name__ for p in empty[0].parts] == ["TextPart"]  # as EmptyReplyAsText leaves it
