@@ -138,3 +138,18 @@ def test_the_calls_of_a_posed_reply_go_back_to_the_server_byte_for_byte() -> Non
         asyncio.run(model_request(model, chat_history(messages)))
     sent = server.requests[0]["messages"][1]["tool_calls"]
     assert [call["function"]["arguments"] for call in sent] == ['{"path": ".",  "n": 1}', '{"broken": ']
+
+
+def test_a_sessions_requests_are_priced_as_an_agent_runs_are() -> None:
+    async def session(case: Case, conversation: Any) -> Any:
+        return (await conversation.exchange([{"role": "user", "content": case.prompt}], FUNCTIONS)).text
+
+    def reply(request: dict[str, Any]) -> dict[str, Any]:
+        return completion(text("done"), model="gpt-4o-mini", prompt_tokens=1000, completion_tokens=100)
+
+    task: Task[Any] = Task(name="loop", output_type=str, score=lambda case, out: 1.0, session=session)
+    with FakeOpenAI(reply) as server:
+        model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url=server.url, api_key="k"))
+        result = asyncio.run(evaluator.evaluate(task, [Case(id="a", prompt="go")], model))
+    (record,) = result.records
+    assert (record.cost.source, record.cost.usd) == ("genai-prices", pytest.approx(1000 * 0.15e-6 + 100 * 0.6e-6))

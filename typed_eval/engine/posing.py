@@ -21,8 +21,7 @@ from pydantic_ai import (
     UserError,
     capture_run_messages,
 )
-from pydantic_ai.direct import model_request
-from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings, merge_model_settings
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
@@ -50,7 +49,7 @@ from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.settings import user_prices
 from typed_eval.core.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
-from typed_eval.engine.first_request import Replaying, ask_first, text_ending
+from typed_eval.engine.first_request import Replaying, ask_first, first_reply, text_ending
 from typed_eval.providers.batches import Batching, without_pending
 from typed_eval.providers.flow import Pacer
 from typed_eval.providers.refusals import refuses_schema
@@ -366,10 +365,7 @@ class Poser:
             if reason is not None:
                 raise SampleHalted(reason)
         settings = merge_model_settings(self.model_settings or None, self._settings_for(repeat))
-        parameters = ModelRequestParameters(function_tools=tool_definitions(functions), allow_text_output=True)
-        response = await model_request(
-            self.model, chat_history(messages), model_settings=settings, model_request_parameters=parameters
-        )
+        response = await first_reply(self.model, chat_history(messages), settings, tool_definitions(functions))
         reply = reply_of(response)
         usage = sample_usage([response])
         cost = sample_cost([response], usage, local=self.local, prices=self.prices)
