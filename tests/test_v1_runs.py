@@ -124,7 +124,9 @@ def test_v1_records_migrate_field_by_field(tmp_path: Path) -> None:
     assert run.summary.excluded_case_ids == ["q5"]
     assert (run.summary.dataset.cases, run.summary.dataset.params) == (450, {"length": 3, "number": 50, "seed": 42,
                                                                               "shuffle": True})  # fmt: skip
-    assert score_records(records, ["child", "parent"]).groups == scores.groups
+    rescored = score_records(records, ["child", "parent"]).groups
+    assert [g.cost_usd for g in rescored] == [0.002, 0.004]  # a v1 summary kept no group's cost
+    assert [g.model_copy(update={"cost_usd": None}) for g in rescored] == scores.groups
 
 
 def test_a_tag_mode_v1_record_keeps_its_tag_and_relaxed_reading(tmp_path: Path) -> None:
