@@ -382,6 +382,7 @@ class MockServer:
     requests: list[Recorded] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self._replies = SingleTurnReplies(self.scripts) if isinstance(self.scripts, dict) else self.scripts
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
@@ -398,8 +399,7 @@ class MockServer:
     def answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         parts = path.strip("/").split("/")
         client, endpoint = (parts[0], "/".join(parts[2:])) if len(parts) > 2 else ("?", path)
-        replies = SingleTurnReplies(self.scripts) if isinstance(self.scripts, dict) else self.scripts
-        key, reply = replies.reply(body)
+        key, reply = self._replies.reply(body)
         if self.record:
             with self._lock:
                 self.requests.append(Recorded(client, endpoint, key, body, reply.variant if reply else None))
