@@ -4,10 +4,10 @@ the trajectories are scored by BFCL's own multi-turn checker. Skipped where bfcl
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import json
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +30,7 @@ from pydantic_ai import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import evaluator
+from tests.conftest import REPO
 from typed_eval.core.tasks import Task
 from typed_eval.schemas import AnswerMode, Case, SampleRecord
 from typed_eval.suites.bfcl.multi_turn.backend import signatures
@@ -40,6 +41,9 @@ from typed_eval.suites.bfcl.multi_turn.task import NOT_RUN, MultiTurnRunner, che
 from typed_eval.suites.bfcl.multi_turn.viewer import cause_metrics, trajectory_lines
 from typed_eval.suites.bfcl.multi_turn.workers import BackendPool
 from typed_eval.suites.bfcl.prompting import system_prompt
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from bfcl_multi_turn_mock import parse_call
 
 CASES = {case.id: case for case in load_multi_turn(CATEGORIES, "sample").cases}
 Call = tuple[str, dict[str, Any]]
@@ -54,12 +58,7 @@ def ground_truth_plan(case: MultiTurnCase) -> Plan:
     for turn in case.ground_truth:
         steps: list[list[Call] | str] = []
         for source in turn:
-            node = ast.parse(source, mode="eval").body
-            assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            args = [ast.literal_eval(arg) for arg in node.args]
-            kwargs = {str(k.arg): ast.literal_eval(k.value) for k in node.keywords}
-            bound = found[node.func.id].bind(*args, **kwargs).arguments
-            steps.append([(node.func.id, dict(bound))])
+            steps.append([parse_call(source, found)])
         plan.append(steps)
     return plan
 

@@ -4,10 +4,10 @@ in function-calling mode, BFCL's prompt in prompt mode)."""
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,9 @@ from typed_eval.suites.bfcl.multi_turn.cases import load_multi_turn
 from typed_eval.suites.bfcl.prompting import prompt_messages
 from typed_eval.suites.bfcl.suite import BFCL
 from typed_eval.suites.bfcl.tools import tools_for
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from bfcl_multi_turn_mock import parse_call
 
 CATEGORIES = "simple_python,parallel,irrelevance"
 CASES = {case.id: case for case in load_sample(tuple(CATEGORIES.split(","))).cases}
@@ -402,14 +405,7 @@ def test_multi_turn_cases_are_played_on_bfcl_s_backends_through_the_command_line
         calls_due = case.ground_truth[turn] if not (case.id == "multi_turn_base_15" and turn == 0) else []
         if step >= len(calls_due):
             return completion(text("Done."))
-        node = ast.parse(calls_due[step], mode="eval").body
-        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-        given = (
-            [ast.literal_eval(arg) for arg in node.args],
-            {str(k.arg): ast.literal_eval(k.value) for k in node.keywords},
-        )
-        arguments = signatures(case.involved_classes)[node.func.id].bind(*given[0], **given[1]).arguments
-        return completion(calls((node.func.id, dict(arguments))))
+        return completion(calls(parse_call(calls_due[step], signatures(case.involved_classes))))
 
     _, out = run(tmp_path, reply, "-S", "categories=multi_turn_base", "--price-in", "10", "--price-out", "100")
     records = stored(tmp_path)
