@@ -5,6 +5,7 @@ with handed to an agent run that goes on from it without asking again."""
 from __future__ import annotations
 
 import asyncio
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -68,6 +69,9 @@ REPLIES: dict[str, list[ModelResponse]] = {
     "not an object": [reply(call("add", "[1]")), reply(call("add", "{}"))],
     "unknown": [reply(call("sub", "{}")), reply(TextPart("none"))],
     "valid and invalid": [reply(call("add", "{}"), call("mul", "{bad", "b")), reply(call("add", "{}"))],
+    "two invalid": [reply(call("add", "{bad"), call("sub", "{}", "b")), reply(call("add", "{}"))],
+    "decoded arguments": [reply(call("add", {"x": 1}))],
+    "no id": [reply(call("add", "{}", "")), reply(call("add", "{}"))],
     "same ids": [reply(call("add", "{}"), call("mul", "{}"))],
     "cut off": [reply(TextPart("half a"), finish="length")],
 }
@@ -188,19 +192,24 @@ def test_the_requests_asked_directly_carry_the_run_s_settings_and_the_case_s_fun
     assert outcome.record.output == [{"name": "add", "arguments": '{"x": 1}'}, {"name": "mul", "arguments": '{"a": 2}'}]
 
 
-def test_a_reply_ends_the_run_asked_directly_only_when_the_agent_would_end_it_alike() -> None:
+@pytest.mark.parametrize("retries", [0, 2])
+def test_a_reply_ends_the_run_asked_directly_only_when_the_agent_would_end_it_alike(retries: int) -> None:
     tools = {"add", "mul"}
-    ended = {name: ending(replies[0], tools) for name, replies in REPLIES.items()}
+    ended = {name: ending(replies[0], tools, retries) for name, replies in REPLIES.items()}
+    ran_out = "RetriesRanOut" if retries == 0 else None  # an invalid call and no retry: the run fails on it
     assert {name: None if e is None else type(e[1]).__name__ for name, e in ended.items()} == {
         "calls": "DeferredToolRequests",
         "text": "str",
         "empty": "str",
         "text and calls": "DeferredToolRequests",
         "no arguments": "DeferredToolRequests",
-        "not JSON": None,
-        "not an object": None,
-        "unknown": None,
-        "valid and invalid": None,
+        "not JSON": ran_out,
+        "not an object": ran_out,
+        "unknown": ran_out,
+        "valid and invalid": ran_out,
+        "two invalid": ran_out,
+        "decoded arguments": None,
+        "no id": None,
         "same ids": None,
         "cut off": None,
     }
@@ -208,3 +217,31 @@ def test_a_reply_ends_the_run_asked_directly_only_when_the_agent_would_end_it_al
     assert text is not None and text[1] == "No function fits."
     assert empty is not None and empty[1] == "\u2063empty reply\u2063"
     assert [type(p).__name__ for p in empty[0].parts] == ["TextPart"]  # as EmptyReplyAsText leaves it
+
+
+def test_replies_are_priced_as_pydantic_ai_prices_them_and_a_model_genai_prices_does_not_know_is_looked_up_once() -> (
+    None
+):
+    from pydantic_ai.usage import RequestUsage
+
+    from typed_eval.engine.first_request import DirectRequests
+
+    def answer(model_name: str) -> ModelResponse:
+        usage = RequestUsage(input_tokens=1_000_000, output_tokens=1_000_000)
+        return ModelResponse(parts=[TextPart("hi")], usage=usage, model_name=model_name, provider_name="openai")
+
+    class Answering(WrapperModel):
+        """Answers with the replies as they are (their model, provider and usage)."""
+
+        def __init__(self, replies: list[ModelResponse]) -> None:
+            super().__init__(FunctionModel(lambda messages, info: replies[0]))
+            self.replies = replies
+
+        async def request(self, *args: Any) -> ModelResponse:
+            return self.replies.pop(0)
+
+    replies = [answer("gpt-4o-2024-08-06"), answer("gpt-4o-2024-08-06"), answer("mock-fc"), answer("mock-fc")]
+    requests = DirectRequests(Answering(replies))
+    priced = [asyncio.run(requests.reply([], None, [])) for _ in range(4)]
+    assert [reply.usage.cost for reply in priced] == [Decimal("12.5"), Decimal("12.5"), None, None]
+    assert requests.unpriced == {("mock-fc", "openai", None)}

@@ -29,7 +29,7 @@ from pydantic_ai import (
 from pydantic_ai.exceptions import ToolRetryError
 from pydantic_ai.usage import RequestUsage
 
-from typed_eval.core.calls import call_json, invalid_call
+from typed_eval.core.calls import call_json, call_verdict, invalid_call
 from typed_eval.schemas import AnswerMode, Attempt, Cost, InvalidKind, TokenUsage, is_text_mode
 
 __all__ = [
@@ -110,13 +110,13 @@ def _invalid(kind: InvalidKind, raw: str, feedback: str | None, default: str) ->
 
 
 def _judge(response: ModelResponse, feedback: Sequence[Any], verdicts: Verdicts, *, last: bool) -> Attempt:
+    if verdicts.offered is not None:
+        return _judge_calls(response, feedback, verdicts.offered)
     call, raw = _raw(response)
     mode = verdicts.mode
     told = _verdict(feedback, call)
     if last and told is None:
         told = _final_verdict(verdicts.final_error)
-    if verdicts.offered is not None:
-        return _judge_calls(response, feedback, told, verdicts.offered)
     accepted = last and verdicts.accepted
     if is_text_mode(mode):
         if accepted or (not last and told is None):
@@ -144,9 +144,9 @@ def _judge(response: ModelResponse, feedback: Sequence[Any], verdicts: Verdicts,
     return _invalid(_kind(errors), raw, _feedback_text(errors), "rejected")
 
 
-def _judge_calls(response: ModelResponse, feedback: Sequence[Any], told: Any, offered: frozenset[str]) -> Attempt:
+def _judge_calls(response: ModelResponse, feedback: Sequence[Any], offered: frozenset[str]) -> Attempt:
     """A reply to a task answered by calls: its calls (as JSON), or its text when it called none; an invalid one is
-    told what was said about its first invalid call."""
+    told what was said about its first invalid call (on the last try, what pydantic-ai would say about that call)."""
     calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
     if not calls:
         return Attempt(valid=True, raw="".join(p.content for p in response.parts if isinstance(p, TextPart)))
@@ -155,8 +155,8 @@ def _judge_calls(response: ModelResponse, feedback: Sequence[Any], told: Any, of
         found = invalid_call(call, offered)
         if found is not None:
             kind, reason = found
-            said = _verdict(feedback, call) if feedback else told
-            return _invalid(kind, raw, _feedback_text(said if said is not None else told), reason)
+            said = _verdict(feedback, call) if feedback else call_verdict(call, offered)
+            return _invalid(kind, raw, _feedback_text(said), reason)
     return Attempt(valid=True, raw=raw)
 
 

@@ -30,7 +30,7 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
-from pydantic_core import SchemaValidator, core_schema
+from pydantic_core import SchemaValidator, ValidationError, core_schema
 
 from typed_eval.core.errors import TaskError
 from typed_eval.schemas import Case, InvalidKind
@@ -47,6 +47,7 @@ __all__ = [
     "ToolCall",
     "at_most_calls",
     "call_json",
+    "call_verdict",
     "chat_history",
     "invalid_call",
     "last_calls",
@@ -162,6 +163,23 @@ def invalid_call(call: ToolCallPart, offered: AbstractSet[str]) -> tuple[Invalid
         return "malformed_json", f"the arguments of {call.tool_name!r} are not JSON: {str(exc)[:200]}"
     if not isinstance(decoded, dict):
         return "wrong_type", f"the arguments of {call.tool_name!r} are not a JSON object"
+    return None
+
+
+def call_verdict(call: ToolCallPart, offered: AbstractSet[str]) -> str | list[dict[str, Any]] | None:
+    """What pydantic-ai tells the model about a call it refuses, or None when it defers the call: for a name not
+    offered, its own words; for arguments that are not a JSON object, the errors of validating them as it does."""
+    if call.tool_name not in offered:
+        names = ", ".join(repr(name) for name in sorted(offered))
+        listed = f"Available tools: {names}" if names else "No tools available."
+        return f"Unknown tool name: {call.tool_name!r}. {listed}"
+    try:
+        if isinstance(call.args, str):
+            ARGUMENTS_OBJECT.validate_json(call.args or "{}")
+        else:
+            ARGUMENTS_OBJECT.validate_python(call.args or {})
+    except ValidationError as exc:
+        return [dict(error) for error in exc.errors(include_url=False)]
     return None
 
 

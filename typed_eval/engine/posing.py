@@ -4,6 +4,7 @@ read, priced and graded, and the sample's record made."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -49,7 +50,7 @@ from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.settings import user_prices
 from typed_eval.core.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
-from typed_eval.engine.first_request import Replaying, ask_first, first_reply, text_ending
+from typed_eval.engine.first_request import DirectRequests, Replaying, RetriesRanOut, text_ending
 from typed_eval.providers.batches import Batching, without_pending
 from typed_eval.providers.flow import Pacer
 from typed_eval.providers.refusals import refuses_schema
@@ -167,6 +168,7 @@ class Poser:
         self.direct = (self.calls or is_text_mode(self.mode)) and batching is None and not settings.system_prompt
         self.direct = self.direct and instructions is None
         """A case's conversation is asked first without an agent run (`first_request`): the agent adds nothing to it."""
+        self.requests = DirectRequests(model)
         self.agent: Agent[Case, Any] = Agent(
             model,
             output_type=[output_spec, PendingModelResponse] if batching is not None else output_spec,
@@ -284,11 +286,14 @@ class Poser:
                     model: Model | None = None  # the agent's own, or one replaying the reply asked directly
                     if direct and history:
                         direct, merged = False, merge_model_settings(self.model_settings or None, settings)
-                        replied = await ask_first(self.model, history, merged, functions, lambda r: self._ends(r, case))
+                        ends = functools.partial(self._ends, case=case)
+                        replied = await self.requests.ask_first(history, merged, functions, ends, self.retries)
                         if isinstance(replied, Replaying):
                             model = replied
                         else:
                             messages, output = replied
+                            if isinstance(output, RetriesRanOut):
+                                raise UnexpectedModelBehavior("an invalid call in the first reply, and no retry")
                     if messages is captured:
                         run = self.agent.run(
                             asked,
@@ -365,7 +370,7 @@ class Poser:
             if reason is not None:
                 raise SampleHalted(reason)
         settings = merge_model_settings(self.model_settings or None, self._settings_for(repeat))
-        response = await first_reply(self.model, chat_history(messages), settings, tool_definitions(functions))
+        response = await self.requests.reply(chat_history(messages), settings, tool_definitions(functions))
         reply = reply_of(response)
         usage = sample_usage([response])
         cost = sample_cost([response], usage, local=self.local, prices=self.prices)

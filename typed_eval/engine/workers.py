@@ -62,6 +62,8 @@ CHUNK = 8
 _ORDERS, _REPORTS = 0, 1
 """A worker's standard input carries its owner's orders; its standard output, its records."""
 _STOP = b"stop"
+_RECORD_OPENING, _RECORD_CLOSING = b'{"record":', b"}\n"
+"""A record's line: the record's JSON wrapped, read by the owner in one pass of pydantic's parser."""
 _CLOSE_WAIT_S = 5.0
 """How long a closed pool waits for an idle worker to exit before killing it."""
 
@@ -302,7 +304,7 @@ def _claim(claims: Path) -> int:
 
 def write_record_line(record: SampleRecord) -> None:
     """A worker's record, to its owner."""
-    sys.stdout.write('{"record":' + record.model_dump_json() + "}\n")
+    sys.stdout.write(_RECORD_OPENING.decode() + record.model_dump_json() + _RECORD_CLOSING.decode())
     sys.stdout.flush()
 
 
@@ -385,10 +387,11 @@ async def pose_in_workers(
                 pool.stop(index)
             try:
                 while line := await reports.readline():
+                    if line.startswith(_RECORD_OPENING) and line.endswith(_RECORD_CLOSING):
+                        take(SampleRecord.model_validate_json(line[len(_RECORD_OPENING) : -len(_RECORD_CLOSING)]))
+                        continue
                     message = json.loads(line)
-                    if "record" in message:
-                        take(SampleRecord.model_validate(message["record"]))
-                    elif "result" in message:
+                    if "result" in message:
                         ends[index] = message["result"]
                         return
             except (ValueError, ValidationError):  # a line cut off by the worker's death: the worker failed
