@@ -58,12 +58,12 @@ def download(
     commit is immutable, so a cached one is read without asking the Hub). `endpoint` and `cache_dir` default to
     huggingface_hub's own (HF_ENDPOINT, HF_HOME)."""
     try:
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import constants, snapshot_download
     except ImportError:
         raise InputError(
             f"source=jsonschemabench downloads with huggingface_hub, not installed: {INSTALL_HINT}"
         ) from None
-    where = endpoint or "the Hugging Face Hub"
+    where = endpoint or constants.ENDPOINT  # HF_ENDPOINT, else the Hub
     try:
         with _quiet("huggingface_hub"):
             folder = snapshot_download(
