@@ -26,6 +26,7 @@ import pytest
 
 from tests.conftest import PYTHON, REPO
 from typed_eval.core.datasets import Dataset
+from typed_eval.suites.schemas.data import text_case
 from typed_eval.suites.schemas.hub import REPO_ID, REVISION, load_hub
 from typed_eval.suites.schemas.schemastore import load_schemastore
 from typed_eval.suites.schemas.suite import SCHEMAS, SchemasParams
@@ -232,6 +233,19 @@ def test_a_hub_that_fails_with_nothing_cached_is_one_line_and_exit_2(tmp_path: P
     ), lines
     asked = [path for _, path in hub.requests if REPO_ID in path]  # the library also asks for its own registries
     assert asked and all(REVISION in path for path in asked)
+
+
+def test_a_schema_text_nested_past_the_parser_is_its_case_s_error() -> None:
+    deep = "[" * 200_000 + "]" * 200_000
+    case = text_case("Github_ultra/deep", "Github_ultra", deep, {"unique_id": "deep", "split": "test"})
+    assert (case.prompt, case.metadata) == (
+        deep,
+        {
+            "unique_id": "deep",
+            "split": "test",
+            "problem": "not JSON: maximum recursion depth exceeded while decoding a JSON array from a unicode string",
+        },
+    )
 
 
 # --- SchemaStore's schemas inside check-jsonschema ---------------------------------------------------------------

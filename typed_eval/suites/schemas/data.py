@@ -53,7 +53,7 @@ def text_case(case_id: str, group: str, text: str, metadata: dict[str, Any], max
                     f"bytes, more than max_bytes={max_bytes:,}"})  # fmt: skip
     try:
         schema = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
         return Case(id=case_id, prompt=text, group=group, metadata={**metadata, PROBLEM: f"not JSON: {exc}"})
     return Case(id=case_id, prompt=json.dumps(schema), group=group, metadata=metadata)
 
