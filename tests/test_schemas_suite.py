@@ -172,7 +172,7 @@ def test_the_few_shots_are_read_as_data_out_of_the_benchmark_s_module() -> None:
 
 
 def test_a_pydantic_model_is_a_case_of_its_own(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=r"^give the schemas' path or a model, not both$"):
+    with pytest.raises(InputError, match=r"^give one of source, path and model, not path and model$"):
         build(model="typed_eval.schemas:TokenUsage", path=str(tmp_path))
     _, (case,) = build(model="typed_eval.schemas:TokenUsage")
     schema = json.loads(case.prompt)

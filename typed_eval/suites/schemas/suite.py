@@ -25,9 +25,12 @@ from typed_eval.core.suite import AnswerLine, Suite
 from typed_eval.core.tasks import Score, Task
 from typed_eval.schemas import AnswerMode, Case, SampleRecord, is_text_mode
 from typed_eval.suites.schemas.data import MAX_BYTES, PROBLEM, SAMPLE_DIR, load_model, load_path, load_sample
+from typed_eval.suites.schemas.hub import REVISION, load_hub
 from typed_eval.suites.schemas.metrics import schemas_metrics, schemas_report_lines
 from typed_eval.suites.schemas.outputs import Sent, schema_output, sent_schema
 from typed_eval.suites.schemas.prompts import MAX_SHOTS, SYSTEM, Shots, load_shots, request_messages
+from typed_eval.suites.schemas.sampling import SETS
+from typed_eval.suites.schemas.schemastore import load_schemastore
 from typed_eval.suites.schemas.validation import SchemaProblem, Validators, problems
 
 __all__ = ["SCHEMAS", "SchemaTasks", "SchemasParams"]
@@ -43,10 +46,16 @@ class SchemasParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    source: Literal["sample", "jsonschemabench", "schemastore"] | None = Field(
+        None,
+        description="sample: the shipped 300 (the default); jsonschemabench: the whole benchmark, downloaded once "
+        "from its Hugging Face dataset; schemastore: the SchemaStore schemas inside check-jsonschema",
+    )
+    revision: str = Field(REVISION, description="source=jsonschemabench: the dataset's commit to read")
     path: str | None = Field(
         None,
         description="a folder laid out as JSONSchemaBench's data/ (DIR/<set>/<file>.json), or your own schema file "
-        "or folder (default: the shipped sample, 30 schemas of each set)",
+        "or folder",
     )
     model: str | None = Field(None, description="a pydantic model, module:Class, posed as a schema of its own")
     sets: str | None = Field(None, description="comma-separated sets (groups) to pose, e.g. Glaiveai2K,Kubernetes")
@@ -128,20 +137,34 @@ def _noted(case: Case, tasks: SchemaTasks) -> Case:
     return case.model_copy(update={"metadata": {**case.metadata, NOTES: notes}}) if notes else case
 
 
-def _cases(params: SchemasParams) -> tuple[list[Case], str]:
-    if params.model is not None and params.path is not None:
-        raise InputError("give the schemas' path or a model, not both")
+def _cases(params: SchemasParams, sets: list[str] | None) -> tuple[list[Case], str, dict[str, Any]]:
+    """The cases, where they came from, and what tells two runs' sources apart (a version, a hash)."""
+    given = [name for name in ("source", "path", "model") if getattr(params, name) is not None]
+    if len(given) > 1:
+        raise InputError(f"give one of source, path and model, not {' and '.join(given)}")
+    if params.revision != REVISION and params.source != "jsonschemabench":
+        raise InputError("revision is the Hugging Face dataset's commit: give it with source=jsonschemabench")
     if params.model is not None:
-        return [load_model(params.model)], params.model
+        return [load_model(params.model)], params.model, {}
     if params.path is not None:
-        return load_path(Path(params.path), params.max_bytes), params.path
-    return load_sample(), str(SAMPLE_DIR)
+        return load_path(Path(params.path), params.max_bytes), params.path, {}
+    if params.source == "jsonschemabench":
+        unknown = [name for name in sets or [] if name not in SETS]
+        if unknown:
+            raise InputError(f"no schemas of set {unknown[0]!r}; the sets here are {', '.join(sorted(SETS))}")
+        hub = load_hub(sets or SETS, params.revision, max_bytes=params.max_bytes)
+        return hub.cases, hub.source, {"revision": hub.revision, "dataset_hash": hub.dataset_hash}
+    if params.source == "schemastore":
+        store = load_schemastore(params.max_bytes)
+        info = {"check_jsonschema_version": store.version, "dataset_hash": store.dataset_hash}
+        return store.cases, str(store.folder), info
+    return load_sample(), str(SAMPLE_DIR), {}
 
 
 def _build(params: SchemasParams) -> tuple[Task[Any], Dataset]:
-    cases, source = _cases(params)
-    if params.sets is not None:
-        wanted = [name.strip() for name in params.sets.split(",") if name.strip()]
+    wanted = [name.strip() for name in params.sets.split(",") if name.strip()] if params.sets is not None else None
+    cases, source, info = _cases(params, wanted)
+    if wanted is not None:
         present = {case.group for case in cases}
         unknown = [name for name in wanted if name not in present]
         if unknown:
@@ -157,7 +180,7 @@ def _build(params: SchemasParams) -> tuple[Task[Any], Dataset]:
         messages=tasks.messages,
         pose_as=lambda case, mode: (tasks.task_for(case, mode), mode),
     )
-    return task, dataset_from_cases(cases, suite=SUITE, source="file", path=source)
+    return task, dataset_from_cases(cases, suite=SUITE, source="file", path=source, params=info)
 
 
 def show_instance(record: SampleRecord) -> Sequence[AnswerLine]:
