@@ -1,0 +1,203 @@
+"""The schema-feature profile: the features of hand-written schemas, the profile's counts, rates, Wilson intervals and
+per-feature paired tests on runs built record by record, the suite's intervals and cost per valid instance, and a
+run of two modes through `main.py` against a loopback server: its report's lines and the viewer's tables."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from tests.conftest import PYTHON, REPO
+from tests.fake_openai import FakeOpenAI, completion, text
+from typed_eval.core.suite import CaseFacets
+from typed_eval.reports.analysis import analyse
+from typed_eval.reports.facet_profile import (
+    FacetLine,
+    FacetPair,
+    Share,
+    facet_pairs,
+    facet_profile,
+    placed_cases,
+    profile_lines,
+)
+from typed_eval.reports.viewer.app import create_app
+from typed_eval.schemas import Cost, GroupScore, RunSummary, SampleRecord, Scores, TokenUsage, Totals
+from typed_eval.suites.schemas.features import facet_names, record_facets, schema_features
+from typed_eval.suites.schemas.metrics import schemas_report_lines
+from typed_eval.suites.schemas.suite import SCHEMAS, SchemasParams
+
+PERSON = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}},
+    "required": ["name", "age"],
+}
+TREE = {  # recursion through $defs, a pattern, a closed object, an array of objects
+    "$defs": {
+        "node": {
+            "type": "object",
+            "properties": {
+                "value": {"type": "string", "pattern": "^a"},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+            },
+            "additionalProperties": False,
+        }
+    },
+    "$ref": "#/$defs/node",
+}
+LEVEL_4 = {"type": "object", "properties": {"x": {"type": "string", "format": "date", "maxLength": 10}}}
+WIDE = {  # 4 levels, 22 properties, 5 required names, the combinators, enum and const
+    "type": "object",
+    "properties": {
+        "a": {"type": "object", "properties": {"b": {"type": "object", "properties": {"c": LEVEL_4}}}},
+        "p0": {"anyOf": [{"const": "x"}, {"oneOf": [{"type": "integer"}, {"type": "null"}]}]},
+        "p1": {"allOf": [{"type": "string"}]},
+        **{f"p{i}": {"enum": [1, 2]} for i in range(2, 17)},
+        "pattern": {"type": "string", "default": {"format": "not a keyword here"}},
+    },
+    "required": ["a", "p0", "p1", "p2", "p3"],
+}
+NONE = dict.fromkeys(
+    ["$ref", "recursion", "anyOf", "oneOf", "allOf", "enum", "const", "pattern", "format", "numeric bounds",
+     "length bounds", "additionalProperties false", "array of objects"],
+    False,
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("schema", "counts", "having"),
+    [
+        (PERSON, (1, 2, 2), {"numeric bounds"}),
+        (TREE, (2, 2, 0), {"$ref", "recursion", "pattern", "additionalProperties false", "array of objects"}),
+        (WIDE, (4, 22, 5), {"anyOf", "oneOf", "allOf", "enum", "const", "format", "length bounds"}),
+        ({"type": "array", "items": {"type": "integer", "minimum": 0}}, (1, 0, 0), {"numeric bounds"}),
+        ({"$ref": "https://example.com/s.json"}, (0, 0, 0), {"$ref"}),
+        (True, (0, 0, 0), set()),
+    ],
+)
+def test_a_schema_s_features_are_its_counts_and_the_keywords_it_uses(
+    schema: Any, counts: tuple[int, int, int], having: set[str]
+) -> None:
+    found = schema_features(schema)
+    assert found == {"depth": counts[0], "properties": counts[1], "required": counts[2],
+                     **NONE, **dict.fromkeys(having, True)}  # fmt: skip
+
+
+def test_the_binary_features_cut_the_counts_at_their_thresholds() -> None:
+    assert facet_names(schema_features(WIDE)) == (
+        "anyOf", "oneOf", "allOf", "enum", "const", "format", "length bounds", "depth>=4", "properties>=20",
+        "required>=5",
+    )  # fmt: skip
+    assert facet_names({"depth": 3, "properties": 19, "required": 4, "pattern": True}) == ("pattern",)
+
+
+def test_the_features_ride_on_the_case_and_own_schemas_are_placed(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    (folder / "Glaiveai2K").mkdir(parents=True)
+    (folder / "Glaiveai2K" / "tree.json").write_text(json.dumps(TREE))
+    (folder / "mine.json").write_text(json.dumps(PERSON))
+    (folder / "broken.json").write_text("{")
+    _, dataset = SCHEMAS.build(SchemasParams(path=str(folder)))
+    cases = {case.id: case for case in dataset.cases()}  # type: ignore[union-attr]
+    assert cases["Glaiveai2K/tree"].metadata["features"] == schema_features(TREE)
+    assert "features" not in cases["broken"].metadata
+    record = record_of("mine", "own", 1.0, PERSON)
+    assert record_facets(record) == CaseFacets(("numeric bounds",), placed=True)
+    assert record_facets(record.model_copy(update={"group": "model"})) == CaseFacets(("numeric bounds",), True)
+    assert record_facets(record_of("Glaiveai2K/tree", "Glaiveai2K", 1.0, TREE)) == CaseFacets(
+        ("$ref", "recursion", "pattern", "additionalProperties false", "array of objects")
+    )
+    assert record_facets(record.model_copy(update={"metadata": {}})) is None
+
+
+# --- the profile on runs built record by record -----------------------------------------------------------------
+
+PATTERN = {"type": "object", "properties": {"id": {"type": "string", "pattern": "^x"}}}
+BOUNDED = {"type": "object", "properties": {"id": {"type": "string", "pattern": "^x"}, "n": {"maximum": 9}}}
+PLAIN = {"type": "object", "properties": {"note": {"type": "string"}}}
+
+
+def record_of(case_id: str, group: str, score: float | None, schema: Any, status: str | None = None) -> SampleRecord:
+    found = status or ("correct" if score == 1.0 else "incorrect")
+    return SampleRecord(
+        case_id=case_id, group=group, metadata={"features": schema_features(schema)}, mode="native", status=found,
+        score=score, attempts=[], corrective_retries=0, usage=TokenUsage(), cost=Cost(usd=None, source="unknown"),
+        latency_s=None,
+    )  # type: ignore[arg-type]  # fmt: skip
+
+
+def run_a() -> list[SampleRecord]:
+    return [
+        record_of("s/1", "s", 1.0, PATTERN),
+        record_of("s/2", "s", 1.0, BOUNDED),
+        record_of("s/3", "s", 0.0, BOUNDED),
+        record_of("s/4", "s", 1.0, PLAIN),
+        record_of("s/5", "s", 0.0, PLAIN),
+        record_of("s/6", "s", None, PATTERN, "unsupported"),  # refused: out of compliance
+        record_of("s/7", "s", None, PLAIN, "error"),  # a failed call: out too
+        record_of("mine", "own", 0.0, BOUNDED),
+    ]
+
+
+def test_the_profile_counts_the_cases_with_and_without_each_feature_with_wilson_intervals() -> None:
+    analysis = analyse(run_a(), "mean", facets=record_facets)
+    profile = facet_profile(analysis)
+    assert [(line.facet, line.having.right, line.having.cases, line.lacking.right, line.lacking.cases)
+            for line in profile] == [("pattern", 2, 3, 1, 2), ("numeric bounds", 1, 2, 2, 3)]  # fmt: skip
+    pattern = profile[0]
+    assert pattern.having.rate == pytest.approx(200 / 3) and pattern.lacking.rate == 50.0
+    assert pattern.difference == pytest.approx(200 / 3 - 50)
+    assert pattern.having.ci95 == pytest.approx((20.765, 93.851), abs=1e-3)
+    assert pattern.lacking.ci95 == pytest.approx((9.453, 90.547), abs=1e-3)
+    (mine,) = placed_cases(analysis, profile)
+    assert (mine.case_id, mine.group, mine.score, mine.facets) == (
+        "mine", "own", 0.0, (("pattern", pattern.having), ("numeric bounds", profile[1].having))
+    )  # fmt: skip
+    assert profile_lines(analysis) == [
+        "feature profile: feature         with  |  without  |  with - without",
+        "feature profile: pattern         66.7 (20.8-93.9, 2/3)  |  50.0 (9.5-90.5, 1/2)  |  +16.7",
+        "feature profile: numeric bounds  50.0 (9.5-90.5, 1/2)  |  66.7 (20.8-93.9, 2/3)  |  -16.7",
+        "feature profile, own case mine: score 0.00; its features: pattern 66.7 (20.8-93.9, 2/3); numeric bounds "
+        "50.0 (9.5-90.5, 1/2)",
+    ]
+
+
+def test_two_runs_are_paired_on_the_cases_with_each_feature_holm_over_the_features() -> None:
+    b = [r.model_copy(update={"score": 0.0, "status": "incorrect"}) if r.case_id in ("s/1", "s/2") else r
+         for r in run_a()]  # fmt: skip
+    pairs = facet_pairs(analyse(run_a(), "mean", facets=record_facets), analyse(b, "mean", facets=record_facets))
+    assert [(p.facet, p.paired, p.only_a, p.only_b, p.p_value, p.p_holm, p.difference) for p in pairs] == [
+        ("pattern", 3, 2, 0, 0.5, 1.0, pytest.approx(200 / 3)),
+        ("numeric bounds", 2, 1, 0, 1.0, 1.0, 50.0),
+    ]
+    assert isinstance(pairs[0], FacetPair)
+
+
+def test_scores_that_are_not_right_or_wrong_get_no_interval() -> None:
+    records = [record_of("s/1", "s", 0.5, PATTERN), record_of("s/2", "s", 1.0, PLAIN)]
+    (line,) = facet_profile(analyse(records, "mean", facets=record_facets))
+    assert line == FacetLine("pattern", Share(1, 50.0), Share(1, 100.0), -50.0)
+    assert line.having.text() == "50.0 (n=1)"
+
+
+def test_the_report_gives_each_figure_s_wilson_interval_and_the_cost_of_a_valid_instance() -> None:
+    groups = [
+        GroupScore(group="Glaiveai2K", correct=2, missing=1, unsupported=1, cost_usd=0.003),
+        GroupScore(group="Kubernetes", unsupported=2),
+    ]
+    totals = Totals.model_construct(cost_usd=0.006, cost_complete=True)
+    summary = RunSummary.model_construct(scores=Scores.model_construct(groups=groups, totals=totals))
+    lines = schemas_report_lines(summary)
+    assert lines[4:] == [
+        "JSONSchemaBench 95% intervals (Wilson): Glaiveai2K  declared 30.06-95.44  empirical 15.00-85.00  "
+        "compliance 20.77-93.85",
+        "JSONSchemaBench 95% intervals (Wilson): Kubernetes  declared 0.00-65.76  empirical 0.00-65.76  "
+        "compliance n/a",
+        "JSONSchemaBench 95% intervals (Wilson): overall     declared 18.76-81.24  empirical 9.68-70.00  "
+        "compliance 20.77-93.85",
+        "JSONSchemaBench cost per valid instance: $0.00300 (Glaiveai2K $0.00150, Kubernetes n/a)",
+    ]
