@@ -5,6 +5,8 @@ run of two modes through `main.py` against a loopback server: its report's lines
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,7 @@ from typed_eval.reports.facet_profile import (
     profile_lines,
 )
 from typed_eval.reports.viewer.app import create_app
-from typed_eval.schemas import Cost, GroupScore, RunSummary, SampleRecord, Scores, TokenUsage, Totals
+from typed_eval.schemas import Cost, GroupScore, RunSummary, SampleRecord, SampleStatus, Scores, TokenUsage, Totals
 from typed_eval.suites.schemas.features import facet_names, record_facets, schema_features
 from typed_eval.suites.schemas.metrics import schemas_report_lines
 from typed_eval.suites.schemas.suite import SCHEMAS, SchemasParams
@@ -121,13 +123,15 @@ BOUNDED = {"type": "object", "properties": {"id": {"type": "string", "pattern": 
 PLAIN = {"type": "object", "properties": {"note": {"type": "string"}}}
 
 
-def record_of(case_id: str, group: str, score: float | None, schema: Any, status: str | None = None) -> SampleRecord:
-    found = status or ("correct" if score == 1.0 else "incorrect")
+def record_of(
+    case_id: str, group: str, score: float | None, schema: Any, status: SampleStatus | None = None
+) -> SampleRecord:
+    found: SampleStatus = status or ("correct" if score == 1.0 else "incorrect")
     return SampleRecord(
         case_id=case_id, group=group, metadata={"features": schema_features(schema)}, mode="native", status=found,
         score=score, attempts=[], corrective_retries=0, usage=TokenUsage(), cost=Cost(usd=None, source="unknown"),
         latency_s=None,
-    )  # type: ignore[arg-type]  # fmt: skip
+    )  # fmt: skip
 
 
 def run_a() -> list[SampleRecord]:
@@ -189,15 +193,142 @@ def test_the_report_gives_each_figure_s_wilson_interval_and_the_cost_of_a_valid_
         GroupScore(group="Glaiveai2K", correct=2, missing=1, unsupported=1, cost_usd=0.003),
         GroupScore(group="Kubernetes", unsupported=2),
     ]
-    totals = Totals.model_construct(cost_usd=0.006, cost_complete=True)
-    summary = RunSummary.model_construct(scores=Scores.model_construct(groups=groups, totals=totals))
-    lines = schemas_report_lines(summary)
+    totals: dict[str, Any] = {"cost_usd": 0.006, "cost_complete": True}  # all the lines read of a summary
+    scores: dict[str, Any] = {"groups": groups, "totals": Totals.model_construct(**totals)}
+    summary: dict[str, Any] = {"scores": Scores.model_construct(**scores)}
+    lines = schemas_report_lines(RunSummary.model_construct(**summary))
     assert lines[4:] == [
         "JSONSchemaBench 95% intervals (Wilson): Glaiveai2K  declared 30.06-95.44  empirical 15.00-85.00  "
         "compliance 20.77-93.85",
-        "JSONSchemaBench 95% intervals (Wilson): Kubernetes  declared 0.00-65.76  empirical 0.00-65.76  "
-        "compliance n/a",
+        "JSONSchemaBench 95% intervals (Wilson): Kubernetes  declared 0.00-65.76  empirical 0.00-65.76  compliance n/a",
         "JSONSchemaBench 95% intervals (Wilson): overall     declared 18.76-81.24  empirical 9.68-70.00  "
         "compliance 20.77-93.85",
         "JSONSchemaBench cost per valid instance: $0.00300 (Glaiveai2K $0.00150, Kubernetes n/a)",
     ]
+
+
+# --- a run of two modes on the command line, its report and the viewer --------------------------------------------
+
+CODED = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$"}}, "required": ["code"]}
+BOTH = {"type": "object", "properties": {"id": {"type": "string", "pattern": "^x"}, "n": {"type": "integer",
+        "maximum": 9}}, "required": ["id", "n"]}  # fmt: skip
+MINE = {"type": "object", "properties": {"id": {"type": "string", "pattern": "^x"}}, "required": ["id"]}
+ANSWERS = {  # schema -> (native mode's instance, text mode's): text mode gets every pattern wrong
+    json.dumps(PERSON): ({"name": "Ann", "age": 30}, {"name": "Ann", "age": 30}),
+    json.dumps(CODED): ({"code": "ABC"}, {"code": "abc"}),
+    json.dumps(BOTH): ({"id": "x1", "n": 3}, {"id": "y", "n": 3}),
+    json.dumps(PLAIN): ({"note": "hi"}, {"note": "hi"}),
+    json.dumps(MINE): ({"id": "x"}, {"id": "y"}),
+}
+
+
+def answer(request: dict[str, Any]) -> Any:
+    schema = next(m["content"] for m in reversed(request["messages"]) if m["content"] in ANSWERS)
+    native, in_text = ANSWERS[schema]
+    return completion(text(json.dumps(native if "response_format" in request else in_text)), cost=0.001)
+
+
+@pytest.fixture(scope="module")
+def two_modes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    folder = tmp_path_factory.mktemp("profile")
+    data = folder / "data"
+    for name, schema in {"Glaiveai2K/person": PERSON, "Glaiveai2K/coded": CODED, "Github_easy/both": BOTH,
+                         "Github_easy/plain": PLAIN, "mine": MINE}.items():  # fmt: skip
+        (data / name).parent.mkdir(parents=True, exist_ok=True)
+        (data / f"{name}.json").write_text(json.dumps(schema), encoding="utf-8")
+    with FakeOpenAI(answer) as server:
+        done = subprocess.run(
+            [PYTHON, "main.py", "run", "--suite", "schemas", "-S", f"path={data}", "--mode", "native", "--mode",
+             "text", "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test", "--results-dir",
+             str(folder / "runs"), "--retries", "0"],
+            cwd=REPO, capture_output=True, timeout=300, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    return folder / "runs", done.stdout.decode().splitlines()
+
+
+def test_the_run_report_shows_the_profile_per_mode_and_the_modes_paired_on_each_feature(
+    two_modes: tuple[Path, list[str]],
+) -> None:
+    _, out = two_modes
+    assert [line for line in out if line.startswith("feature profile")] == [
+        "feature profile: feature         with  |  without  |  with - without",
+        "feature profile: pattern         100.0 (34.2-100.0, 2/2)  |  100.0 (34.2-100.0, 2/2)  |  +0.0",
+        "feature profile: numeric bounds  100.0 (34.2-100.0, 2/2)  |  100.0 (34.2-100.0, 2/2)  |  +0.0",
+        "feature profile, own case mine: score 1.00; its features: pattern 100.0 (34.2-100.0, 2/2)",
+        "feature profile: feature         with  |  without  |  with - without",
+        "feature profile: pattern         0.0 (0.0-65.8, 0/2)  |  100.0 (34.2-100.0, 2/2)  |  -100.0",
+        "feature profile: numeric bounds  50.0 (9.5-90.5, 1/2)  |  50.0 (9.5-90.5, 1/2)  |  +0.0",
+        "feature profile, own case mine: score 0.00; its features: pattern 0.0 (0.0-65.8, 0/2)",
+        "feature profile, fake-model native vs fake-model text: pattern: 2 paired, only a 2, only b 0, p 0.5 "
+        "(Holm 1), a - b +100.0 (100.0-100.0)",
+        "feature profile, fake-model native vs fake-model text: numeric bounds: 2 paired, only a 1, only b 0, p 1 "
+        "(Holm 1), a - b +50.0 (50.0-50.0)",
+    ]
+    intervals = [line for line in out if line.startswith("JSONSchemaBench 95% intervals (Wilson): overall")]
+    assert intervals == [
+        "JSONSchemaBench 95% intervals (Wilson): overall      declared 56.55-100.00  empirical 56.55-100.00  "
+        "compliance 56.55-100.00",
+        "JSONSchemaBench 95% intervals (Wilson): overall      declared 56.55-100.00  empirical 11.76-76.93  "
+        "compliance 11.76-76.93",
+    ]
+
+
+def test_the_viewer_shows_each_mode_s_profile_the_own_case_on_it_and_the_pairs(
+    two_modes: tuple[Path, list[str]],
+) -> None:
+    runs, _ = two_modes
+    with TestClient(create_app(runs, hosts=["testserver"])) as client:
+        page = client.get("/")
+    assert page.status_code == 200
+    assert re.findall(r"<h3>Feature profile, (.*?) <span class=\"muted\">(.*?)</span>", page.text) == [
+        ("fake-model", "native"),
+        ("fake-model", "text"),
+    ]
+    assert table_rows(page.text, "profile") == [
+        ["pattern", "100.0", "34.2-100.0", "2", "100.0", "34.2-100.0", "2", "+0.0"],
+        ["numeric bounds", "100.0", "34.2-100.0", "2", "100.0", "34.2-100.0", "2", "+0.0"],
+        ["pattern", "0.0", "0.0-65.8", "2", "100.0", "34.2-100.0", "2", "-100.0"],
+        ["numeric bounds", "50.0", "9.5-90.5", "2", "50.0", "9.5-90.5", "2", "+0.0"],
+    ]
+    assert table_rows(page.text, "placed") == [
+        ["mine", "own", "1.00", "pattern 100.0 (34.2-100.0, 2/2)"],
+        ["mine", "own", "0.00", "pattern 0.0 (0.0-65.8, 0/2)"],
+    ]
+    assert table_rows(page.text, "facet-pairs") == [
+        ["fake-model native", "fake-model text", "pattern", "2", "2", "0", "0.5", "1", "+100.0", "100.0 to 100.0"],
+        ["fake-model native", "fake-model text", "numeric bounds", "2", "1", "0", "1", "1", "+50.0", "50.0 to 50.0"],
+    ]
+
+
+def table_rows(page: str, kind: str) -> list[list[str]]:
+    """The body rows of the page's tables of a class, each a list of its cells' text."""
+    bodies = re.findall(rf'<table class="board {kind}">.*?<tbody>(.*?)</tbody>', page, re.S)
+    rows = [row for body in bodies for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+    return [[re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)] for row in rows]
+
+
+def test_an_own_schema_run_alone_is_placed_on_the_profile_of_the_model_s_benchmark_run(
+    two_modes: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    shutil.copytree(two_modes[0], runs)
+    (tmp_path / "mine.json").write_text(json.dumps(MINE), encoding="utf-8")
+    with FakeOpenAI(answer) as server:
+        done = subprocess.run(
+            [PYTHON, "main.py", "run", "--suite", "schemas", "-S", f"path={tmp_path / 'mine.json'}", "--mode",
+             "native", "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test", "--results-dir",
+             str(runs), "--retries", "0"],
+            cwd=REPO, capture_output=True, timeout=300, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    out = done.stdout.decode().splitlines()
+    assert [line for line in out if line.startswith("feature profile")] == [
+        "feature profile, own case mine: score 1.00; its features: pattern n/a"  # no benchmark case in this run
+    ]
+    with TestClient(create_app(runs, hosts=["testserver"])) as client:
+        page = client.get("/").text
+    (benchmark,) = [path.name for path in two_modes[0].glob("fake-model/*-native-*")]
+    placed = ["mine", "own", "1.00", "pattern 100.0 (34.2-100.0, 2/2)"]  # in the benchmark's run, and alone
+    assert (table_rows(page, "placed").count(placed), len(table_rows(page, "placed"))) == (2, 3)
+    assert page.count(f"(on fake-model native ({benchmark}))") == 1
