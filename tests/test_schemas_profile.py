@@ -332,3 +332,24 @@ def test_an_own_schema_run_alone_is_placed_on_the_profile_of_the_model_s_benchma
     placed = ["mine", "own", "1.00", "pattern 100.0 (34.2-100.0, 2/2)"]  # in the benchmark's run, and alone
     assert (table_rows(page, "placed").count(placed), len(table_rows(page, "placed"))) == (2, 3)
     assert page.count(f"(on fake-model native ({benchmark}))") == 1
+
+
+def test_the_html_report_has_the_profile_tables(two_modes: tuple[Path, list[str]], tmp_path: Path) -> None:
+    page = tmp_path / "board.html"
+    subprocess.run(
+        [PYTHON, "format_result.py", str(two_modes[0]), "--format", "html", "-o", str(page)],
+        cwd=REPO, capture_output=True, timeout=300, check=True,
+    )  # fmt: skip
+    tables = re.findall(r'<table class="sortable profile">.*?<tbody>(.*?)</tbody>', page.read_text(), re.S)
+    rows = [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td>(.*?)</td>", row)] for t in tables
+            for row in re.findall(r"<tr>(.*?)</tr>", t)]  # fmt: skip
+    assert rows == [
+        ["fake-model", "native", "pattern", "100.0 (34.2-100.0, 2/2)", "100.0 (34.2-100.0, 2/2)", "+0.0"],
+        ["fake-model", "native", "numeric bounds", "100.0 (34.2-100.0, 2/2)", "100.0 (34.2-100.0, 2/2)", "+0.0"],
+        ["fake-model", "text", "pattern", "0.0 (0.0-65.8, 0/2)", "100.0 (34.2-100.0, 2/2)", "-100.0"],
+        ["fake-model", "text", "numeric bounds", "50.0 (9.5-90.5, 1/2)", "50.0 (9.5-90.5, 1/2)", "+0.0"],
+        ["fake-model", "native", "mine", "own", "1.00", "", "pattern 100.0 (34.2-100.0, 2/2)"],
+        ["fake-model", "text", "mine", "own", "0.00", "", "pattern 0.0 (0.0-65.8, 0/2)"],
+        ["fake-model native", "fake-model text", "pattern", "2", "2", "0", "0.5", "1", "+100.0", "100.0 to 100.0"],
+        ["fake-model native", "fake-model text", "numeric bounds", "2", "1", "0", "1", "1", "+50.0", "50.0 to 50.0"],
+    ]

@@ -33,6 +33,7 @@ __all__ = [
     "placed_lines",
     "profile_lines",
     "profile_of",
+    "profile_tables",
 ]
 
 
@@ -228,3 +229,50 @@ def pair_lines(label_a: str, label_b: str, pairs: Sequence[FacetPair]) -> list[s
         f"{signed(pair.difference, 1)} ({interval(pair.difference_ci95)})"
         for pair in pairs
     ]
+
+
+Table = tuple[list[str], list[list[str]]]
+"""A table's headers and its lines of cells."""
+
+
+def profile_tables(
+    rows: Sequence[LeaderboardRow], analyses: Mapping[str, RunAnalysis | None]
+) -> dict[str, list[Table]]:
+    """By suite: each run's profile, its placed cases on it, and the per-feature pairs, as tables (the HTML report)."""
+    found: dict[str, list[Table]] = {}
+    for suite in dict.fromkeys(row.suite for row in rows):
+        mine = [row for row in rows if row.suite == suite]
+        features: list[list[str]] = []
+        placed: list[list[str]] = []
+        for row in mine:
+            analysis = analyses.get(row.path)
+            if analysis is None:
+                continue
+            features += [
+                [row.model, row.mode, line.facet, line.having.text(), line.lacking.text(), signed(line.difference, 1)]
+                for line in facet_profile(analysis)
+            ]
+            profile, source = profile_of(row, mine, analyses)
+            on = "" if source is None or source is row else f"{source.model} {source.mode} ({source.run_id})"
+            placed += [
+                [row.model, row.mode, case.case_id, case.group, number(case.score, 2), on,
+                 "; ".join(f"{name} {share.text() if share else 'n/a'}" for name, share in case.facets)]
+                for case in placed_cases(analysis, profile)
+            ]  # fmt: skip
+        pairs = [
+            [f"{a.model} {a.mode}", f"{b.model} {b.mode}", pair.facet, str(pair.paired), str(pair.only_a),
+             str(pair.only_b), p_value(pair.p_value, 3), p_value(pair.p_holm, 3), signed(pair.difference, 1),
+             interval(pair.difference_ci95, between=" to ")]
+            for a, b in paired_runs(mine)
+            if (analysis_a := analyses.get(a.path)) is not None and (analysis_b := analyses.get(b.path)) is not None
+            for pair in facet_pairs(analysis_a, analysis_b)
+        ]  # fmt: skip
+        tables = [
+            (["Model", "Mode", "Feature", "With", "Without", "With - without"], features),
+            (["Model", "Mode", "Own case", "Group", "Score", "Profile of", "Its features, with the profile's score"],
+             placed),
+            (["A", "B", "Feature", "Paired", "Only A", "Only B", "p", "p (Holm)", "A - B", "95% CI"], pairs),
+        ]  # fmt: skip
+        if any(lines for _, lines in tables):
+            found[suite] = [(heads, lines) for heads, lines in tables if lines]
+    return found
