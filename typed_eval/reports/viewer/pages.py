@@ -139,8 +139,7 @@ def _profiles(rows: Sequence[LeaderboardRow], board: Board) -> tuple[list[dict[s
             pairs.append(
                 {"a": f"{a.model} {a.mode}", "b": f"{b.model} {b.mode}", "facet": pair.facet, "paired": pair.paired,
                  "only_a": pair.only_a, "only_b": pair.only_b, "p": p_value(pair.p_value, 3),
-                 "p_holm": p_value(pair.p_holm, 3), "difference": signed(pair.difference, 1),
-                 "ci": interval(pair.difference_ci95, between=" to ")}
+                 "p_holm": p_value(pair.p_holm, 3), "difference": signed(pair.difference, 1)}
             )  # fmt: skip
     return profiles, pairs
 
