@@ -356,3 +356,39 @@ def test_the_html_report_has_the_profile_tables(two_modes: tuple[Path, list[str]
         ["fake-model native", "fake-model text", "pattern", "2", "2", "0", "0.5", "1", "+100.0"],
         ["fake-model native", "fake-model text", "numeric bounds", "2", "1", "0", "1", "1", "+50.0"],
     ]
+
+
+def test_the_figures_are_also_given_as_they_were_on_the_first_attempt(tmp_path: Path) -> None:
+    data = tmp_path / "data" / "Glaiveai2K"
+    data.mkdir(parents=True)
+    (data / "person.json").write_text(json.dumps(PERSON), encoding="utf-8")
+    (data / "plain.json").write_text(json.dumps(PLAIN), encoding="utf-8")
+
+    replies = {  # schema -> (its first instance, the one after the validator's messages): valid only when asked again
+        json.dumps(PERSON): ({"name": "Ann"}, {"name": "Ann", "age": 30}),
+        json.dumps(PLAIN): ({"note": 1}, {"note": "hi"}),
+    }
+
+    def reply(request: dict[str, Any]) -> Any:
+        schema = next(m["content"] for m in request["messages"] if m["content"] in replies)
+        first, again = replies[schema]
+        return completion(text(json.dumps(first if len(request["messages"]) == 6 else again)))
+
+    with FakeOpenAI(reply) as server:
+        done = subprocess.run(
+            [PYTHON, "main.py", "run", "--suite", "schemas", "-S", f"path={tmp_path / 'data'}", "--mode", "native",
+             "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test", "--results-dir",
+             str(tmp_path / "runs"), "--retries", "1"],
+            cwd=REPO, capture_output=True, timeout=300, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    out = [line for line in done.stdout.decode().splitlines() if "JSONSchemaBench: overall" in line
+           or "JSONSchemaBench 95% intervals (Wilson): overall" in line]  # fmt: skip
+    assert out == [
+        "JSONSchemaBench: overall       100.00     100.00      100.00  (2, 0, 2)",
+        "JSONSchemaBench 95% intervals (Wilson): overall     declared 34.24-100.00  empirical 34.24-100.00  "
+        "compliance 34.24-100.00",
+        "with no corrective retry, JSONSchemaBench: overall       100.00       0.00        0.00  (2, 0, 0)",
+        "with no corrective retry, JSONSchemaBench 95% intervals (Wilson): overall     declared 34.24-100.00  "
+        "empirical 0.00-65.76  compliance 0.00-65.76",
+    ]

@@ -192,9 +192,11 @@ def _facet_lines(board: Board) -> list[str]:
         if analysis_a is not None and analysis_b is not None:
             lines += pair_lines(f"{a.model} {a.mode}", f"{b.model} {b.mode}", facet_pairs(analysis_a, analysis_b))
     for row in board.rows:
-        profile, source = profile_of(row, board.rows, board.analyses)
         analysis = board.analyses.get(row.path)
-        if analysis is not None and source is not None and source is not row:
+        if analysis is None or not any(found.placed for found in analysis.case_facets.values()):
+            continue
+        profile, source = profile_of(row, board.rows, board.analyses)
+        if source is not None and source is not row:  # placed on its own profile in its own report already
             where = f"{source.model} {source.mode} run {Path(source.path).name}"
             lines += placed_lines(analysis, profile, where)
     return lines

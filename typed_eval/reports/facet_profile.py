@@ -252,7 +252,7 @@ def profile_tables(
         placed: list[list[str]] = []
         for row in mine:
             analysis = analyses.get(row.path)
-            if analysis is None:
+            if analysis is None or not analysis.case_facets:
                 continue
             features += [
                 [row.model, row.mode, line.facet, line.having.text(), line.lacking.text(), signed(line.difference, 1)]

@@ -112,7 +112,7 @@ def _profiles(rows: Sequence[LeaderboardRow], board: Board) -> tuple[list[dict[s
     profiles: list[dict[str, object]] = []
     for row in rows:
         analysis = board.analyses.get(row.path)
-        if analysis is None:
+        if analysis is None or not analysis.case_facets:  # a suite with no features
             continue
         profile, source = profile_of(row, rows, board.analyses)
         placed, own = placed_cases(analysis, profile), facet_profile(analysis)
