@@ -44,7 +44,7 @@ FEATURES = (
 """The keyword features, in the order the profile lists them (the thresholded counts follow)."""
 
 MAX_DEPTH = 64
-"""Nesting levels the depth follows before it stops counting (a schema deeper than this reads as this deep)."""
+"""Subschemas deep the depth's walk goes before it stops counting (a schema deeper than this reads as less deep)."""
 
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SCHEMA_ONE = ("additionalProperties", "additionalItems", "contains", "propertyNames", "not", "if", "then", "else",
@@ -89,9 +89,10 @@ def _subschemas(schema: Any) -> Iterator[dict[str, Any]]:
             stack.extend(value for _, value in _children(node))
 
 
-def _resolve(root: Any, ref: str) -> Any:
-    """The subschema a local `$ref` (`#`, `#/json/pointer`) names, or None (remote, an anchor, or nothing there)."""
-    if not ref.startswith("#") or (len(ref) > 1 and not ref.startswith("#/")):
+def _resolve(root: Any, ref: Any) -> Any:
+    """The subschema a local `$ref` (`#`, `#/json/pointer`) names, or None (remote, an anchor, not a text, or nothing
+    there)."""
+    if not isinstance(ref, str) or not ref.startswith("#") or (len(ref) > 1 and not ref.startswith("#/")):
         return None
     node = root
     for part in ref[2:].split("/") if len(ref) > 1 else ():
@@ -106,7 +107,10 @@ def _resolve(root: Any, ref: str) -> Any:
 
 
 def _is_object(node: Any) -> bool:
-    return isinstance(node, dict) and (node.get("type") == "object" or isinstance(node.get("properties"), dict))
+    if not isinstance(node, dict):
+        return False
+    kind = node.get("type")
+    return kind == "object" or (isinstance(kind, list) and "object" in kind) or isinstance(node.get("properties"), dict)
 
 
 class _Depth:
@@ -129,9 +133,7 @@ class _Depth:
             return self._known[id(node)]
         self._path.append(id(node))
         deepest = 0
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            deepest = self.of(_resolve(self.root, ref))
+        deepest = self.of(_resolve(self.root, node.get("$ref")))
         for key, child in _children(node):
             if key in ("$defs", "definitions"):
                 continue
