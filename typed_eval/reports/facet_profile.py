@@ -1,11 +1,11 @@
 """A score broken down by what the cases are made of (`Suite.facets`): for each feature, the score of the cases with
 it and of those without it, with Wilson 95% intervals and the difference, so a reader sees which features break which
 model in which mode; two runs on the same cases compared on the cases with each feature (McNemar's exact test,
-Holm-corrected over the features); and the cases set beside the profile (the user's
-own) with the profile's score on each of their features.
+Holm-corrected over the features); and the cases set beside the profile (the user's own) with the profile's score
+on each of their features.
 
-Records in (through `RunAnalysis`), plain figures and text lines out; the run report, the comparison after a run and
-the viewer show them.
+Records in (through `RunAnalysis`), plain figures, text lines and tables out; the run report, the comparison after a
+run, the HTML report and the viewer show them.
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def paired_runs(rows: Sequence[LeaderboardRow]) -> list[tuple[LeaderboardRow, Le
         for a, b in combinations(rows, 2)
         if a.suite == b.suite
         and a.dataset_md5 == b.dataset_md5
-        and a.status != "dnf" != b.status
+        and "dnf" not in (a.status, b.status)
         and ((a.model == b.model) != (a.mode == b.mode))
     ]
 
