@@ -17,6 +17,7 @@ from typed_eval.core.errors import EvaluatorError, InputError, OneLineArgumentPa
 from typed_eval.core.suite import find_suites
 from typed_eval.core.terminal import printable
 from typed_eval.reports.case_grid import case_grids
+from typed_eval.reports.facet_profile import profile_tables
 from typed_eval.reports.html_report import render_html
 from typed_eval.reports.leaderboard import RANK_BY, build_board, compare_runs, load_run, newest_runs
 from typed_eval.reports.mode_matrix import mode_comparisons
@@ -121,7 +122,8 @@ def _main(argv: Sequence[str] | None) -> int:
             if args.output is None:
                 raise InputError("--format html writes a file: name it with -o FILE")
             cases = case_grids(args.dir, board.rows)
-            _write(render_html(board.rows, board.examples, modes=modes, cases=cases), args.output)
+            profiles = profile_tables(board.rows, board.analyses)
+            _write(render_html(board.rows, board.examples, modes=modes, cases=cases, profiles=profiles), args.output)
         elif args.modes:
             _write_modes(modes, fmt, args.output)
         elif fmt == "rich" and args.output is None:

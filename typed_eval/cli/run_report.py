@@ -13,7 +13,15 @@ from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.suite import Suite
 from typed_eval.core.terminal import printable
 from typed_eval.reports.analysis import RunAnalysis
-from typed_eval.reports.leaderboard import RunRead, build_board, compare_runs, load_run, read_run
+from typed_eval.reports.facet_profile import (
+    facet_pairs,
+    pair_lines,
+    paired_runs,
+    placed_lines,
+    profile_lines,
+    profile_of,
+)
+from typed_eval.reports.leaderboard import Board, RunRead, build_board, compare_runs, load_run, read_run
 from typed_eval.reports.mode_matrix import mode_comparisons
 from typed_eval.reports.mode_tables import render_modes_rich
 from typed_eval.reports.tables import render_comparison, render_rich
@@ -103,6 +111,8 @@ def print_report(summary: RunSummary, run_dir: Path, suite: Suite[Any] | None = 
     read = read_run(StoredRun(run_dir, summary))  # the records, once: retries, the relaxed reading, the baselines
     for line in suite.report_lines(summary) if suite is not None and suite.report_lines is not None else []:
         print(printable(line))
+    for line in profile_lines(read.analysis) if read.analysis is not None else []:
+        print(printable(line))
     if scores.metrics:
         print("metrics: " + ", ".join(f"{name} {_score(value)}" for name, value in scores.metrics.items()))
     comp, totals = scores.compliance, scores.totals
@@ -159,7 +169,7 @@ def print_comparison(run_dirs: Sequence[Path], modes: Sequence[str]) -> None:
     render_rich(board.rows, Console())
     if len(modes) > 1:
         render_modes_rich(mode_comparisons(runs, modes, board), Console())
-        for line in _meaning(board.rows):
+        for line in [*_meaning(board.rows), *_facet_lines(board)]:
             print(printable(line))
         return
     if len(runs) == 2:
@@ -169,3 +179,24 @@ def print_comparison(run_dirs: Sequence[Path], modes: Sequence[str]) -> None:
             print(f"paired comparison: none ({exc})")
             return
         print(render_comparison(comparison, a, b), end="")
+        for line in _facet_lines(board):
+            print(printable(line))
+
+
+def _facet_lines(board: Board) -> list[str]:
+    """Each pair of runs on the same cases (two modes of a model, two models in a mode) compared on the cases with
+    each feature, and the user's own cases placed on another run's profile, for a suite that declares features."""
+    lines: list[str] = []
+    for a, b in paired_runs(board.rows):
+        analysis_a, analysis_b = board.analyses.get(a.path), board.analyses.get(b.path)
+        if analysis_a is not None and analysis_b is not None:
+            lines += pair_lines(f"{a.model} {a.mode}", f"{b.model} {b.mode}", facet_pairs(analysis_a, analysis_b))
+    for row in board.rows:
+        analysis = board.analyses.get(row.path)
+        if analysis is None or not any(found.placed for found in analysis.case_facets.values()):
+            continue
+        profile, source = profile_of(row, board.rows, board.analyses)
+        if source is not None and source is not row:  # placed on its own profile in its own report already
+            where = f"{source.model} {source.mode} run {Path(source.path).name}"
+            lines += placed_lines(analysis, profile, where)
+    return lines

@@ -29,6 +29,7 @@ from typed_eval.schemas import AnswerMode, Case, RunSummary, SampleRecord, Score
 __all__ = [
     "ENTRY_POINT_GROUP",
     "AnswerLine",
+    "CaseFacets",
     "FileParams",
     "FoundSuite",
     "StoredFormat",
@@ -75,6 +76,16 @@ class AnswerLine:
 
     text: str
     mark: AnswerMark | None = None
+
+
+@dataclass(frozen=True)
+class CaseFacets:
+    """What a case is made of, as binary features the reports break its score down by (`Suite.facets`): `names`
+    are the features it has (it lacks the others seen in the run); `placed` True sets the case beside that
+    breakdown instead of counting it in (the user's own case, read against the benchmark's)."""
+
+    names: tuple[str, ...]
+    placed: bool = False
 
 
 @dataclass(frozen=True)
@@ -179,6 +190,9 @@ class Suite(Generic[ParamsT]):
     pair_groups: bool = False
     """True: the model x mode table also compares each pair of modes within each group (a benchmark's categories),
     Holm-corrected over the pair's groups."""
+    facets: Callable[[SampleRecord], CaseFacets | None] | None = None
+    """A record's case's features (None: it has no profile): the reports show the score of the cases with and
+    without each feature, and each pair of runs on the same cases compared on the cases with it."""
 
     def __post_init__(self) -> None:
         if not self.name.strip():

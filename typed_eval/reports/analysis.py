@@ -16,6 +16,7 @@ from typing import TypeAlias
 
 from typed_eval.core.errors import InputError
 from typed_eval.core.scoring import UNGROUPED, counted_score
+from typed_eval.core.suite import CaseFacets
 from typed_eval.reports.stats import (
     binomial_two_sided_p,
     bootstrap_ci,
@@ -39,6 +40,8 @@ __all__ = [
 
 Baseline: TypeAlias = Callable[[SampleRecord], tuple[int, int] | None]
 """A record's (options offered, right option's number), or None: `Suite.baseline`."""
+Facets: TypeAlias = Callable[[SampleRecord], CaseFacets | None]
+"""A record's case's features, or None: `Suite.facets`."""
 
 ALPHA = 0.05
 """The significance level of rank groups."""
@@ -72,6 +75,8 @@ class RunAnalysis:
     """Sum of every scored record's score (correct answers, for multiple choice)."""
     binary: bool = True
     """Every score is 0 or 1 (right/wrong outcomes: McNemar applies), else a scored task."""
+    case_facets: dict[str, CaseFacets] = field(default_factory=dict)
+    """Case id -> its features, for a suite that declares them (`Suite.facets`)."""
 
     def by_group(self, values: Mapping[str, float]) -> dict[str, list[float]]:
         groups: dict[str, list[float]] = {}
@@ -143,11 +148,24 @@ def _option_picked(output: object) -> int | None:
     return None
 
 
+def _facets(facets: Facets, record: SampleRecord) -> CaseFacets | None:
+    """The suite's features of a record's case; a plug-in's reading that fails on a record gives none."""
+    try:
+        found = facets(record)
+    except Exception:  # someone else's code, shown a stored record it may not expect
+        return None
+    return found if isinstance(found, CaseFacets) else None
+
+
 def analyse(
-    records: Iterable[SampleRecord], aggregate: Aggregate = "macro", baseline: Baseline | None = None
+    records: Iterable[SampleRecord],
+    aggregate: Aggregate = "macro",
+    baseline: Baseline | None = None,
+    facets: Facets | None = None,
 ) -> RunAnalysis:
     """Reduce a run's records (one per case and repeat) to per-case scores and the run's baselines; `baseline` is
-    the suite's reading of a record's options (`Suite.baseline`): without it, no chance or favourite position."""
+    the suite's reading of a record's options (`Suite.baseline`): without it, no chance or favourite position;
+    `facets` the suite's features of a record's case (`Suite.facets`)."""
     result = RunAnalysis(aggregate=aggregate)
     sums: dict[str, list[float]] = {}
     weights: dict[str, float] = {}
@@ -167,6 +185,9 @@ def analyse(
             chance[record.case_id] = 1 / choice[0]
             expected[record.case_id] = choice[1]
             option_counts[record.case_id] = choice[0]
+        found = None if facets is None or record.case_id in result.case_facets else _facets(facets, record)
+        if found is not None:
+            result.case_facets[record.case_id] = found
         score = counted_score(record)
         if score is None:
             continue

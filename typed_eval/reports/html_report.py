@@ -50,9 +50,11 @@ def render_html(
     modes: Sequence[ModeComparison] = (),
     cases: Mapping[str, CaseGrid] | None = None,
     suites: Mapping[str, Suite[Any]] | None = None,
+    profiles: Mapping[str, Sequence[tuple[list[str], list[list[str]]]]] | None = None,
 ) -> str:
     """One self-contained page; `examples` is keyed by LeaderboardRow.path, `cases` (`case_grids`) by suite; `suites`
-    (default: those installed) head the group columns. Sections per suite, as the terminal leaderboard: runs of
+    (default: those installed) head the group columns; `profiles` (`facet_profile.profile_tables`) by suite. Sections
+    per suite, as the terminal leaderboard: runs of
     different suites are never compared."""
     try:
         import matplotlib
@@ -64,6 +66,7 @@ def render_html(
     with matplotlib.rc_context({"svg.fonttype": "none", "font.size": 9, "font.sans-serif": ["DejaVu Sans", "Arial"]}):
         sections = [
             _section(s, [r for r in rows if r.suite == s], examples, i, (cases or {}).get(s), headers(s))
+            | {"profile": (profiles or {}).get(s, [])}
             for i, s in enumerate(names)
         ]
     script = asset("report.js").strip()

@@ -86,7 +86,8 @@ def read_run(
             retries.add(record)
             yield record
 
-    analysis = analyse(each(), s.scores.aggregate, suite.baseline if suite is not None else None)
+    declared = (suite.baseline, suite.facets) if suite is not None else (None, None)
+    analysis = analyse(each(), s.scores.aggregate, *declared)
     score = relaxed.scores().score if relaxed is not None else s.scores.score if text else None
     return RunRead(analysis, score, examples.found, retries.economics(), retries.first_attempt())
 

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Literal
 
+from typed_eval.core.intervals import wilson_interval
+
 __all__ = [
     "binomial_draw",
     "binomial_two_sided_p",
@@ -26,22 +28,8 @@ __all__ = [
     "wilson_interval",
 ]
 
-Z95 = 1.959963984540054
-"""The standard normal quantile of 0.975."""
-
 _EXACT_UP_TO = 1000
 """Binomial tails up to this many trials are summed in exact integers."""
-
-
-def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a proportion (fractions, 0-1); (0, 1) when there is no trial."""
-    if trials <= 0:
-        return 0.0, 1.0
-    p = successes / trials
-    z2 = z * z
-    centre = (p + z2 / (2 * trials)) / (1 + z2 / trials)
-    half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / (1 + z2 / trials)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _lower_tail(k: int, n: int) -> float:

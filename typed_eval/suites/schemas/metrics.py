@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from typed_eval.core.intervals import wilson_interval
+from typed_eval.core.money import money
 from typed_eval.schemas import GroupScore, RunSummary, Scores
 
 __all__ = ["Coverage", "coverage", "schemas_metrics", "schemas_report_lines"]
@@ -37,6 +39,12 @@ class Coverage:
     def compliance(self) -> float | None:
         accepted = self.posed - self.refused
         return self.valid / accepted if accepted else None
+
+    def counts(self) -> dict[str, tuple[int, int]]:
+        """Each figure as (successes, trials), the counts its interval is drawn from."""
+        accepted = self.posed - self.refused
+        return {"declared": (accepted, self.posed), "empirical": (self.valid, self.posed),
+                "compliance": (self.valid, accepted)}  # fmt: skip
 
 
 def _of(group: GroupScore) -> Coverage:
@@ -76,8 +84,27 @@ def _text(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.2f}"
 
 
+def _interval(successes: int, trials: int) -> str:
+    if not trials:
+        return "n/a"
+    low, high = wilson_interval(successes, trials)
+    return f"{100 * low:.2f}-{100 * high:.2f}"
+
+
+def _cost_line(scores: Scores, per_set: dict[str, Coverage], total: Coverage) -> str:
+    """What a valid instance cost: every request's cost (retries and refusals included) over the valid instances."""
+    cost = scores.totals.cost_usd if scores.totals.cost_complete else None
+    sets = [f"{g.group} {_per_valid(g.cost_usd, per_set[g.group].valid)}" for g in scores.groups]
+    return f"JSONSchemaBench cost per valid instance: {_per_valid(cost, total.valid)} ({', '.join(sets)})"
+
+
+def _per_valid(cost: float | None, valid: int) -> str:
+    return money(cost / valid) if cost is not None and valid else "n/a"
+
+
 def schemas_report_lines(summary: RunSummary) -> list[str]:
-    """One line per set and one for the run: declared coverage, empirical coverage, compliance, with the counts."""
+    """One line per set and one for the run: declared coverage, empirical coverage, compliance, with the counts;
+    their Wilson 95% intervals; and the cost of a valid instance."""
     per_set, total = coverage(summary.scores.groups)
     width = max([len("overall"), *map(len, per_set)])
     lines = [f"JSONSchemaBench: {'set':<{width}}  declared  empirical  compliance  (posed, refused, valid)"]
@@ -86,6 +113,12 @@ def schemas_report_lines(summary: RunSummary) -> list[str]:
             f"JSONSchemaBench: {name:<{width}}  {_text(figures.declared):>8}  {_text(figures.empirical):>9}  "
             f"{_text(figures.compliance):>10}  ({figures.posed}, {figures.refused}, {figures.valid})"
         )
+    lines += [
+        f"JSONSchemaBench 95% intervals (Wilson): {name:<{width}}  "
+        + "  ".join(f"{figure} {_interval(*counted)}" for figure, counted in figures.counts().items())
+        for name, figures in [*per_set.items(), ("overall", total)]
+    ]
+    lines.append(_cost_line(summary.scores, per_set, total))
     errors = sum(group.errors for group in summary.scores.groups)
     if errors:
         lines.append(f"JSONSchemaBench: failed calls left out of the figures (not refused schemas): {errors}")

@@ -25,6 +25,7 @@ from typed_eval.core.suite import AnswerLine, Suite
 from typed_eval.core.tasks import Score, Task
 from typed_eval.schemas import AnswerMode, Case, SampleRecord, is_text_mode
 from typed_eval.suites.schemas.data import MAX_BYTES, PROBLEM, SAMPLE_DIR, load_model, load_path, load_sample
+from typed_eval.suites.schemas.features import KEY, record_facets, schema_features
 from typed_eval.suites.schemas.hub import REVISION, load_hub
 from typed_eval.suites.schemas.metrics import schemas_metrics, schemas_report_lines
 from typed_eval.suites.schemas.outputs import Sent, schema_output, sent_schema
@@ -128,13 +129,15 @@ class SchemaTasks:
 
 
 def _noted(case: Case, tasks: SchemaTasks) -> Case:
-    """The case with what posing its schema changes (or why it cannot be posed) in its metadata, said in the record."""
+    """The case with what posing its schema changes (or why it cannot be posed) and the features its schema uses in
+    its metadata, said in the record."""
     try:
         sent = tasks.check(case)
     except SchemaProblem as exc:
         return case.model_copy(update={"metadata": {**case.metadata, PROBLEM: str(exc)}})
     notes = ([] if sent.object_root else [WRAPPED]) + sent.notes
-    return case.model_copy(update={"metadata": {**case.metadata, NOTES: notes}}) if notes else case
+    features = {KEY: schema_features(json.loads(case.prompt))}
+    return case.model_copy(update={"metadata": {**case.metadata, **features, **({NOTES: notes} if notes else {})}})
 
 
 def _cases(params: SchemasParams, sets: list[str] | None) -> tuple[list[Case], str, dict[str, Any]]:
@@ -207,4 +210,5 @@ SCHEMAS = Suite(
     report_lines=schemas_report_lines,
     show_answer=show_instance,
     pair_groups=True,
+    facets=record_facets,
 )
