@@ -241,13 +241,16 @@ async def pose_samples(
     else:
         pacer = None
     traffic.pacer = pacer
+    made: ModelSettings | None = model_settings_for(settings, model_settings)
+    if batch is None:  # a batch's requests are resent by its provider: pydantic-ai refuses a retry count for them
+        made = with_default_retries(asked, made)
     return await _evaluate(
         task,
         head,
         pending,
         asked,
         settings,
-        model_settings=with_default_retries(asked, model_settings_for(settings, model_settings)) or {},
+        model_settings=made or {},
         budget=budget,
         stop=stop,
         pacer=pacer,
