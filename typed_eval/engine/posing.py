@@ -50,6 +50,7 @@ from typed_eval.core.secrets import Redactor
 from typed_eval.core.settings import user_prices
 from typed_eval.core.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
 from typed_eval.engine.first_request import Replaying, ask_first, first_reply, text_ending
+from typed_eval.engine.traces import NO_TRACES, Traces
 from typed_eval.providers.batches import Batching, without_pending
 from typed_eval.providers.flow import Pacer
 from typed_eval.providers.refusals import refuses_schema
@@ -137,8 +138,10 @@ class Poser:
         grader: Task[Any] | None = None,
         batching: Batching | None = None,
         halt: Halt | None = None,
+        traces: Traces = NO_TRACES,
     ) -> None:
         self.task = task
+        self.traces = traces
         self.grader = grader or task
         self.model = model
         self.settings = settings
@@ -251,12 +254,16 @@ class Poser:
                 grader=self.grader,
                 batching=self.batching,
                 halt=self.halt,
+                traces=self.traces,
             )
             self._posers[key] = (task, poser)  # the task is kept so its id is not reused
         return self._posers[key][1]
 
     async def pose(self, case: Case, repeat: int = 0) -> Outcome:
-        return await self._poser_for(case)._pose(case, repeat)
+        with self.traces.case(self.task.name, case, repeat, self.settings.repeats) as span:
+            outcome = await self._poser_for(case)._pose(case, repeat)
+            span.record(outcome.record)
+        return outcome
 
     async def _ask(self, case: Case, repeat: int, prompt: str, turns: _Turns) -> Any:
         """One agent run, its attempts, usage and cost added to `turns`: the valid output, or None when the
@@ -383,20 +390,21 @@ class Poser:
         traffic = SampleTraffic(self.traffic, self.pacer, f"{case.id}\x00{repeat}", self.redact)
         counting = current_traffic.set(traffic)
         turns = _Turns(self, case, repeat)
-        try:
-            if self.task.session is None:
-                value = await self._ask(case, repeat, self.task.question(case, self.mode), turns)
-            else:
-                value = await self.task.session(case, turns)
-        except SampleHalted:
-            value = None  # what it spent is recorded, its partial answer is not scored
-        except (EvaluatorError, asyncio.CancelledError):
-            raise
-        except Exception as exc:  # a failed call or a malformed response is this sample's error, not the run's
-            exception = exc
-        finally:
-            current_traffic.reset(counting)
-            traffic.set_waiting(False)
+        with self.traces.execute(self.task.name):  # the asking, not the grading, as pydantic_evals' task span
+            try:
+                if self.task.session is None:
+                    value = await self._ask(case, repeat, self.task.question(case, self.mode), turns)
+                else:
+                    value = await self.task.session(case, turns)
+            except SampleHalted:
+                value = None  # what it spent is recorded, its partial answer is not scored
+            except (EvaluatorError, asyncio.CancelledError):
+                raise
+            except Exception as exc:  # a failed call or a malformed response is this sample's error, not the run's
+                exception = exc
+            finally:
+                current_traffic.reset(counting)
+                traffic.set_waiting(False)
         latency = time.perf_counter() - started - traffic.wait_s
         attempts, usage = turns.attempts, turns.usage
         verdict: Score | None = None
