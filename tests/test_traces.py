@@ -346,7 +346,7 @@ def test_an_endpoint_that_refuses_or_hangs_costs_one_warning_and_a_bounded_wait(
         "are dropped"
     ]
     assert len(records(tmp_path / "traced")) == 20
-    assert traced_s < untraced_s + FLUSH_WAIT_S + 3  # never the exporter's minute
+    assert traced_s < untraced_s + FLUSH_WAIT_S + 10  # a bounded wait at the end, never the exporter's minute
 
 
 def test_a_run_that_does_not_trace_imports_no_opentelemetry_sdk(tmp_path: Path) -> None:
@@ -370,13 +370,13 @@ def test_without_the_extra_or_with_another_protocol_a_traced_run_stops_before_an
         "try:\n"
         "    asyncio.run(evaluator.evaluate(task, cases, 'test', trace=True))\n"
         "except evaluator.InputError as exc:\n"
-        "    print(exc.parameter, str(exc).split(':')[0])\n"
+        "    print(exc.parameter, exc.message.split(':')[0])\n"
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "trace traces need the otel extra (pip install 'typed-eval[otel]')"
     env = otel_env("http://127.0.0.1:9", OTEL_EXPORTER_OTLP_PROTOCOL="grpc")
     with FakeOpenAI(answering()) as server:
         done = main_run(server, tmp_path, env, "--limit", "2", "--trace")
-        assert server.requests == 0 if hasattr(server, "requests") else True
+    assert server.requests == []
     assert done.returncode == 2
     assert done.stderr.strip().endswith("OTEL_EXPORTER_OTLP_PROTOCOL: is 'grpc': traces are sent as http/protobuf")
