@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import json
 import os
 import socket
 import subprocess
@@ -232,6 +233,42 @@ def test_a_traced_run_sends_its_cases_task_executions_and_model_calls_with_their
     for record in stored.values():  # the prompts only with --trace-content
         assert record.prompt[:40].encode() not in sent
     assert set(receiver.authorizations) == {f"Bearer {OTLP_TOKEN}"}  # the standard headers variable is honoured
+
+
+def test_with_content_the_prompts_and_replies_are_sent_but_a_key_a_server_echoes_is_not(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    def echoing(request: dict[str, Any]) -> Any:  # a server that puts the caller's key in its reply
+        arguments = {"reasoning": f"your key is {API_KEY}", "answer": KEY(request).correct}
+        return completion(tool_call(arguments), prompt_tokens=120, completion_tokens=15)
+
+    with FakeOpenAI(echoing) as server:
+        done = main_run(server, tmp_path, otel_env(receiver.url), "--limit", "2", "--trace-content")
+    assert (done.returncode, done.stderr) == (0, "")
+    stored = records(tmp_path)
+    cases = receiver.named("case: {case_name}")
+    assert sorted(span.attributes["inputs"] for span in cases) == sorted(r.prompt for r in stored.values())
+    for span in cases:
+        output = json.loads(span.attributes["output"])
+        assert output["reasoning"] == "your key is [REDACTED]"
+        assert str(stored[span.attributes["case_name"]].expected) == span.attributes["expected_output"]
+    calls = receiver.named("chat fake-model")
+    assert len(calls) == 2
+    for call in calls:
+        assert "your key is [REDACTED]" in call.attributes["gen_ai.output.messages"]
+        (asked,) = json.loads(call.attributes["gen_ai.input.messages"])
+        ((part, question),) = [(p["type"], p["content"]) for p in asked["parts"]]  # the quiz, as tool mode asks it
+        assert part == "text" and len(question) > 100 and stored[call_case(receiver, call)].prompt.startswith(question)
+    sent = b"".join(receiver.bodies)
+    assert API_KEY.encode() not in sent and OTLP_TOKEN.encode() not in sent and URL_PASSWORD.encode() not in sent
+
+
+def call_case(receiver: Receiver, span: Span) -> str:
+    """The case id of the case span a span is under."""
+    by_id = {s.span_id: s for s in receiver.spans}
+    while span.name != "case: {case_name}":
+        span = by_id[span.parent]
+    return str(span.attributes["typed_eval.case_id"])
 
 
 def test_the_spans_of_worker_processes_go_under_the_run_span_of_their_owner(tmp_path: Path, receiver: Receiver) -> None:
