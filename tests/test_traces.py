@@ -370,7 +370,8 @@ def test_an_endpoint_that_refuses_or_hangs_costs_one_warning_and_a_bounded_wait(
     tmp_path: Path, down: str, request: pytest.FixtureRequest
 ) -> None:
     endpoint = f"http://127.0.0.1:{refusing_port()}" if down == "refusing" else request.getfixturevalue("hanging")
-    env = otel_env(endpoint, OTEL_EXPORTER_OTLP_TIMEOUT="60")  # the exporter would wait a minute a batch
+    with_password = endpoint.replace("http://", f"http://otlp:{URL_PASSWORD}@")  # never said in the warning
+    env = otel_env(with_password, OTEL_EXPORTER_OTLP_TIMEOUT="60")  # the exporter would wait a minute a batch
     with FakeOpenAI(answering()) as server:
         started = time.monotonic()
         untraced = main_run(server, tmp_path / "untraced", env, "--limit", "20")
