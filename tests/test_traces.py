@@ -365,26 +365,28 @@ def hanging() -> Iterator[str]:
     listener.close()
 
 
-@pytest.mark.parametrize("down", ["refusing", "hanging"])
+@pytest.mark.parametrize(("down", "workers"), [("refusing", 1), ("hanging", 1), ("refusing", 2)])
 def test_an_endpoint_that_refuses_or_hangs_costs_one_warning_and_a_bounded_wait(
-    tmp_path: Path, down: str, request: pytest.FixtureRequest
+    tmp_path: Path, down: str, workers: int, request: pytest.FixtureRequest
 ) -> None:
     endpoint = f"http://127.0.0.1:{refusing_port()}" if down == "refusing" else request.getfixturevalue("hanging")
     with_password = endpoint.replace("http://", f"http://otlp:{URL_PASSWORD}@")  # never said in the warning
     env = otel_env(with_password, OTEL_EXPORTER_OTLP_TIMEOUT="60")  # the exporter would wait a minute a batch
-    with FakeOpenAI(answering()) as server:
+    cases = "45" if workers > 1 else "20"
+    run = ("--limit", cases, "--concurrency", "1", "--workers", str(workers))
+    with FakeOpenAI(answering(latency_s=0.02)) as server:
         started = time.monotonic()
-        untraced = main_run(server, tmp_path / "untraced", env, "--limit", "20")
+        untraced = main_run(server, tmp_path / "untraced", env, *run)
         untraced_s, started = time.monotonic() - started, time.monotonic()
-        done = main_run(server, tmp_path / "traced", env, "--limit", "20", "--trace")
+        done = main_run(server, tmp_path / "traced", env, *run, "--trace")
         traced_s = time.monotonic() - started
     assert (untraced.returncode, done.returncode) == (0, 0)
-    assert done.stderr.splitlines() == [
+    assert done.stderr.splitlines() == [  # one line for the run, however many processes posed it
         f"typed-eval: traces: the OTLP endpoint {endpoint} did not take the spans within {FLUSH_WAIT_S:g} s; spans "
         "are dropped"
     ]
-    assert len(records(tmp_path / "traced")) == 20
-    assert traced_s < untraced_s + FLUSH_WAIT_S + 10  # a bounded wait at the end, never the exporter's minute
+    assert len(records(tmp_path / "traced")) == int(cases)
+    assert traced_s < untraced_s + workers * FLUSH_WAIT_S + 10  # a bounded wait at the end, never the exporter's minute
 
 
 def test_a_run_that_does_not_trace_imports_no_opentelemetry_sdk(tmp_path: Path) -> None:

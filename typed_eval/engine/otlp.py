@@ -51,16 +51,19 @@ class _Quiet(logging.Filter):
 
 
 class _Exporter(SpanExporter):
-    """The OTLP exporter, each span redacted first; after its first failure every span is dropped (one warning)."""
+    """The OTLP exporter, each span redacted first; after its first failure every span is dropped, with one warning
+    (`quiet`: none, a worker process's, whose owner says it for the run)."""
 
-    def __init__(self, exporter: SpanExporter, where: str, redact: Redactor) -> None:
-        self._exporter, self._where, self._redact = exporter, where, redact
+    def __init__(self, exporter: SpanExporter, where: str, redact: Redactor, *, quiet: bool) -> None:
+        self._exporter, self._where, self._redact, self._quiet = exporter, where, redact, quiet
         self._warned = threading.Event()
+        self._lock, self._closed = threading.Lock(), False
 
     def warn_once(self, why: str) -> None:
         if not self._warned.is_set():
             self._warned.set()
-            _log.warning("typed-eval: traces: the OTLP endpoint %s %s; spans are dropped", self._where, why)
+            if not self._quiet:
+                _log.warning("typed-eval: traces: the OTLP endpoint %s %s; spans are dropped", self._where, why)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self._warned.is_set():
@@ -106,8 +109,16 @@ class _Exporter(SpanExporter):
 
         return {key: redacted(value) for key, value in (attributes or {}).items()}
 
+    def abort(self) -> None:
+        """Drop every span from now on and end the exporter's retries (its backoff waits on its shutdown)."""
+        self._warned.set()
+        self.shutdown()
+
     def shutdown(self) -> None:
-        self._exporter.shutdown()
+        with self._lock:
+            closed, self._closed = self._closed, True
+        if not closed:
+            self._exporter.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return self._exporter.force_flush(timeout_millis)
@@ -200,7 +211,7 @@ def traced_run(
     redact = Redactor.for_run(model=model, urls=[settings.base_url, *endpoints], keys=_header_values())
     resource = Resource.create({"service.name": "typed-eval", "process.pid": os.getpid()})  # a worker's: its own
     provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-    exporter = _Exporter(OTLPSpanExporter(), _endpoint(), redact)
+    exporter = _Exporter(OTLPSpanExporter(), _endpoint(), redact, quiet=parent is not None)
     provider.add_span_processor(BatchSpanProcessor(exporter))
     quiet = _Quiet()
     for logger in _QUIETED:
@@ -230,10 +241,9 @@ def traced_run(
             with tracer.start_as_current_span("evaluate {name}", attributes=attributes) as span:
                 yield OtlpTraces(provider, content, span)
     finally:
-        if not _shut_down(provider, FLUSH_WAIT_S):
+        if not _shut_down(provider, quiet, FLUSH_WAIT_S):
             exporter.warn_once(f"did not take the spans within {FLUSH_WAIT_S:g} s")
-        for logger in _QUIETED:
-            logging.getLogger(logger).removeFilter(quiet)
+            exporter.abort()
 
 
 def _header_values() -> list[str]:
@@ -247,14 +257,18 @@ def _header_values() -> list[str]:
     return found
 
 
-def _shut_down(provider: TracerProvider, wait_s: float) -> bool:
+def _shut_down(provider: TracerProvider, quiet: logging.Filter, wait_s: float) -> bool:
     """The provider's spans flushed and its exporter closed, waited for at most `wait_s` (False: not in time; its
-    thread is left to end with the process)."""
+    thread goes on until the exporter gives up). The exporter's loggers are quiet until it has."""
     done = threading.Event()
 
     def shut_down() -> None:
-        provider.shutdown()
-        done.set()
+        try:
+            provider.shutdown()
+        finally:
+            done.set()
+            for logger in _QUIETED:
+                logging.getLogger(logger).removeFilter(quiet)
 
     threading.Thread(target=shut_down, name="typed-eval traces", daemon=True).start()
     return done.wait(wait_s)
