@@ -310,22 +310,36 @@ def test_a_case_asked_without_an_agent_run_has_its_model_call_traced_too(
     cases = [evaluator.Case(id=f"c{k}", prompt=f"question {k}", expected="answer 42") for k in range(2)]
     model = FunctionModel(respond, model_name="scripted")
     outcome = asyncio.run(
-        evaluator.run(task, cases, model, results_dir=tmp_path, mode="text", trace=True, trace_content=True)
+        evaluator.run(task, cases, model, results_dir=tmp_path, mode="text", repeats=2, trace=True, trace_content=True)
     )
     assert outcome.summary.status == "finished"
     (run,) = receiver.named("evaluate {name}")
+    assert (run.attributes["n_cases"], run.attributes["logfire.experiment.repeat"]) == (2, 2)
     cases_traced = receiver.children(run)
-    assert sorted(span.attributes["typed_eval.case_id"] for span in cases_traced) == ["c0", "c1"]
+    assert sorted(span.attributes["case_name"] for span in cases_traced) == [  # as pydantic_evals names repeats
+        "c0 [1/2]",
+        "c0 [2/2]",
+        "c1 [1/2]",
+        "c1 [2/2]",
+    ]
+    stored = {(r.case_id, r.repeat): r for r in outcome_records(outcome.run_dir)}
     for span in cases_traced:
-        record = next(r for r in outcome_records(outcome.run_dir) if r.case_id == span.attributes["case_name"])
+        record = stored[span.attributes["typed_eval.case_id"], span.attributes["typed_eval.repeat"]]
         assert (span.attributes["inputs"], span.attributes["output"]) == (record.prompt, '"answer 42"')
         (execute,) = receiver.children(span)
-        (call,) = receiver.children(execute)
+        (call,) = receiver.children(execute)  # no agent run: the request's span is the task's own child
         assert call.name == "chat scripted"
         assert call.attributes["gen_ai.request.model"] == "scripted"
         assert call.attributes["gen_ai.usage.input_tokens"] == record.usage.input_tokens
         assert call.attributes["gen_ai.usage.output_tokens"] == record.usage.output_tokens
         assert record.prompt in str(call.attributes["gen_ai.input.messages"])  # asked for: the content is there
+    receiver.spans.clear()
+    result = asyncio.run(evaluator.evaluate(task, cases, model, mode="text", trace=True))  # evaluate() alike
+    (run,) = receiver.named("evaluate {name}")
+    assert (run.attributes["typed_eval.status"], run.attributes["typed_eval.score"]) == ("finished", 100.0)
+    assert sorted(s.attributes["typed_eval.case_id"] for s in receiver.children(run)) == ["c0", "c1"]
+    assert result.scores.score == 100.0
+    assert len(receiver.spans) == 1 + 2 * 3
 
 
 def outcome_records(run_dir: Path) -> list[SampleRecord]:
