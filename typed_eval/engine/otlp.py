@@ -3,7 +3,7 @@ name: a tracer provider of the run's own (never the process-wide one), pydantic-
 
 Imported only when a run traces (the `otel` extra). The spans leave through a batch processor's thread, so a slow
 endpoint never holds a request; one that fails drops every later span with one warning (the exporter's own retry
-messages are kept quiet while the run lasts), and the run waits for what is left at most `FLUSH_WAIT_S` at its end.
+messages are kept quiet until it is done), and the run waits for what is left at most `FLUSH_WAIT_S` at its end.
 Every text of a span (attributes, events, status) passes through the run's `Redactor` before it leaves.
 """
 
@@ -46,6 +46,8 @@ _log = logging.getLogger("typed_eval.traces")
 
 
 class _Quiet(logging.Filter):
+    """Drops every message of the loggers it is added to (`_QUIETED`, while a run's exporter works)."""
+
     def filter(self, record: logging.LogRecord) -> bool:
         return False
 
