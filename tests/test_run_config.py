@@ -96,7 +96,7 @@ def test_the_stored_settings_keep_their_keys_and_the_config_holds_no_run_fields(
     assert list(RunSettings().model_dump(mode="json")) == STORED_KEYS
     filled_by_the_run = {"model", "instructions", "tool_choice_reason", "workers", "model_file", "updated_prices"}
     assert set(RunConfig.model_fields) == set(STORED_KEYS) - filled_by_the_run | {
-        "update_prices", "max_cost", "max_requests",
+        "update_prices", "max_cost", "max_requests", "trace", "trace_content",
     }  # fmt: skip
 
 

@@ -23,7 +23,8 @@ RUN_OPTIONS = [
     "--help", "--judge-model", "--limit", "--max-cost", "--max-requests", "--max-tokens", "--max-transport-retries",
     "--max-wait", "--mode", "--model", "--model-seed", "--no-cache", "--price-in", "--price-out", "--pull", "--quiet",
     "--repeats", "--request-timeout", "--results-dir", "--resume", "--retries", "--retry-errors", "--rpm", "--suite",
-    "--system-prompt", "--temperature", "--tool-choice", "--tpm", "--update-prices", "--workers", "-S", "-h",
+    "--system-prompt", "--temperature", "--tool-choice", "--tpm", "--trace", "--trace-content", "--update-prices",
+    "--workers", "-S", "-h",
 ]  # fmt: skip
 """The run's own options: what `run --help` lists, in name order."""
 SUITE_FLAGS = [

@@ -152,7 +152,7 @@ def test_a_part_of_a_reached_model_poses_on_past_a_first_sample_the_provider_rej
 def test_a_worker_that_dies_fails_the_run_and_keeps_what_was_stored(tmp_path: Path) -> None:
     cases, task = [quiz.to_case() for quiz in QUIZZES[:20]], multiple_choice_task()
     with WorkerPool(2, serve=lambda order: 3) as pool:  # a worker that fails its order
-        dead = WorkerProcesses(pool, order=str)
+        dead = WorkerProcesses(pool, order=lambda work, _: str(work))
         with pytest.raises(EvaluatorError, match=r"worker 2 of 2 stopped without finishing its share \(exit 3\)"):
             asyncio.run(evaluator.run(task, cases, "test", results_dir=tmp_path, workers=dead))
     summary, records = stored(tmp_path)

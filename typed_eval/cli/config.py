@@ -85,6 +85,8 @@ def run_command(args: argparse.Namespace, suite: Suite[Any]) -> RunCommand:
         max_transport_retries=args.max_transport_retries,
         max_cost=args.max_cost,
         max_requests=args.max_requests,
+        trace=args.trace or args.trace_content,
+        trace_content=args.trace_content,
     )
     return RunCommand(
         config=config,

@@ -168,6 +168,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     out.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where runs are stored (default result)")
     out.add_argument("--quiet", action="store_true", help="no progress display")
+    out.add_argument(
+        "--trace",
+        action="store_true",
+        help="send OpenTelemetry traces to the OTLP endpoint the OTEL_EXPORTER_OTLP_* variables name (the otel "
+        "extra; docs/traces.md)",
+    )
+    out.add_argument(
+        "--trace-content", action="store_true", help="--trace: the prompts, replies and outputs in the spans too"
+    )
     faults = run.add_argument_group("faults, budgets and cache")
     faults.add_argument(
         "--rpm",
@@ -276,12 +285,14 @@ def _serving(
     the command's models, with its share of the budgets, quietly (its records go to its owner)."""
 
     def serve(order: str) -> int:
-        name, mode, work = json.loads(order)
+        name, mode, work, parent = json.loads(order)
 
         async def pose() -> int:
             stop = StopState()
             with stop_when_told(lambda: stop.stop(TERMINATED)), _stopped_by_signals(stop.stop):
-                outcome = await _run_model(command, name, mode, task, dataset, stop, pacer, None, share=Path(work))
+                outcome = await _run_model(
+                    command, name, mode, task, dataset, stop, pacer, None, share=(Path(work), parent)
+                )
             share_result_line(outcome.result)
             return 0
 
@@ -374,10 +385,10 @@ async def _run_model(
     progress: Progress | None,
     *,
     pool: WorkerPool | None = None,
-    share: Path | None = None,
+    share: tuple[Path, str | None] | None = None,
 ) -> RunOutcome:
-    """One model's run in one mode through the library; `share`: a worker's part of it (no progress, records to its
-    owner)."""
+    """One model's run in one mode through the library; `share`: a worker's part of it, its work file and the run
+    span its traces go under (no progress, records to its owner)."""
     config = command.config.model_copy(update={"mode": mode})
     traffic = TrafficMeter()
 
@@ -408,9 +419,9 @@ async def _run_model(
     ):
         workers: WorkerProcesses | WorkerShare | None = None
         if share is not None:
-            workers = WorkerShare(share, parts=command.workers)
+            workers = WorkerShare(share[0], parts=command.workers, trace_parent=share[1])
         elif pool is not None:
-            workers = WorkerProcesses(pool, lambda work: json.dumps([name, mode, str(work)]))
+            workers = WorkerProcesses(pool, lambda work, parent: json.dumps([name, mode, str(work), parent]))
         return await run(
             task,
             dataset,

@@ -12,9 +12,14 @@ import base64
 import os
 import re
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
-__all__ = ["REDACTED", "Redactor", "secrets_of_model", "secrets_of_url"]
+from pydantic_core import PydanticSerializationError
+
+from typed_eval.schemas import SampleRecord
+
+__all__ = ["REDACTED", "Redactor", "redacted_record", "secrets_of_model", "secrets_of_url"]
 
 REDACTED = "[REDACTED]"
 _MIN_LENGTH = 4
@@ -98,3 +103,34 @@ class Redactor:
         if self._pattern is None:
             return False
         return self._escaped_in_json or self._pattern.search(text) is not None
+
+
+def redacted_record(record: SampleRecord, redact: Redactor) -> SampleRecord:
+    """The record with every secret in its texts redacted (a key a server or a model echoes in an answer), or the
+    record itself when it holds none."""
+    if not _may_hold_secret(record, redact):
+        return record
+    return SampleRecord.model_validate(_redacted(record.model_dump(mode="json"), redact))
+
+
+def _may_hold_secret(record: SampleRecord, redact: Redactor) -> bool:
+    """Whether redacting the record's texts may change it: its JSON (one pass of the pattern, where walking its texts
+    takes one a text) holds a secret, or may hold one escaped; a record JSON cannot hold is walked as before."""
+    if not redact.active:
+        return False
+    try:
+        return redact.may_be_in_json(record.model_dump_json())
+    except PydanticSerializationError:
+        return True
+
+
+def _redacted(value: Any, redact: Redactor) -> Any:
+    """Every text in a record's JSON redacted (its numbers and structure left alone: a secret of digits is no
+    reason to rewrite a number)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item, redact) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redacted(item, redact) for item in value]
+    return value

@@ -70,6 +70,11 @@ class RunConfig(BaseModel):
     """Budget: stop starting samples once the known cost reaches this many USD (not stored)."""
     max_requests: int | None = None
     """Budget: stop starting samples once this many model requests were made (not stored)."""
+    trace: bool = False
+    """Send OpenTelemetry traces to the OTLP endpoint the `OTEL_EXPORTER_OTLP_*` variables name (the `otel` extra;
+    see `typed_eval.engine.traces`; not stored)."""
+    trace_content: bool = False
+    """Traces: the prompts, replies, outputs and expected values too (else counts, names and scores only)."""
 
 
 def config_with(config: RunConfig | None = None, /, **changes: Any) -> RunConfig:

@@ -35,6 +35,7 @@ from typed_eval.engine.settings import (
     prepared_model,
     resolve_settings,
 )
+from typed_eval.engine.traces import NO_TRACES, Traces, run_traces
 from typed_eval.providers.batches import Batching, BatchOptions, PendingRequests
 from typed_eval.providers.flow import DEFAULT_MAX_WAIT_S, Pacer, WaitedTooLong
 from typed_eval.providers.models import PreparedModel
@@ -185,7 +186,10 @@ async def evaluate_samples(
             stack.enter_context(updated_prices(config.update_prices))
         prepared = await prepared_model(model, config, task, stack)
         settings = resolve_settings(config, prepared, task, batch=options is not None, pacer=pacer)
-        return await pose_samples(
+        traces = stack.enter_context(
+            run_traces(config, task.name, settings, prepared.resolved.model, dataset_name=task.name)
+        )
+        result = await pose_samples(
             task,
             samples,
             prepared,
@@ -198,7 +202,10 @@ async def evaluate_samples(
             keep_records=keep_records,
             batch=options,
             batch_store=batch_store,
+            traces=traces,
         )
+        traces.finish(result.status, result.scores.score, result.scores.samples)
+        return result
 
 
 async def pose_samples(
@@ -217,11 +224,12 @@ async def pose_samples(
     batch: BatchOptions | None = None,
     batch_store: PendingRequests | None = None,
     reached: bool = False,
+    traces: Traces = NO_TRACES,
 ) -> EvaluationResult:
     """Pose (case, repeat) pairs to a prepared model with a run's resolved `settings`, under its `budget`, `stop`
     state and `pacer` (None: one of its own, from the settings), its transport gauged on `traffic`. `reached`: the
     model has answered this run already (a worker's part of it), so a first sample that fails is that sample's
-    error, not a model that cannot be reached."""
+    error, not a model that cannot be reached. `traces`: the run's spans (`typed_eval.engine.traces`)."""
     if not isinstance(task, Task):
         raise TaskError(f"must be an evaluator.Task, got {type(task).__name__}", parameter="task")
     budget, stop, traffic = budget or Budget(), stop or StopState(), traffic or TrafficMeter()
@@ -258,6 +266,7 @@ async def pose_samples(
         collected=Collector(task, keep=keep_records, on_record=on_record, budget=budget, stop=stop),
         batching=_batching(task, asked, budget, batch, batch_store),
         reached=reached,
+        traces=traces,
     )
 
 
@@ -276,6 +285,7 @@ async def _evaluate(
     collected: Collector,
     batching: Batching | None,
     reached: bool,
+    traces: Traces,
 ) -> EvaluationResult:
     redact = Redactor.for_run(model=model)
     mode, tool_choice = settings.mode, settings.tool_choice
@@ -290,7 +300,7 @@ async def _evaluate(
     def poser(for_model: Model) -> Poser:
         return Poser(
             task,
-            for_model,
+            traces.instrumented(for_model),
             settings,
             model_settings=model_settings,
             traffic=traffic,
@@ -298,6 +308,7 @@ async def _evaluate(
             pacer=pacer,
             batching=batching,
             halt=collected.halt,
+            traces=traces,
         )
 
     started = time.perf_counter()

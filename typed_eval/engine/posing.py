@@ -24,7 +24,7 @@ from pydantic_ai import (
 )
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings, merge_model_settings
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic_core import to_jsonable_python
 
 from typed_eval.core.attempts import (
     Verdicts,
@@ -47,10 +47,11 @@ from typed_eval.core.calls import (
     tool_definitions,
 )
 from typed_eval.core.errors import EvaluatorError
-from typed_eval.core.secrets import Redactor
+from typed_eval.core.secrets import Redactor, redacted_record
 from typed_eval.core.settings import user_prices
 from typed_eval.core.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
 from typed_eval.engine.first_request import DirectRequests, Replaying, RetriesRanOut, text_ending
+from typed_eval.engine.traces import NO_TRACES, Traces
 from typed_eval.providers.batches import Batching, without_pending
 from typed_eval.providers.flow import Pacer
 from typed_eval.providers.refusals import refuses_schema
@@ -138,8 +139,10 @@ class Poser:
         grader: Task[Any] | None = None,
         batching: Batching | None = None,
         halt: Halt | None = None,
+        traces: Traces = NO_TRACES,
     ) -> None:
         self.task = task
+        self.traces = traces
         self.grader = grader or task
         self.model = model
         self.settings = settings
@@ -253,12 +256,16 @@ class Poser:
                 grader=self.grader,
                 batching=self.batching,
                 halt=self.halt,
+                traces=self.traces,
             )
             self._posers[key] = (task, poser)  # the task is kept so its id is not reused
         return self._posers[key][1]
 
     async def pose(self, case: Case, repeat: int = 0) -> Outcome:
-        return await self._poser_for(case)._pose(case, repeat)
+        with self.traces.case(self.task.name, case, repeat, self.settings.repeats) as span:
+            outcome = await self._poser_for(case)._pose(case, repeat)
+            span.record(outcome.record)
+        return outcome
 
     async def _ask(self, case: Case, repeat: int, prompt: str, turns: _Turns) -> Any:
         """One agent run, its attempts, usage and cost added to `turns`: the valid output, or None when the
@@ -388,20 +395,21 @@ class Poser:
         traffic = SampleTraffic(self.traffic, self.pacer, f"{case.id}\x00{repeat}", self.redact)
         counting = current_traffic.set(traffic)
         turns = _Turns(self, case, repeat)
-        try:
-            if self.task.session is None:
-                value = await self._ask(case, repeat, self.task.question(case, self.mode), turns)
-            else:
-                value = await self.task.session(case, turns)
-        except SampleHalted:
-            value = None  # what it spent is recorded, its partial answer is not scored
-        except (EvaluatorError, asyncio.CancelledError):
-            raise
-        except Exception as exc:  # a failed call or a malformed response is this sample's error, not the run's
-            exception = exc
-        finally:
-            current_traffic.reset(counting)
-            traffic.set_waiting(False)
+        with self.traces.execute(self.task.name):  # the asking, not the grading, as pydantic_evals' task span
+            try:
+                if self.task.session is None:
+                    value = await self._ask(case, repeat, self.task.question(case, self.mode), turns)
+                else:
+                    value = await self.task.session(case, turns)
+            except SampleHalted:
+                value = None  # what it spent is recorded, its partial answer is not scored
+            except (EvaluatorError, asyncio.CancelledError):
+                raise
+            except Exception as exc:  # a failed call or a malformed response is this sample's error, not the run's
+                exception = exc
+            finally:
+                current_traffic.reset(counting)
+                traffic.set_waiting(False)
         latency = time.perf_counter() - started - traffic.wait_s
         attempts, usage = turns.attempts, turns.usage
         verdict: Score | None = None
@@ -453,32 +461,7 @@ class Poser:
             rate_limited=traffic.rate_limited,
             wait_s=round(traffic.wait_s, 4),
         )
-        if _may_hold_secret(record, self.redact):  # a key a server or model echoes in an answer is not stored either
-            record = SampleRecord.model_validate(_redacted(record.model_dump(mode="json"), self.redact))
-        return Outcome(record, exception)
-
-
-def _may_hold_secret(record: SampleRecord, redact: Redactor) -> bool:
-    """Whether redacting the record's texts may change it: its JSON (one pass of the pattern, where walking its texts
-    takes one a text) holds a secret, or may hold one escaped; a record JSON cannot hold is walked as before."""
-    if not redact.active:
-        return False
-    try:
-        return redact.may_be_in_json(record.model_dump_json())
-    except PydanticSerializationError:
-        return True
-
-
-def _redacted(value: Any, redact: Redactor) -> Any:
-    """Every text in a record's JSON redacted (its numbers and structure left alone: a secret of digits is no
-    reason to rewrite a number)."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {key: _redacted(item, redact) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_redacted(item, redact) for item in value]
-    return value
+        return Outcome(redacted_record(record, self.redact), exception)  # a key a server echoes is not stored either
 
 
 def _answers(history: list[ModelMessage]) -> int:

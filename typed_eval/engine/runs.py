@@ -30,6 +30,7 @@ from typed_eval.engine.control import Budget, StopState
 from typed_eval.engine.evaluation import EvaluationResult, Sample, pose_samples
 from typed_eval.engine.resume import THIS_SEGMENT, NothingToResume, differences, run_to_continue
 from typed_eval.engine.settings import batch_options, model_name, prepared_model, resolve_settings
+from typed_eval.engine.traces import Traces, run_traces
 from typed_eval.engine.workers import WorkerProcesses, WorkerShare, claimed_samples, pose_in_workers
 from typed_eval.providers.batches import PENDING_FILE, BatchOptions, PendingRequests
 from typed_eval.providers.flow import Pacer, PaceReport
@@ -162,6 +163,16 @@ async def run(
             workers=workers.count if isinstance(workers, WorkerProcesses) else 1,
             imported=imported is not None,
         )
+        parent = workers.trace_parent if isinstance(workers, WorkerShare) else None
+        traces = run_traces(
+            config,
+            task.name,
+            settings,
+            prepared.resolved.model,
+            dataset_name=dataset.info.suite,
+            cases=dataset.size,
+            parent=parent,
+        )
         call = _Call(
             task,
             dataset,
@@ -173,6 +184,7 @@ async def run(
             traffic or TrafficMeter(),
             on_record,
             options,
+            stack.enter_context(traces),
         )
         if isinstance(workers, WorkerShare):
             return await _pose_share(call, workers.work)
@@ -184,7 +196,8 @@ async def run(
 @dataclass(frozen=True)
 class _Call:
     """What a `run()` call poses, and how: its task, dataset, model, resolved settings, budget, stop state, pacer
-    (None: the run's own), traffic gauges, the callback that hears each record, and its batching."""
+    (None: the run's own), traffic gauges, the callback that hears each record, its batching
+    and its traces."""
 
     task: Task[Any]
     dataset: Dataset
@@ -196,6 +209,7 @@ class _Call:
     traffic: TrafficMeter
     on_record: Callable[[SampleRecord], None] | None
     batch: BatchOptions | None
+    traces: Traces
 
 
 def _samples(dataset: Dataset, repeats: int, wanted: Callable[[str, int], bool]) -> Iterator[Sample]:
@@ -288,6 +302,7 @@ async def _pose_part(call: _Call, work: Path, *, reached: bool = False) -> Evalu
         traffic=call.traffic,
         keep_records=False,
         reached=reached,
+        traces=call.traces,
     )
 
 
@@ -377,6 +392,7 @@ async def _pose_and_store(
                 on_record=on_each,
                 budget=call.budget,
                 stop=call.stop,
+                trace_parent=call.traces.parent,
             )
         elif to_pose > 0:
             result = await pose_samples(
@@ -392,6 +408,7 @@ async def _pose_and_store(
                 keep_records=False,
                 batch=call.batch,
                 batch_store=PendingRequests(run_dir / PENDING_FILE) if call.batch is not None else None,
+                traces=call.traces,
             )
     except EvaluatorError as exc:
         if (
@@ -422,6 +439,7 @@ async def _pose_and_store(
         in_order = (latest[c.id, r] for c, r in _samples(dataset, settings.repeats, lambda *key: key in latest))
         rewrite_records(run_dir, in_order)
     writer.write_summary(final)
+    call.traces.finish(final.status, final.scores.score, final.scores.samples)
     return RunOutcome(run_dir, final, result, to_pose)
 
 

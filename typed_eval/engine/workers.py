@@ -239,10 +239,11 @@ def stop_when_told(stop: Callable[[], None]) -> Iterator[None]:
 @dataclass(frozen=True)
 class WorkerProcesses:
     """A run's parts: this process and `pool`'s workers, each ordered to pose from a work file with
-    `order(work_file)` (what the pool's `serve` understands: the same task, dataset, model and settings)."""
+    `order(work_file, trace_parent)` (what the pool's `serve` understands: the same task, dataset, model and settings;
+    the run span its traces go under, if it traces)."""
 
     pool: WorkerPool
-    order: Callable[[Path], str]
+    order: Callable[[Path, str | None], str]
 
     @property
     def count(self) -> int:
@@ -257,6 +258,8 @@ class WorkerShare:
     work: Path
     parts: int = 1
     """How many parts the run is posed in (the owner's included): this one's budgets are its share."""
+    trace_parent: str | None = None
+    """The W3C `traceparent` of the owner's run span, which this part's spans go under (None: no traces)."""
 
 
 def claimed_samples(samples: Iterable[Sample], work_file: Path) -> Iterator[Sample]:
@@ -346,12 +349,14 @@ async def pose_in_workers(
     on_record: Callable[[SampleRecord], None],
     budget: Budget,
     stop: StopState,
+    trace_parent: str | None = None,
 ) -> EvaluationResult:
     """Pose `samples` in `workers.count` parts sharing one stream: this process (`pose_here`) and worker
     processes, none ordered for fewer samples than chunks, nor before this process's first record (a model that
     cannot be reached is found by one request). Records are taken as they come (`on_record` stores each) and the
     budgets applied to all of them together; once `stop` stops the run, so does every part (no new sample, those in
-    flight finish). A worker that dies without saying how its part ended fails the run."""
+    flight finish). A worker that dies without saying how its part ended fails the run. `trace_parent`: the run span the
+    workers' spans go under."""
     started = asyncio.get_running_loop().time()
     work, count = _write_work(samples, run_dir)
     parts = min(workers.count, -(-count // CHUNK))
@@ -381,7 +386,7 @@ async def pose_in_workers(
             return  # the model cannot be reached, or the run is stopped: no worker is ordered
         ordered.add(index)
         async with pool.reports(index) as reports:
-            if not pool.order(index, workers.order(work)):
+            if not pool.order(index, workers.order(work, trace_parent)):
                 return
             if stop.stopping:  # stopped while it was being ordered
                 pool.stop(index)
