@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import unquote
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
 
-from typed_eval.suites.schemas.validation import SchemaProblem
+from typed_eval.suites.schemas.validation import SchemaProblem, pointer
 
 __all__ = ["MAX_NODES", "WRAPPER", "Sent", "schema_output", "sent_schema"]
 
@@ -41,20 +40,6 @@ class Sent:
     @property
     def object_root(self) -> bool:
         return isinstance(self.schema, dict) and self.schema.get("type") == "object"
-
-
-def _pointer(root: Any, reference: str) -> Any:
-    """What a local reference (`#/definitions/a`) names in `root`; SchemaProblem when nothing."""
-    node = root
-    for part in reference[1:].split("/")[1:] if reference != "#" else []:
-        key = unquote(part).replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and key in node:
-            node = node[key]
-        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
-            node = node[int(key)]
-        else:
-            raise SchemaProblem(f"$ref {reference!r} names nothing in the schema")
-    return node
 
 
 def sent_schema(schema: dict[str, Any] | bool, max_nodes: int = MAX_NODES) -> Sent:
@@ -84,7 +69,7 @@ def sent_schema(schema: dict[str, Any] | bool, max_nodes: int = MAX_NODES) -> Se
                 notes.append(f"recursive $ref {reference} cut to any value")
                 return siblings
             if reference.startswith("#/") or reference == "#":
-                target = walk(_pointer(schema, reference), (*path, reference))
+                target = walk(pointer(schema, reference), (*path, reference))
             else:  # a plain-name fragment (an anchor): the validator resolves it, the posed schema leaves it open
                 notes.append(f"$ref {reference} (an anchor) left open")
                 return siblings
