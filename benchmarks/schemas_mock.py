@@ -135,7 +135,7 @@ def plan(text: str, mode: str) -> Plan:
     number = int(hashlib.sha256(f"{mode}\x00{text}".encode()).hexdigest()[:8], 16)
     if mode == "native" and number % 5 == 0:
         return "refused"
-    return ("valid", "valid", "fixed", "invalid")[number % 4]
+    return ("valid", "fixed", "invalid", "valid")[number // 5 % 4]
 
 
 def held_out(folder: Path, per_set: int | None = None) -> list[tuple[str, Entry]]:
