@@ -69,8 +69,8 @@ CHECK_SECONDS = 2.0
 _IN_PLACE = ("allOf", "anyOf", "oneOf")
 """Applicators whose subschemas apply to the instance itself (with `not`, `if`/`then`/`else`, `dependentSchemas`)."""
 
-_deadline: ContextVar[float] = ContextVar("schema_check_deadline", default=float("inf"))
-"""When the instance being checked in this context must be done (monotonic seconds)."""
+_deadline: ContextVar[tuple[float, float]] = ContextVar("schema_check_deadline", default=(float("inf"), 0.0))
+"""When the instance being checked in this context must be done (monotonic seconds), and its budget."""
 
 
 class SchemaProblem(Exception):
@@ -92,19 +92,21 @@ def _refuse(uri: str) -> Resource[Any]:
 
 
 def _overdue() -> SchemaProblem:
-    return SchemaProblem(f"checking an instance took more than {CHECK_SECONDS:g} s (the schema's check is too costly)")
+    return SchemaProblem(
+        f"checking an instance took more than {_deadline.get()[1]:g} s (the schema's check is too costly)"
+    )
 
 
 def _search(pattern: str, text: str) -> bool:
     """Whether `pattern` matches in `text` (as `re.search`), given up at the check's deadline."""
-    remaining = _deadline.get() - time.monotonic()
+    remaining = _deadline.get()[0] - time.monotonic()
     if remaining <= 0:
         raise _overdue()
     try:
-        return regex.search(pattern, text, timeout=min(remaining, CHECK_SECONDS)) is not None
+        return regex.search(pattern, text, timeout=remaining) is not None
     except TimeoutError:
         raise SchemaProblem(
-            f"pattern {pattern!r} did not finish matching a {len(text):,}-character string in {CHECK_SECONDS:g} s "
+            f"pattern {pattern!r} did not finish matching a {len(text):,}-character string in {_deadline.get()[1]:g} s "
             "(it backtracks without end)"
         ) from None
     except regex.error:  # a pattern `re` reads and `regex` does not: `re`, as jsonschema
@@ -149,7 +151,7 @@ def _timed(original: Keyword) -> Keyword:
     """An applicator that first looks at the clock: a check that branches without end stops at the deadline."""
 
     def timed(validator: Any, value: Any, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
-        if time.monotonic() > _deadline.get():
+        if time.monotonic() > _deadline.get()[0]:
             raise _overdue()
         yield from original(validator, value, instance, schema)
 
@@ -273,10 +275,12 @@ def compile_schema(schema: Any) -> Validator:
     return _BOXED[draft](schema, registry=registry, format_checker=draft.FORMAT_CHECKER)
 
 
-def problems(validator: Validator, instance: Any, limit: int = MAX_PROBLEMS) -> list[str]:
+def problems(
+    validator: Validator, instance: Any, limit: int = MAX_PROBLEMS, seconds: float = CHECK_SECONDS
+) -> list[str]:
     """Why `instance` is not valid (`path: message`, the most relevant first), or [] when it is; SchemaProblem when
-    it cannot be checked within `CHECK_SECONDS`."""
-    token = _deadline.set(time.monotonic() + CHECK_SECONDS)
+    it cannot be checked within `seconds`."""
+    token = _deadline.set((time.monotonic() + seconds, seconds))
     try:
         found = sorted(validator.iter_errors(instance), key=relevance)
     except SchemaProblem:
