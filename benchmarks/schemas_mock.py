@@ -102,6 +102,15 @@ def _broken(schema: Any, valid: Any) -> Any:
     return [[["not this"]]] if not isinstance(valid, list) else "not a list"
 
 
+def instances(schema: Any) -> tuple[Any, Any] | tuple[()]:
+    """The generated instance meant to be valid and the one broken from it, or () when the generator fails."""
+    try:
+        valid = _value(schema, schema, 0)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError):
+        return ()
+    return valid, _broken(schema, valid)
+
+
 def _verdict(schema: Any, instance: Any) -> bool | None:
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
@@ -148,11 +157,10 @@ def held_out(folder: Path, per_set: int | None = None) -> list[tuple[str, Entry]
             if per_set is not None and taken >= per_set:
                 break
             schema = json.loads(path.read_text(encoding="utf-8"))
-            try:
-                valid = _value(schema, schema, 0)
-            except (KeyError, IndexError, TypeError, ValueError, RecursionError):
+            made = instances(schema)
+            if not made:
                 continue
-            invalid = _broken(schema, valid)
+            valid, invalid = made
             if _verdict(schema, valid) is True and _verdict(schema, invalid) is False:
                 text = json.dumps(schema)
                 chosen.append(

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""The schemas suite's costs: validating an instance, and a run against a local mock beside a FaRel run.
+
+    python benchmarks/schemas.py --data DIR       # (a) validation time per instance over JSONSchemaBench's data/
+    python benchmarks/schemas.py --run            # (b) the sample against the mock, per request, beside FaRel's
+
+(a) For every schema under DIR (`DIR/<set>/<file>.json`, JSONSchemaBench's data/ folder: 9,558 schemas) a validator
+is compiled once (the suite's `Validators`) and reused for the mock's instances of that schema
+(benchmarks/schemas_mock.py: a generated instance meant to be valid and one broken from it), each checked `--checks`
+times; the time of each check is taken alone (`perf_counter_ns` around `problems()`), and the median, 90th and 99th
+percentiles and the most are printed, with the compile times.
+(b) `main.py run --suite schemas` in tool mode over the shipped sample's schemas the mock holds a valid and an invalid
+instance for, and `main.py run` (FaRel, tool mode) over as many quizzes, both against a loopback mock with the
+FaRel throughput benchmark's settings (benchmarks/throughput.py: concurrency 32, 20 ms latency, keep-alive), each as a
+whole process, in turn, `--repeats` rounds: wall and CPU seconds per request (the least over rounds) and the ratio
+of the two runs' per-request times within each round (median, least, most).
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from schemas_mock import SchemaMock, held_out, instances
+from throughput import REPO, MockServer, _main_run, _timed
+
+sys.path.insert(0, str(REPO))
+from typed_eval.suites.schemas.validation import SchemaProblem, Validators, problems
+
+SAMPLE = REPO / "typed_eval" / "suites" / "schemas" / "sample"
+
+
+def _percentile(ordered: list[int], fraction: float) -> float:
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] / 1e6
+
+
+def validation(data: Path, checks: int) -> None:
+    """(a): each check of an instance timed alone, validators compiled once per schema."""
+    validators = Validators()
+    compile_ns: list[int] = []
+    check_ns: list[int] = []
+    schemas = unusable = uncheckable = valid = 0
+    for path in sorted(data.glob("*/*.json")):
+        schemas += 1
+        text = json.dumps(json.loads(path.read_text(encoding="utf-8")))
+        started = time.perf_counter_ns()
+        try:
+            validator = validators.for_text(text)
+        except SchemaProblem:
+            unusable += 1
+            continue
+        compile_ns.append(time.perf_counter_ns() - started)
+        for instance in instances(json.loads(text)):
+            for _ in range(checks):
+                started = time.perf_counter_ns()
+                try:
+                    found = problems(validator, instance)
+                except SchemaProblem:
+                    uncheckable += 1
+                    break
+                check_ns.append(time.perf_counter_ns() - started)
+                valid += not found
+    check_ns.sort()
+    compile_ns.sort()
+    print(f"{schemas:,} schemas under {data}, {unusable} not compiled (the case's error), {os.cpu_count()} cores")
+    print(f"{len(check_ns):,} checks ({checks} of each instance, {valid:,} found valid), {uncheckable} out of time")
+    print("| what | median ms | p90 ms | p99 ms | most ms |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, times in (("check an instance (validator reused)", check_ns), ("compile a schema, once", compile_ns)):
+        print(
+            f"| {name} | {_percentile(times, 0.5):.3f} | {_percentile(times, 0.9):.3f} | "
+            f"{_percentile(times, 0.99):.3f} | {times[-1] / 1e6:.1f} |"
+        )
+
+
+def run(concurrency: int, latency_ms: float, repeats: int) -> None:
+    """(b): the sample's schemas and as many FaRel quizzes, each a whole `main.py run`, per request."""
+    compileall.compile_dir(REPO / "typed_eval", quiet=1)
+    chosen = held_out(SAMPLE)
+    mock = SchemaMock([entry for _, entry in chosen], latency_ms / 1000)
+    farel = MockServer(latency_ms / 1000)
+    number = -(-len(chosen) // 9)  # FaRel makes 9 quizzes of length 3 per number
+    rows: dict[str, list[tuple[float, float]]] = {"schemas": [], "farel": []}
+    with tempfile.TemporaryDirectory() as scratch:
+        data = Path(scratch) / "data"
+        for case_id, _ in chosen:
+            (data / case_id).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(SAMPLE / f"{case_id}.json", data / f"{case_id}.json")
+        schemas = [sys.executable, "main.py", "run", "--suite", "schemas", "-S", f"path={data}", "--mode", "tool",
+                   "--model", "m", "--base-url", mock.url, "--api-key", "k", "--concurrency", str(concurrency),
+                   "--results-dir", scratch, "--quiet", "--retries", "0"]  # fmt: skip
+        for _ in range(repeats):
+            before = len(mock.requests)
+            rows["schemas"].append(_timed(schemas))
+            asked = len(mock.requests) - before
+            before = farel.requests
+            rows["farel"].append(_timed(_main_run(farel.url, 3, number, concurrency, scratch)))
+            quizzes = farel.requests - before
+    print(
+        f"{asked} schemas (the sample's with a known valid and invalid instance) and {quizzes} FaRel quizzes, tool "
+        f"mode, concurrency {concurrency}, {latency_ms:g} ms latency, {os.cpu_count()} cores, best of {repeats} "
+        "(whole processes)\n"
+    )
+    print("| run | requests | wall s | ms/request | requests/s | CPU s | CPU ms/request |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, count in (("schemas", asked), ("farel", quizzes)):
+        wall, cpu = min(w for w, _ in rows[name]), min(c for _, c in rows[name])
+        print(
+            f"| main.py run, {name} | {count} | {wall:.2f} | {1000 * wall / count:.2f} | {count / wall:.0f} "
+            f"| {cpu:.2f} | {1000 * cpu / count:.2f} |"
+        )
+    ratios = sorted((s[0] / asked) / (f[0] / quizzes) for s, f in zip(rows["schemas"], rows["farel"], strict=True))
+    cpu_ratios = sorted((s[1] / asked) / (f[1] / quizzes) for s, f in zip(rows["schemas"], rows["farel"], strict=True))
+    print(f"\nper-request time, schemas / FaRel, per round, median [least, most] of {repeats}:")
+    print(f"wall {statistics.median(ratios):.2f} [{ratios[0]:.2f}, {ratios[-1]:.2f}]; "
+          f"CPU {statistics.median(cpu_ratios):.2f} [{cpu_ratios[0]:.2f}, {cpu_ratios[-1]:.2f}]")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, help="JSONSchemaBench's data/ folder: time validation over it")
+    parser.add_argument("--checks", type=int, default=3, help="checks of each instance (a)")
+    parser.add_argument("--run", action="store_true", help="time a run of the sample against the mock (b)")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    if args.data is None and not args.run:
+        parser.error("give --data DIR, --run, or both")
+    if args.data is not None:
+        if not args.data.is_dir():
+            parser.error(f"--data {args.data}: not a folder")
+        validation(args.data, args.checks)
+    if args.run:
+        run(args.concurrency, args.latency_ms, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
