@@ -12,13 +12,15 @@ percentiles and the most are printed, with the compile times.
 (b) `main.py run --suite schemas` in tool mode over the shipped sample's schemas the mock holds a valid and an invalid
 instance for, and `main.py run` (FaRel, tool mode) over as many quizzes, both against a loopback mock with the
 FaRel throughput benchmark's settings (benchmarks/throughput.py: concurrency 32, 20 ms latency, keep-alive), each as a
-whole process, in turn, `--repeats` rounds: wall and CPU seconds per request (the least over rounds) and the ratio
-of the two runs' per-request times within each round (median, least, most).
+whole process, in turn, `--repeats` rounds, with a bare pydantic-ai `Agent` posing the same schemas with the same
+messages (the floor of the library, as in throughput.py): wall and CPU seconds per request (the least over rounds)
+and the ratios within each round (median, least, most).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import compileall
 import json
 import os
@@ -81,6 +83,35 @@ def validation(data: Path, checks: int) -> None:
         )
 
 
+async def _bare_agent(url: str, data: Path, concurrency: int) -> None:
+    """The floor of the library: a bare pydantic-ai `Agent` per schema (`StructuredDict` of the schema as posed, a
+    tool output), asked with the same messages, nothing recorded or scored."""
+    from pydantic_ai import Agent, ModelMessage, ModelRequest, ModelResponse, StructuredDict, ToolOutput
+    from pydantic_ai.messages import SystemPromptPart, TextPart, UserPromptPart
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from typed_eval.suites.schemas.outputs import WRAPPER, sent_schema
+    from typed_eval.suites.schemas.prompts import SYSTEM, load_shots
+
+    model = OpenAIChatModel("m", provider=OpenAIProvider(base_url=url, api_key="k"))
+    shots = load_shots()
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(path: Path) -> None:
+        text = json.dumps(json.loads(path.read_text(encoding="utf-8")))
+        sent = sent_schema(json.loads(text))
+        shown = sent.schema if sent.object_root else {"type": "object", "properties": {WRAPPER: sent.schema}}
+        history: list[ModelMessage] = [ModelRequest(parts=[SystemPromptPart(SYSTEM)])]
+        for schema, instance in shots[path.parent.name]:
+            history += [ModelRequest(parts=[UserPromptPart(schema)]), ModelResponse(parts=[TextPart(instance)])]
+        agent = Agent(model, output_type=ToolOutput(StructuredDict(shown), name="final_result"))  # type: ignore[arg-type]
+        async with gate:
+            await agent.run(text, message_history=history)
+
+    await asyncio.gather(*(one(path) for path in sorted(data.glob("*/*.json"))))
+
+
 def run(concurrency: int, latency_ms: float, repeats: int) -> None:
     """(b): the sample's schemas and as many FaRel quizzes, each a whole `main.py run`, per request."""
     compileall.compile_dir(REPO / "typed_eval", quiet=1)
@@ -88,7 +119,7 @@ def run(concurrency: int, latency_ms: float, repeats: int) -> None:
     mock = SchemaMock([entry for _, entry in chosen], latency_ms / 1000)
     farel = MockServer(latency_ms / 1000)
     number = -(-len(chosen) // 9)  # FaRel makes 9 quizzes of length 3 per number
-    rows: dict[str, list[tuple[float, float]]] = {"schemas": [], "farel": []}
+    rows: dict[str, list[tuple[float, float]]] = {"schemas": [], "bare agent, schemas": [], "farel": []}
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch) / "data"
         for case_id, _ in chosen:
@@ -101,6 +132,8 @@ def run(concurrency: int, latency_ms: float, repeats: int) -> None:
             before = len(mock.requests)
             rows["schemas"].append(_timed(schemas))
             asked = len(mock.requests) - before
+            bare = [sys.executable, __file__, "_agent", mock.url, str(data), str(concurrency)]
+            rows["bare agent, schemas"].append(_timed(bare))
             before = farel.requests
             rows["farel"].append(_timed(_main_run(farel.url, 3, number, concurrency, scratch)))
             quizzes = farel.requests - before
@@ -111,20 +144,27 @@ def run(concurrency: int, latency_ms: float, repeats: int) -> None:
     )
     print("| run | requests | wall s | ms/request | requests/s | CPU s | CPU ms/request |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name, count in (("schemas", asked), ("farel", quizzes)):
+    for name, count in (("schemas", asked), ("bare agent, schemas", asked), ("farel", quizzes)):
         wall, cpu = min(w for w, _ in rows[name]), min(c for _, c in rows[name])
+        label = name if name.startswith("bare") else f"main.py run, {name}"
         print(
-            f"| main.py run, {name} | {count} | {wall:.2f} | {1000 * wall / count:.2f} | {count / wall:.0f} "
+            f"| {label} | {count} | {wall:.2f} | {1000 * wall / count:.2f} | {count / wall:.0f} "
             f"| {cpu:.2f} | {1000 * cpu / count:.2f} |"
         )
     ratios = sorted((s[0] / asked) / (f[0] / quizzes) for s, f in zip(rows["schemas"], rows["farel"], strict=True))
     cpu_ratios = sorted((s[1] / asked) / (f[1] / quizzes) for s, f in zip(rows["schemas"], rows["farel"], strict=True))
+    floor = sorted(b[0] / s[0] for s, b in zip(rows["schemas"], rows["bare agent, schemas"], strict=True))
     print(f"\nper-request time, schemas / FaRel, per round, median [least, most] of {repeats}:")
     print(f"wall {statistics.median(ratios):.2f} [{ratios[0]:.2f}, {ratios[-1]:.2f}]; "
           f"CPU {statistics.median(cpu_ratios):.2f} [{cpu_ratios[0]:.2f}, {cpu_ratios[-1]:.2f}]")  # fmt: skip
+    print(f"throughput of main.py run / the bare agent on the same schemas: {statistics.median(floor):.2f} "
+          f"[{floor[0]:.2f}, {floor[-1]:.2f}]")  # fmt: skip
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "_agent":
+        asyncio.run(_bare_agent(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, help="JSONSchemaBench's data/ folder: time validation over it")
     parser.add_argument("--checks", type=int, default=3, help="checks of each instance (a)")
