@@ -10,11 +10,12 @@ is compiled once (the suite's `Validators`) and reused for the mock's instances 
 times; the time of each check is taken alone (`perf_counter_ns` around `problems()`), and the median, 90th and 99th
 percentiles and the most are printed, with the compile times.
 (b) `main.py run --suite schemas` in tool mode over the shipped sample's schemas the mock holds a valid and an invalid
-instance for, and `main.py run` (FaRel, tool mode) over as many quizzes, both against a loopback mock with the
-FaRel throughput benchmark's settings (benchmarks/throughput.py: concurrency 32, 20 ms latency, keep-alive), each as a
-whole process, in turn, `--repeats` rounds, with a bare pydantic-ai `Agent` posing the same schemas with the same
-messages (the floor of the library, as in throughput.py): wall and CPU seconds per request (the least over rounds)
-and the ratios within each round (median, least, most).
+instance for (260, each `--copies` times: 1,820 cases, as throughput.py's 1,800 quizzes), and `main.py run` (FaRel,
+tool mode) over as many quizzes, both against a loopback mock with the FaRel throughput benchmark's settings
+(benchmarks/throughput.py: concurrency 32, 20 ms latency, keep-alive), each as a whole process, in turn, `--repeats`
+rounds, with a bare pydantic-ai `Agent` posing the same schemas with the same messages (the floor of the library, as
+in throughput.py): wall and CPU seconds per request (the least over rounds) and the ratios within each round
+(median, least, most).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import compileall
+import contextlib
 import json
 import os
 import shutil
@@ -87,6 +89,7 @@ async def _bare_agent(url: str, data: Path, concurrency: int) -> None:
     """The floor of the library: a bare pydantic-ai `Agent` per schema (`StructuredDict` of the schema as posed, a
     tool output), asked with the same messages, nothing recorded or scored."""
     from pydantic_ai import Agent, ModelMessage, ModelRequest, ModelResponse, StructuredDict, ToolOutput
+    from pydantic_ai.exceptions import UnexpectedModelBehavior
     from pydantic_ai.messages import SystemPromptPart, TextPart, UserPromptPart
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
@@ -103,28 +106,31 @@ async def _bare_agent(url: str, data: Path, concurrency: int) -> None:
         sent = sent_schema(json.loads(text))
         shown = sent.schema if sent.object_root else {"type": "object", "properties": {WRAPPER: sent.schema}}
         history: list[ModelMessage] = [ModelRequest(parts=[SystemPromptPart(SYSTEM)])]
-        for schema, instance in shots[path.parent.name]:
+        for schema, instance in shots[path.parent.name]:  # the set's pairs
             history += [ModelRequest(parts=[UserPromptPart(schema)]), ModelResponse(parts=[TextPart(instance)])]
-        agent = Agent(model, output_type=ToolOutput(StructuredDict(shown), name="final_result"))  # type: ignore[arg-type]
+        output = ToolOutput(StructuredDict(shown), name="final_result")  # type: ignore[arg-type]
+        agent = Agent(model, output_type=output, retries=0)
         async with gate:
-            await agent.run(text, message_history=history)
+            with contextlib.suppress(UnexpectedModelBehavior):  # an invalid instance, not asked again
+                await agent.run(text, message_history=history)
 
     await asyncio.gather(*(one(path) for path in sorted(data.glob("*/*.json"))))
 
 
-def run(concurrency: int, latency_ms: float, repeats: int) -> None:
-    """(b): the sample's schemas and as many FaRel quizzes, each a whole `main.py run`, per request."""
+def run(concurrency: int, latency_ms: float, repeats: int, copies: int) -> None:
+    """(b): the sample's schemas (`copies` times over) and as many FaRel quizzes, each a whole `main.py run`."""
     compileall.compile_dir(REPO / "typed_eval", quiet=1)
     chosen = held_out(SAMPLE)
     mock = SchemaMock([entry for _, entry in chosen], latency_ms / 1000)
     farel = MockServer(latency_ms / 1000)
-    number = -(-len(chosen) // 9)  # FaRel makes 9 quizzes of length 3 per number
+    number = -(-len(chosen) * copies // 9)  # FaRel makes 9 quizzes of length 3 per number
     rows: dict[str, list[tuple[float, float]]] = {"schemas": [], "bare agent, schemas": [], "farel": []}
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch) / "data"
         for case_id, _ in chosen:
             (data / case_id).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(SAMPLE / f"{case_id}.json", data / f"{case_id}.json")
+            for copy in range(copies):
+                shutil.copy(SAMPLE / f"{case_id}.json", data / f"{case_id}-{copy}.json")
         schemas = [sys.executable, "main.py", "run", "--suite", "schemas", "-S", f"path={data}", "--mode", "tool",
                    "--model", "m", "--base-url", mock.url, "--api-key", "k", "--concurrency", str(concurrency),
                    "--results-dir", scratch, "--quiet", "--retries", "0"]  # fmt: skip
@@ -138,7 +144,8 @@ def run(concurrency: int, latency_ms: float, repeats: int) -> None:
             rows["farel"].append(_timed(_main_run(farel.url, 3, number, concurrency, scratch)))
             quizzes = farel.requests - before
     print(
-        f"{asked} schemas (the sample's with a known valid and invalid instance) and {quizzes} FaRel quizzes, tool "
+        f"{asked} schemas (the sample's with a known valid and invalid instance, {copies} copies) and {quizzes} "
+        "FaRel quizzes, tool "
         f"mode, concurrency {concurrency}, {latency_ms:g} ms latency, {os.cpu_count()} cores, best of {repeats} "
         "(whole processes)\n"
     )
@@ -172,6 +179,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--copies", type=int, default=7, help="each schema posed this often (b): 1,820 requests")
     args = parser.parse_args()
     if args.data is None and not args.run:
         parser.error("give --data DIR, --run, or both")
@@ -180,7 +188,7 @@ def main() -> None:
             parser.error(f"--data {args.data}: not a folder")
         validation(args.data, args.checks)
     if args.run:
-        run(args.concurrency, args.latency_ms, args.repeats)
+        run(args.concurrency, args.latency_ms, args.repeats, args.copies)
 
 
 if __name__ == "__main__":
