@@ -15,7 +15,10 @@ import pytest
 
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Route, completion, text
+from typed_eval.schemas import Case
 from typed_eval.suites.schemas.outputs import sent_schema
+from typed_eval.suites.schemas.prompts import load_shots
+from typed_eval.suites.schemas.suite import SchemaTasks
 from typed_eval.suites.schemas.validation import SchemaProblem, Validators, problems
 
 CATASTROPHIC = {"type": "string", "pattern": "^(a|aa)+$"}
@@ -188,3 +191,12 @@ def test_bad_input_through_main_py_each_case_s_error_with_its_reason_nothing_fet
     assert records["Glaiveai2K/person"]["attempts"][0]["feedback"] == (
         "Your reply is not valid JSON of the requested shape: output: born: 'yesterday' is not a 'date-time'"
     )
+
+
+def test_a_check_out_of_time_when_scoring_is_a_0_with_its_reason_not_the_scorer_s_failure() -> None:
+    tasks = SchemaTasks(load_shots())
+    case = Case(id="Github_easy/pattern", prompt=json.dumps(CATASTROPHIC), group="Github_easy")
+    verdict = tasks.score(case, "a" * 40 + "!")
+    assert (verdict.value, verdict.details) == (0.0, {"errors": [
+        "pattern '^(a|aa)+$' did not finish matching a 41-character string in 2 s (it backtracks without end)"
+    ]})  # fmt: skip

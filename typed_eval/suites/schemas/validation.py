@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -262,7 +263,9 @@ def compile_schema(schema: Any) -> Validator:
         raise SchemaProblem(f"a JSON Schema is an object or a boolean, not {type(schema).__name__}")
     draft = draft_of(schema)
     try:
-        draft.check_schema(schema)  # type: ignore[arg-type]  # a boolean is a schema too
+        with warnings.catch_warnings():  # `re`'s FutureWarnings on the schema's patterns, said once per run otherwise
+            warnings.simplefilter("ignore", FutureWarning)
+            draft.check_schema(schema)  # type: ignore[arg-type]  # a boolean is a schema too
     except SchemaError as exc:
         where = "/".join(map(str, exc.absolute_path))
         raise SchemaProblem(f"not a valid JSON Schema ({draft.__name__}): {where or 'root'}: {exc.message}") from None
