@@ -66,7 +66,7 @@ _DRAFTS: dict[str, type[Validator]] = {
 
 
 CHECK_SECONDS = 2.0
-"""How long checking one instance may take before the case is an error (the benchmark's median is about 0.05 ms)."""
+"""How long checking one instance may take (CPU seconds in a `pattern`) before the case is an error (median 0.02 ms)."""
 _IN_PLACE = ("allOf", "anyOf", "oneOf")
 """Applicators whose subschemas apply to the instance itself (with `not`, `if`/`then`/`else`, `dependentSchemas`)."""
 
