@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 from pydantic_ai import (
     DeferredToolRequests,
     ModelResponse,
@@ -239,7 +239,13 @@ class Task(Generic[OutputT]):
         reader = self.text_reader
         text = "" if text == EMPTY_REPLY else text
         if reader is None:
-            return TextReply(text, self.parse_json(text, case)), "Your reply is not valid JSON of the requested shape."
+            try:
+                return TextReply(text, self.validate_json(text, case)), ""
+            except ValidationError as exc:  # what is wrong, as the structured modes' retries say it
+                wrong = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'output'}: {e['msg']}" for e in exc.errors()[:5])
+                return TextReply(text, None), f"Your reply is not valid JSON of the requested shape: {wrong}"
+            except ValueError:
+                return TextReply(text, None), "Your reply is not valid JSON of the requested shape."
         return TextReply(text, reader.read(text)), reader.feedback
 
     def validate_json(self, text: str, case: Case | None) -> Any:

@@ -123,8 +123,12 @@ class SchemaTasks:
         return task
 
     def score(self, case: Case, output: Any) -> Score:
-        """1 for an instance valid against the original schema, else 0 with the validator's messages."""
-        found = problems(self.validators.for_text(case.prompt), output)
+        """1 for an instance valid against the original schema, else 0 with the validator's messages (a check out of
+        time here, after the output's own passed, is 0 with its reason, never the scorer's failure)."""
+        try:
+            found = problems(self.validators.for_text(case.prompt), output)
+        except SchemaProblem as exc:
+            found = [str(exc)]
         return Score(0.0, {"errors": found}) if found else Score(1.0)
 
 

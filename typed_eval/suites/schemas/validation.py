@@ -1,19 +1,31 @@
 """An instance's validity as JSONSchemaBench judges it: the `jsonschema` library's verdict against the original schema.
 
 The draft is the one the schema's `$schema` names (Draft 2020-12 when it names none, or one `jsonschema` does not
-know); formats are checked (those whose checkers `jsonschema` has with the packages installed); a `$ref` is resolved
-within the schema only: a registry that refuses every retrieval means a remote reference is never fetched, and an
-instance whose check needs one is invalid, saying so. A schema is compiled once per `Validators`, however many
-replies it checks.
+know); formats are checked (with `jsonschema[format-nongpl]`'s checkers: date-time, uri, hostname, duration...); a
+`$ref` is resolved within the schema only: a registry that refuses every retrieval means a remote reference is never
+fetched, and an instance whose check needs one is invalid, saying so. A schema is compiled once per `Validators`,
+however many replies it checks.
+
+Checking is time-boxed, as `re` cannot be: a `pattern` (and a `patternProperties` key) is matched with the `regex`
+module, which stops a match at a deadline, and the applicators look at the clock too, so an instance whose check takes
+longer than `CHECK_SECONDS` (a pattern that backtracks without end, `^(a|aa)+$` on a long string) is the case's error,
+`SchemaProblem`, never a hung run. A `$ref` cycle no instance can end (`{"$ref": "#"}`, `a` -> `b` -> `a` with no
+keyword in between that descends into the instance) is found when the schema is compiled.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
+import regex
 from jsonschema import (
     Draft3Validator,
     Draft4Validator,
@@ -23,12 +35,22 @@ from jsonschema import (
     Draft202012Validator,
     SchemaError,
 )
-from jsonschema.exceptions import relevance
+from jsonschema.exceptions import ValidationError, relevance
 from jsonschema.protocols import Validator
+from jsonschema.validators import extend
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 
-__all__ = ["MAX_PROBLEMS", "SchemaProblem", "Validators", "compile_schema", "draft_of", "problems"]
+__all__ = [
+    "CHECK_SECONDS",
+    "MAX_PROBLEMS",
+    "SchemaProblem",
+    "Validators",
+    "compile_schema",
+    "draft_of",
+    "pointer",
+    "problems",
+]
 
 MAX_PROBLEMS = 5
 """How many of an instance's errors are reported (the most relevant first): what a corrective retry is told."""
@@ -43,8 +65,18 @@ _DRAFTS: dict[str, type[Validator]] = {
 }
 
 
-class SchemaProblem(ValueError):
-    """A schema that cannot be posed or checked: the case's error, with its reason, never the run's."""
+CHECK_SECONDS = 2.0
+"""How long checking one instance may take (CPU seconds in a `pattern`) before the case is an error (median 0.02 ms)."""
+_IN_PLACE = ("allOf", "anyOf", "oneOf")
+"""Applicators whose subschemas apply to the instance itself (with `not`, `if`/`then`/`else`, `dependentSchemas`)."""
+
+_deadline: ContextVar[tuple[float, float]] = ContextVar("schema_check_deadline", default=(float("inf"), 0.0))
+"""When the instance being checked in this context must be done (monotonic seconds), and its budget."""
+
+
+class SchemaProblem(Exception):
+    """A schema that cannot be posed or checked: the case's error, with its reason, never the run's (not a
+    ValueError: pydantic would make it an invalid output, asked again)."""
 
 
 def draft_of(schema: Any) -> type[Validator]:
@@ -60,33 +92,210 @@ def _refuse(uri: str) -> Resource[Any]:
     raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # an attrs class: its stub lacks the field
 
 
+def _overdue() -> SchemaProblem:
+    return SchemaProblem(
+        f"checking an instance took more than {_deadline.get()[1]:g} s (the schema's check is too costly)"
+    )
+
+
+def _search(pattern: str, text: str) -> bool:
+    """Whether `pattern` matches in `text` (as `re.search`), given up at the check's deadline."""
+    remaining = _deadline.get()[0] - time.monotonic()
+    if remaining <= 0:
+        raise _overdue()
+    try:
+        return regex.search(pattern, text, timeout=remaining) is not None
+    except TimeoutError:
+        raise SchemaProblem(
+            f"pattern {pattern!r} did not finish matching a {len(text):,}-character string in {_deadline.get()[1]:g} s "
+            "(it backtracks without end)"
+        ) from None
+    except regex.error:  # a pattern `re` reads and `regex` does not: `re`, as jsonschema
+        return re.search(pattern, text) is not None
+
+
+Keyword = Callable[[Any, Any, Any, dict[str, Any]], Iterator[ValidationError]]
+
+
+def _pattern(validator: Any, pattern: Any, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not _search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: dict[str, Any]) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if _search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional(original: Keyword) -> Keyword:
+    """`additionalProperties` beside `patternProperties`: the keys a pattern matches (matched here, time-boxed) are
+    taken out, and jsonschema's own keyword judges the rest."""
+
+    def additional(validator: Any, extra: Any, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+        patterns = schema.get("patternProperties")
+        if not isinstance(patterns, dict) or not validator.is_type(instance, "object"):
+            yield from original(validator, extra, instance, schema)
+            return
+        named = schema.get("properties", {})
+        matched = {k for k in instance if k not in named and any(_search(p, k) for p in patterns)}
+        rest = {k: v for k, v in instance.items() if k not in matched}
+        yield from original(validator, extra, rest, {k: v for k, v in schema.items() if k != "patternProperties"})
+
+    return additional
+
+
+def _timed(original: Keyword) -> Keyword:
+    """An applicator that first looks at the clock: a check that branches without end stops at the deadline."""
+
+    def timed(validator: Any, value: Any, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+        if time.monotonic() > _deadline.get()[0]:
+            raise _overdue()
+        yield from original(validator, value, instance, schema)
+
+    return timed
+
+
+def _time_boxed(draft: type[Validator]) -> type[Validator]:
+    """`draft`'s validator with its pattern keywords matched by `regex` and its applicators looking at the clock."""
+    own = draft.VALIDATORS
+    keywords: dict[str, Keyword] = {"pattern": _pattern, "patternProperties": _pattern_properties}
+    if "additionalProperties" in own:
+        keywords["additionalProperties"] = _additional(own["additionalProperties"])
+    for name in ("$ref", "$dynamicRef", "$recursiveRef", *_IN_PLACE, "items", "properties"):
+        if name in own:
+            keywords[name] = _timed(own[name])
+    boxed: type[Validator] = extend(draft, keywords)  # type: ignore[no-untyped-call]  # untyped in the stub
+    return boxed
+
+
+_BOXED = {draft: _time_boxed(draft) for draft in _DRAFTS.values()}
+
+
+def pointer(root: Any, reference: str) -> Any:
+    """What a local reference (`#/definitions/a`, `#`) names in `root`; SchemaProblem when nothing."""
+    node = root
+    for part in reference[1:].split("/")[1:] if reference != "#" else []:
+        key = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            raise SchemaProblem(f"$ref {reference!r} names nothing in the schema")
+    return node
+
+
+def _in_place(node: dict[str, Any]) -> Iterator[Any]:
+    """The subschemas of `node` that apply to the same instance as `node` (so a loop through them never descends)."""
+    for name in _IN_PLACE:
+        if isinstance(node.get(name), list):
+            yield from node[name]
+    for name in ("not", "if", "then", "else"):
+        if name in node:
+            yield node[name]
+    if isinstance(node.get("dependentSchemas"), dict):
+        yield from node["dependentSchemas"].values()
+
+
+def _subschemas(schema: Any) -> list[dict[str, Any]]:
+    """Every object in `schema`, walked without recursion."""
+    found: list[dict[str, Any]] = []
+    nodes: list[Any] = [schema]
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, dict):
+            found.append(node)
+            nodes.extend(node.values())
+        elif isinstance(node, list):
+            nodes.extend(node)
+    return found
+
+
+def _endless_ref(schema: Any) -> str | None:
+    """A local `$ref` that leads back to where it is through subschemas applied in place (no base case: checking an
+    instance that reaches it recurses without end), or None."""
+
+    def steps(node: dict[str, Any]) -> Iterator[tuple[str | None, dict[str, Any]]]:
+        yield from ((None, n) for n in _in_place(node) if isinstance(n, dict))
+        reference = node.get("$ref")
+        if isinstance(reference, str) and (reference == "#" or reference.startswith("#/")):
+            try:
+                target = pointer(schema, reference)
+            except SchemaProblem:
+                return
+            if isinstance(target, dict):
+                yield reference, target
+
+    done: set[int] = set()
+    for start in _subschemas(schema):
+        if id(start) in done:
+            continue
+        on_path = {id(start)}
+        stack = [(start, steps(start))]
+        references: list[str | None] = []
+        while stack:
+            node, children = stack[-1]
+            reference, target = next(children, (None, None))
+            if target is None:
+                stack.pop()
+                on_path.discard(id(node))
+                done.add(id(node))
+                if references:
+                    references.pop()
+                continue
+            if id(target) in on_path:
+                return reference or next((r for r in reversed(references) if r), "#")
+            if id(target) not in done:
+                on_path.add(id(target))
+                stack.append((target, steps(target)))
+                references.append(reference)
+    return None
+
+
 def compile_schema(schema: Any) -> Validator:
-    """A validator for `schema` in its draft, formats checked and nothing fetched; `SchemaProblem` when the schema is
-    not valid JSON Schema of that draft."""
+    """A validator for `schema` in its draft, formats checked, time-boxed and nothing fetched; `SchemaProblem` when
+    the schema is not valid JSON Schema of that draft or a `$ref` of it recurses without end."""
     if not isinstance(schema, dict | bool):
         raise SchemaProblem(f"a JSON Schema is an object or a boolean, not {type(schema).__name__}")
     draft = draft_of(schema)
     try:
-        draft.check_schema(schema)  # type: ignore[arg-type]  # a boolean is a schema too
+        with warnings.catch_warnings():  # `re`'s FutureWarnings on the schema's patterns, said once per run otherwise
+            warnings.simplefilter("ignore", FutureWarning)
+            draft.check_schema(schema)  # type: ignore[arg-type]  # a boolean is a schema too
     except SchemaError as exc:
         where = "/".join(map(str, exc.absolute_path))
         raise SchemaProblem(f"not a valid JSON Schema ({draft.__name__}): {where or 'root'}: {exc.message}") from None
     except RecursionError:
         raise SchemaProblem("the schema is nested too deeply to check") from None
+    endless = _endless_ref(schema)
+    if endless is not None:
+        raise SchemaProblem(f"$ref {endless!r} recurses without end (no keyword between that descends into the value)")
     registry: Registry[Any] = Registry(retrieve=_refuse)  # type: ignore[call-arg]  # attrs field, untyped in stub
-    return draft(schema, registry=registry, format_checker=draft.FORMAT_CHECKER)
+    return _BOXED[draft](schema, registry=registry, format_checker=draft.FORMAT_CHECKER)
 
 
-def problems(validator: Validator, instance: Any, limit: int = MAX_PROBLEMS) -> list[str]:
-    """Why `instance` is not valid (`path: message`, the most relevant first), or [] when it is."""
+def problems(
+    validator: Validator, instance: Any, limit: int = MAX_PROBLEMS, seconds: float = CHECK_SECONDS
+) -> list[str]:
+    """Why `instance` is not valid (`path: message`, the most relevant first), or [] when it is; SchemaProblem when
+    it cannot be checked within `seconds`."""
+    token = _deadline.set((time.monotonic() + seconds, seconds))
     try:
         found = sorted(validator.iter_errors(instance), key=relevance)
+    except SchemaProblem:
+        raise
     except Unresolvable as exc:
         return [f"the schema's $ref {getattr(exc, 'ref', '')!r} cannot be resolved (nothing is fetched)"]
     except RecursionError:
-        return ["the instance cannot be checked: the schema's references recurse without end"]
-    except Exception as exc:  # a `pattern` Python cannot compile, a format checker's own failure
+        return ["the instance is nested too deeply to be checked"]
+    except Exception as exc:  # a format checker's own failure
         return [f"the instance cannot be checked: {type(exc).__name__}: {exc}"]
+    finally:
+        _deadline.reset(token)
     return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in found[:limit]]
 
 

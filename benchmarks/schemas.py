@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""The schemas suite's costs: validating an instance, and a run against a local mock beside a FaRel run.
+
+    python benchmarks/schemas.py --data DIR       # (a) validation time per instance over JSONSchemaBench's data/
+    python benchmarks/schemas.py --run            # (b) the sample against the mock, per request, beside FaRel's
+
+(a) For every schema under DIR (`DIR/<set>/<file>.json`, JSONSchemaBench's data/ folder: 9,558 schemas) a validator
+is compiled once (the suite's `Validators`) and reused for the mock's instances of that schema
+(benchmarks/schemas_mock.py: a generated instance meant to be valid and one broken from it), each checked `--checks`
+times; the time of each check is taken alone (`perf_counter_ns` around `problems()`), and the median, 90th and 99th
+percentiles and the most are printed, with the compile times.
+(b) `main.py run --suite schemas` in tool mode over the shipped sample's schemas the mock holds a valid and an invalid
+instance for (260, each `--copies` times: 1,820 cases, as throughput.py's 1,800 quizzes), and `main.py run` (FaRel,
+tool mode) over as many quizzes, both against a loopback mock with the FaRel throughput benchmark's settings
+(benchmarks/throughput.py: concurrency 32, 20 ms latency, keep-alive), each as a whole process, in turn, `--repeats`
+rounds, with a bare pydantic-ai `Agent` posing the same schemas with the same messages (the floor of the library, as
+in throughput.py): wall and CPU seconds per request (the least over rounds) and the ratios within each round
+(median, least, most).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import compileall
+import contextlib
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from schemas_mock import SchemaMock, held_out, instances
+from throughput import REPO, MockServer, _main_run, _timed
+
+sys.path.insert(0, str(REPO))
+from typed_eval.suites.schemas.validation import SchemaProblem, Validators, problems
+
+SAMPLE = REPO / "typed_eval" / "suites" / "schemas" / "sample"
+
+
+def _percentile(ordered: list[int], fraction: float) -> float:
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] / 1e6
+
+
+def validation(data: Path, checks: int) -> None:
+    """(a): each check of an instance timed alone, validators compiled once per schema."""
+    validators = Validators()
+    compile_ns: list[int] = []
+    check_ns: list[int] = []
+    schemas = unusable = uncheckable = valid = 0
+    for path in sorted(data.glob("*/*.json")):
+        schemas += 1
+        text = json.dumps(json.loads(path.read_text(encoding="utf-8")))
+        started = time.perf_counter_ns()
+        try:
+            validator = validators.for_text(text)
+        except SchemaProblem:
+            unusable += 1
+            continue
+        compile_ns.append(time.perf_counter_ns() - started)
+        for instance in instances(json.loads(text)):
+            for _ in range(checks):
+                started = time.perf_counter_ns()
+                try:
+                    found = problems(validator, instance)
+                except SchemaProblem:
+                    uncheckable += 1
+                    break
+                check_ns.append(time.perf_counter_ns() - started)
+                valid += not found
+    check_ns.sort()
+    compile_ns.sort()
+    print(f"{schemas:,} schemas under {data}, {unusable} not compiled (the case's error), {os.cpu_count()} cores")
+    print(f"{len(check_ns):,} checks ({checks} of each instance, {valid:,} found valid), {uncheckable} out of time")
+    print("| what | median ms | p90 ms | p99 ms | most ms |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, times in (("check an instance (validator reused)", check_ns), ("compile a schema, once", compile_ns)):
+        print(
+            f"| {name} | {_percentile(times, 0.5):.3f} | {_percentile(times, 0.9):.3f} | "
+            f"{_percentile(times, 0.99):.3f} | {times[-1] / 1e6:.1f} |"
+        )
+
+
+async def _bare_agent(url: str, data: Path, concurrency: int) -> None:
+    """The floor of the library: a bare pydantic-ai `Agent` per schema (`StructuredDict` of the schema as posed, a
+    tool output), asked with the same messages, nothing recorded or scored."""
+    from pydantic_ai import Agent, ModelMessage, ModelRequest, ModelResponse, StructuredDict, ToolOutput
+    from pydantic_ai.exceptions import UnexpectedModelBehavior
+    from pydantic_ai.messages import SystemPromptPart, TextPart, UserPromptPart
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from typed_eval.suites.schemas.outputs import WRAPPER, sent_schema
+    from typed_eval.suites.schemas.prompts import SYSTEM, load_shots
+
+    model = OpenAIChatModel("m", provider=OpenAIProvider(base_url=url, api_key="k"))
+    shots = load_shots()
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(path: Path) -> None:
+        text = json.dumps(json.loads(path.read_text(encoding="utf-8")))
+        sent = sent_schema(json.loads(text))
+        shown = sent.schema if sent.object_root else {"type": "object", "properties": {WRAPPER: sent.schema}}
+        history: list[ModelMessage] = [ModelRequest(parts=[SystemPromptPart(SYSTEM)])]
+        for schema, instance in shots[path.parent.name]:  # the set's pairs
+            history += [ModelRequest(parts=[UserPromptPart(schema)]), ModelResponse(parts=[TextPart(instance)])]
+        output = ToolOutput(StructuredDict(shown), name="final_result")  # type: ignore[arg-type]
+        agent = Agent(model, output_type=output, retries=0)
+        async with gate:
+            with contextlib.suppress(UnexpectedModelBehavior):  # an invalid instance, not asked again
+                await agent.run(text, message_history=history)
+
+    await asyncio.gather(*(one(path) for path in sorted(data.glob("*/*.json"))))
+
+
+def run(concurrency: int, latency_ms: float, repeats: int, copies: int) -> None:
+    """(b): the sample's schemas (`copies` times over) and as many FaRel quizzes, each a whole `main.py run`."""
+    compileall.compile_dir(REPO / "typed_eval", quiet=1)
+    chosen = held_out(SAMPLE)
+    mock = SchemaMock([entry for _, entry in chosen], latency_ms / 1000)
+    farel = MockServer(latency_ms / 1000)
+    number = -(-len(chosen) * copies // 9)  # FaRel makes 9 quizzes of length 3 per number
+    rows: dict[str, list[tuple[float, float]]] = {"schemas": [], "bare agent, schemas": [], "farel": []}
+    with tempfile.TemporaryDirectory() as scratch:
+        data = Path(scratch) / "data"
+        for case_id, _ in chosen:
+            (data / case_id).parent.mkdir(parents=True, exist_ok=True)
+            for copy in range(copies):
+                shutil.copy(SAMPLE / f"{case_id}.json", data / f"{case_id}-{copy}.json")
+        schemas = [sys.executable, "main.py", "run", "--suite", "schemas", "-S", f"path={data}", "--mode", "tool",
+                   "--model", "m", "--base-url", mock.url, "--api-key", "k", "--concurrency", str(concurrency),
+                   "--results-dir", scratch, "--quiet", "--retries", "0"]  # fmt: skip
+        for _ in range(repeats):
+            before = len(mock.requests)
+            rows["schemas"].append(_timed(schemas))
+            asked = len(mock.requests) - before
+            bare = [sys.executable, __file__, "_agent", mock.url, str(data), str(concurrency)]
+            rows["bare agent, schemas"].append(_timed(bare))
+            before = farel.requests
+            rows["farel"].append(_timed(_main_run(farel.url, 3, number, concurrency, scratch)))
+            quizzes = farel.requests - before
+    print(
+        f"{asked} schemas (the sample's with a known valid and invalid instance, {copies} copies) and {quizzes} "
+        "FaRel quizzes, tool "
+        f"mode, concurrency {concurrency}, {latency_ms:g} ms latency, {os.cpu_count()} cores, best of {repeats} "
+        "(whole processes)\n"
+    )
+    print("| run | requests | wall s | ms/request | requests/s | CPU s | CPU ms/request |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, count in (("schemas", asked), ("bare agent, schemas", asked), ("farel", quizzes)):
+        wall, cpu = min(w for w, _ in rows[name]), min(c for _, c in rows[name])
+        label = name if name.startswith("bare") else f"main.py run, {name}"
+        print(
+            f"| {label} | {count} | {wall:.2f} | {1000 * wall / count:.2f} | {count / wall:.0f} "
+            f"| {cpu:.2f} | {1000 * cpu / count:.2f} |"
+        )
+    ratios = sorted((s[0] / asked) / (f[0] / quizzes) for s, f in zip(rows["schemas"], rows["farel"], strict=True))
+    cpu_ratios = sorted((s[1] / asked) / (f[1] / quizzes) for s, f in zip(rows["schemas"], rows["farel"], strict=True))
+    floor = sorted(b[0] / s[0] for s, b in zip(rows["schemas"], rows["bare agent, schemas"], strict=True))
+    print(f"\nper-request time, schemas / FaRel, per round, median [least, most] of {repeats}:")
+    print(f"wall {statistics.median(ratios):.2f} [{ratios[0]:.2f}, {ratios[-1]:.2f}]; "
+          f"CPU {statistics.median(cpu_ratios):.2f} [{cpu_ratios[0]:.2f}, {cpu_ratios[-1]:.2f}]")  # fmt: skip
+    print(f"throughput of main.py run / the bare agent on the same schemas: {statistics.median(floor):.2f} "
+          f"[{floor[0]:.2f}, {floor[-1]:.2f}]")  # fmt: skip
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "_agent":
+        asyncio.run(_bare_agent(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, help="JSONSchemaBench's data/ folder: time validation over it")
+    parser.add_argument("--checks", type=int, default=3, help="checks of each instance (a)")
+    parser.add_argument("--run", action="store_true", help="time a run of the sample against the mock (b)")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--copies", type=int, default=7, help="each schema posed this often (b): 1,820 requests")
+    args = parser.parse_args()
+    if args.data is None and not args.run:
+        parser.error("give --data DIR, --run, or both")
+    if args.data is not None:
+        if not args.data.is_dir():
+            parser.error(f"--data {args.data}: not a folder")
+        validation(args.data, args.checks)
+    if args.run:
+        run(args.concurrency, args.latency_ms, args.repeats, args.copies)
+
+
+if __name__ == "__main__":
+    main()
