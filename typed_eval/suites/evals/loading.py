@@ -99,7 +99,7 @@ def load_dataset(
         first = str(group.exceptions[0])
         unknown, known, _ = first.partition(" is not in the provided")
         if known:  # pydantic_evals' own line goes on to list every evaluator it has
-            first = f"{unknown} is none of pydantic_evals' evaluators: name the module defining it (--evaluators MODULE)"
+            first = f"{unknown} is none of pydantic_evals' evaluators: name its module (--evaluators MODULE)"
         raise InputError(f"dataset {path}: {' '.join(first.split())}") from None
     except Exception as exc:
         raise InputError(f"dataset {path}: {_one_line(exc)}") from None

@@ -19,8 +19,6 @@ from typed_eval.core.evaluations import EVALUATIONS
 from typed_eval.core.suite import AnswerLine, Suite, SuiteFlag
 from typed_eval.core.tasks import Task, TextReader
 from typed_eval.schemas import RunSummary, SampleRecord
-from typed_eval.suites.evals.loading import evaluator_types, load_dataset, output_type, to_case
-from typed_eval.suites.evals.scoring import DatasetScorer
 
 __all__ = ["PYDANTIC_EVALS", "DatasetParams"]
 
@@ -46,6 +44,12 @@ class DatasetParams(BaseModel):
 
 
 def _build(params: DatasetParams) -> tuple[Task[Any], Dataset]:
+    try:  # the optional extra: without it the suite is still listed, and says what to install
+        from typed_eval.suites.evals.loading import evaluator_types, load_dataset, output_type, to_case
+        from typed_eval.suites.evals.scoring import DatasetScorer
+    except ImportError as exc:
+        raise InputError(f"reading a pydantic_evals dataset needs pydantic-evals: pip install 'typed-eval[evals]' "
+                         f"({exc})") from None  # fmt: skip
     output = output_type(params.output_type)
     try:
         dataset = load_dataset(Path(params.path), output, evaluator_types(params.evaluators))
