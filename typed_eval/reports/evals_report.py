@@ -38,7 +38,9 @@ def evaluation_report(run: StoredRun) -> str:
     except ImportError as exc:
         needs = "--format pydantic-evals needs pydantic-evals: pip install 'typed-eval[evals]'"
         raise InputError(f"{needs} ({exc})") from None
-    results = TypeAdapter(dict[str, EvaluationResult])
+    passed = TypeAdapter(dict[str, EvaluationResult[bool]])
+    numbers = TypeAdapter(dict[str, EvaluationResult[int | float]])
+    texts = TypeAdapter(dict[str, EvaluationResult[str]])
     summary = run.summary
     repeats = summary.settings.repeats
     cases: list[ReportCase[Any, Any, Any]] = []
@@ -63,12 +65,12 @@ def evaluation_report(run: StoredRun) -> str:
             )
             continue
         if found:
-            assertions = results.validate_python(found.get("assertions", {}))
-            scores = results.validate_python(found.get("scores", {}))
-            labels = results.validate_python(found.get("labels", {}))
+            assertions = passed.validate_python(found.get("assertions", {}))
+            scores = numbers.validate_python(found.get("scores", {}))
+            labels = texts.validate_python(found.get("labels", {}))
         else:
             assertions, labels = {}, {}
-            scores = results.validate_python(
+            scores = numbers.validate_python(
                 {"score": {"name": "score", "value": record.score, "reason": None, "source": {"name": summary.suite}}}
             )
         seconds = float(found.get("duration", record.latency_s or 0.0))
@@ -122,12 +124,11 @@ def _why(record: SampleRecord) -> str:
 
 def _metrics(record: SampleRecord) -> dict[str, float | int]:
     usage = record.usage
-    found: dict[str, float | int] = {
+    counted = {
         "requests": usage.requests,
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
         "corrective_retries": record.corrective_retries,
+        "cost_usd": record.cost.usd,
     }
-    if record.cost.usd is not None:
-        found["cost_usd"] = record.cost.usd
-    return found
+    return {name: value for name, value in counted.items() if value is not None}
