@@ -103,8 +103,8 @@ class DatasetScorer:
             metrics={},
         )
         recorded = _Recorded(self.judge.model) if self.judge is not None else None
-        evaluators = [self._judged(ev, recorded) for ev in [*source.evaluators, *self.evaluators]]
-        outputs = await asyncio.gather(*(self._run(ev, context, case.id) for ev in evaluators))
+        evaluators = [*source.evaluators, *self.evaluators]
+        outputs = await asyncio.gather(*(self._run(ev, recorded, context, case.id) for ev in evaluators))
         results = [result for out in outputs for result in out]
         assertions, scores, labels = _group_evaluator_outputs_by_type(results)
         value = self._headline(case.id, assertions, scores)
@@ -146,11 +146,17 @@ class DatasetScorer:
         return sum(bool(result.value) for result in assertions.values()) / len(assertions)
 
     async def _run(
-        self, evaluator: Evaluator[Any, Any, Any], context: EvaluatorContext[Any, Any, Any], case_id: str
+        self,
+        given: Evaluator[Any, Any, Any],
+        judge: Model | None,
+        context: EvaluatorContext[Any, Any, Any],
+        case_id: str,
     ) -> list[EvaluationResult]:
-        """One evaluator's results as `run_evaluator` gives them; its failure, or its running past `timeout`, is the
-        case's error. A synchronous evaluator runs on a thread of its own, so one that hangs is left behind."""
-        name = evaluator.get_default_evaluation_name()
+        """One evaluator's results as `run_evaluator` gives them (a judge's with the source the file gave it); its
+        failure, or its running past `timeout`, is the case's error. A synchronous evaluator runs on a thread of its
+        own, so one that hangs is left behind."""
+        name = given.get_default_evaluation_name()
+        evaluator = self._judged(given, judge)
         try:
             if inspect.iscoroutinefunction(type(evaluator).evaluate):
                 outcome = await asyncio.wait_for(run_evaluator(evaluator, context), self.timeout)
@@ -161,7 +167,9 @@ class DatasetScorer:
         if isinstance(outcome, EvaluatorFailure):
             message = " ".join(outcome.error_message.split())
             raise CaseScoringError(f"case {case_id!r}: evaluator {name} failed: {message}")
-        return outcome
+        if evaluator is given:
+            return outcome
+        return [replace(result, source=given.as_spec()) for result in outcome]
 
 
 def _on_thread(
