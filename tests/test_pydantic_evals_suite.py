@@ -1,0 +1,199 @@
+"""The pydantic-evals suite as a user runs it (`main.py run --dataset FILE`, a loopback OpenAI-compatible server):
+bad input in one line before any request, a custom evaluator that raises or hangs as that case's error, the judge from
+the command line, a named score as the headline, text mode with repeats, the export's repeat names, and two runs of
+one dataset compared in the leaderboard with the paired test."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pydantic_evals")
+
+from pydantic_evals.reporting import EvaluationReportAdapter
+
+from tests.conftest import PYTHON, REPO
+from tests.fake_openai import FakeOpenAI, completion, prompt_of, text, tool_call
+
+MODULE = '''
+import time
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+from pydantic_evals.evaluators import Evaluator, EvaluatorContext
+
+
+class Reply(BaseModel):
+    word: str
+
+
+@dataclass
+class Moody(Evaluator):
+    """Raises on `boom`, hangs on `hang`, else scores the word's length."""
+
+    def evaluate(self, ctx: EvaluatorContext) -> dict:
+        if ctx.inputs == "boom":
+            raise ValueError("no luck")
+        if ctx.inputs == "hang":
+            time.sleep(60)
+        return {"length": len(str(ctx.output)), "long": len(str(ctx.output)) > 3}
+'''
+
+TEXT_DATASET = """\
+# yaml-language-server: $schema=words_schema.json
+name: words
+cases:
+- name: one
+  inputs: Say one
+  expected_output: one
+- name: two
+  inputs: Say two
+  expected_output: two
+- name: three
+  inputs: Say three
+  expected_output: three
+evaluators:
+- EqualsExpected
+- Contains: t
+"""
+
+
+def run_main(
+    args: list[str], tmp_path: Path, server: FakeOpenAI | None = None, model: str = "fake-model"
+) -> subprocess.CompletedProcess[str]:
+    where = ["--base-url", server.url, "--api-key", "sk-test"] if server is not None else []
+    return subprocess.run(
+        [PYTHON, "main.py", "run", *args, "--model", model, *where, "--results-dir", str(tmp_path / "runs")],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )  # fmt: skip
+
+
+def records(tmp_path: Path, model: str = "fake-model") -> list[dict[str, Any]]:
+    (run_dir,) = (tmp_path / "runs" / model).iterdir()
+    return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def said(word: str) -> Any:
+    return lambda request: completion(text(word))
+
+
+@pytest.mark.parametrize(
+    ("dataset", "flags", "error"),
+    [
+        ("name: x\ncases:\n- name: a\n  input: hi\n", [], "{path}: cases.0.inputs: Field required"),
+        ("name: x\ncases: [\n", [], "{path}: ParserError: while parsing a flow node expected the node content, but "
+         "found '<stream end>' in \"<unicode string>\", line 3, column 1: ^"),
+        ("name: x\ncases:\n- name: a\n  inputs: hi\n  evaluators: [Nope]\n", [],
+         "{path}: Evaluator 'Nope' is none of pydantic_evals' evaluators: name its module (--evaluators MODULE)"),
+        ("name: x\ncases:\n- name: a\n  inputs: hi\n  evaluators: [{MaxDuration: {minutes: 1}}]\n", [],
+         "{path}: Failed to instantiate evaluator 'MaxDuration' for case 'a': MaxDuration.__init__() got an "
+         "unexpected keyword argument 'minutes'"),
+        ("name: x\ncases:\n- name: a\n  inputs: hi\n", ["--output-type", "nowhere:Reply"],
+         "output type 'nowhere:Reply': cannot import 'nowhere': ModuleNotFoundError: No module named 'nowhere'"),
+        ("name: x\ncases:\n- name: a\n  inputs: hi\n", ["--evaluators", "moody:Missing"],
+         "evaluator 'moody:Missing': 'moody' has no 'Missing'"),
+        ("name: x\ncases:\n- name: a\n  inputs: hi\n  expected_output: {word: hi}\n", [],
+         "{path}: cases.0.expected_output: Input should be a valid string (the output type is str unless "
+         "--output-type module:Class names it)"),
+        ("name: x\ncases:\n- name: a\n  inputs: hi\n- name: a\n  inputs: ho\n", [],
+         "{path}: ValueError: Duplicate case name: 'a'"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_line_and_exit_2_before_any_request(
+    tmp_path: Path, dataset: str, flags: list[str], error: str
+) -> None:
+    (tmp_path / "moody.py").write_text(MODULE, encoding="utf-8")
+    path = tmp_path / "cases.yaml"
+    path.write_text(dataset, encoding="utf-8")
+    with FakeOpenAI(said("hi")) as server:
+        done = run_main(["--dataset", str(path), *flags], tmp_path, server)
+    assert done.returncode == 2
+    message = error.format(path=f"dataset {path}")
+    assert done.stderr == f"main.py: error: {message}\n"
+    assert server.requests == []
+
+
+def test_an_evaluator_that_raises_or_hangs_is_that_case_s_error_and_the_run_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "moody.py").write_text(MODULE, encoding="utf-8")
+    path = tmp_path / "moods.yaml"
+    path.write_text(
+        "name: moods\ncases:\n- {name: fine, inputs: fine}\n- {name: boom, inputs: boom}\n- {name: hang, inputs: hang}\n"
+        "evaluators: [Moody]\n",
+        encoding="utf-8",
+    )
+    replies = {"fine": {"word": "sunny"}, "boom": {"word": "x"}, "hang": {"word": "y"}}
+    with FakeOpenAI(lambda r: completion(tool_call(replies[prompt_of(r)], name="final_result"))) as server:
+        done = run_main(
+            ["--dataset", str(path), "--output-type", "moody:Reply", "--evaluators", "moody", "--score", "length",
+             "-S", "evaluator_timeout=1", "--concurrency", "3"],
+            tmp_path, server,
+        )  # fmt: skip
+    assert "Traceback" not in done.stderr
+    by_case = {r["case_id"]: r for r in records(tmp_path)}
+    assert {case: (r["status"], r["error"], r["output"]) for case, r in by_case.items()} == {
+        "fine": ("partial", None, {"word": "sunny"}),
+        "boom": ("error", "CaseScoringError: case 'boom': evaluator Moody failed: ValueError: no luck", {"word": "x"}),
+        "hang": ("error", "CaseScoringError: case 'hang': evaluator Moody took more than 1 s", {"word": "y"}),
+    }
+    assert by_case["fine"]["score"] == len("word='sunny'")  # the named score heads the run: `length`, unbounded
+    assert "moods: length: " in done.stdout
+
+
+def test_the_judge_is_the_command_line_s_and_a_text_run_with_repeats_exports_as_pydantic_evals_names_them(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "words.yaml"
+    path.write_text(TEXT_DATASET + "- LLMJudge: says a number\n", encoding="utf-8")
+    with FakeOpenAI(lambda r: completion(text(prompt_of(r).split()[-1]))) as server:
+        done = run_main(
+            ["--dataset", str(path), "--mode", "text", "--repeats", "2", "--judge-model", "test"], tmp_path, server
+        )
+    assert done.returncode == 0, done.stderr
+    assert len(server.requests) == 6  # three cases twice; the judge is `test`, never the run's server
+    rows = records(tmp_path)
+    assert sorted((r["case_id"], r["repeat"], r["output"], r["score"]) for r in rows) == [
+        ("one", 0, "one", 1 / 3), ("one", 1, "one", 1 / 3),
+        ("three", 0, "three", 2 / 3), ("three", 1, "three", 2 / 3),
+        ("two", 0, "two", 2 / 3), ("two", 1, "two", 2 / 3),
+    ]  # fmt: skip
+    judged = rows[0]["score_details"]["evaluations"]["assertions"]["LLMJudge"]
+    # pydantic-ai's TestModel judging: its made-up verdict fails every output
+    assert judged == {"name": "LLMJudge", "value": False, "reason": "a", "evaluator_version": None,
+                      "source": {"name": "LLMJudge", "arguments": ["says a number"]}}  # fmt: skip
+    (run_dir,) = (tmp_path / "runs" / "fake-model").iterdir()
+    assert json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["settings"]["judge_model"] == "test"
+    exported = subprocess.run(
+        [PYTHON, "format_result.py", "--format", "pydantic-evals", str(run_dir)],
+        cwd=REPO, capture_output=True, timeout=60, check=True,
+    )  # fmt: skip
+    report = EvaluationReportAdapter.validate_json(exported.stdout)
+    assert sorted((c.name, c.source_case_name) for c in report.cases) == [
+        ("one [1/2]", "one"), ("one [2/2]", "one"), ("three [1/2]", "three"), ("three [2/2]", "three"),
+        ("two [1/2]", "two"), ("two [2/2]", "two"),
+    ]  # fmt: skip
+    groups = report.case_groups()
+    assert groups is not None and sorted(group.name for group in groups) == ["one", "three", "two"]
+
+
+def test_two_runs_of_one_dataset_compare_with_the_paired_test(tmp_path: Path) -> None:
+    path = tmp_path / "words.yaml"
+    path.write_text(TEXT_DATASET, encoding="utf-8")
+    with FakeOpenAI(lambda r: completion(text(prompt_of(r).split()[-1]))) as good:
+        assert run_main(["--dataset", str(path), "--mode", "text"], tmp_path, good, model="good").returncode == 0
+    with FakeOpenAI(said("none")) as bad:
+        assert run_main(["--dataset", str(path), "--mode", "text"], tmp_path, bad, model="bad").returncode == 0
+    (a,) = (tmp_path / "runs" / "good").iterdir()
+    (b,) = (tmp_path / "runs" / "bad").iterdir()
+    compared = subprocess.run(
+        [PYTHON, "format_result.py", "--compare", str(a), str(b), "--format", "json"],
+        cwd=REPO, capture_output=True, timeout=60, check=True,
+    )  # fmt: skip
+    comparison = json.loads(compared.stdout)
+    assert (comparison["paired"], comparison["a_better"], comparison["b_better"]) == (3, 3, 0)
+    assert (comparison["test"], comparison["p_value"], comparison["difference"]) == ("sign", 0.25, 250 / 3)
