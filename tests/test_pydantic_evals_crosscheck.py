@@ -25,14 +25,14 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_evals import Case, Dataset
 from pydantic_evals.evaluators import (
-    EvaluationResult,
     Equals,
     EqualsExpected,
+    EvaluationResult,
     IsInstance,
     LLMJudge,
     MaxDuration,
+    llm_as_a_judge,
 )
-from pydantic_evals.evaluators import llm_as_a_judge
 from pydantic_evals.reporting import EvaluationReportAdapter
 
 from tests.conftest import PYTHON, REPO

@@ -123,8 +123,8 @@ def test_an_evaluator_that_raises_or_hangs_is_that_case_s_error_and_the_run_goes
     (tmp_path / "moody.py").write_text(MODULE, encoding="utf-8")
     path = tmp_path / "moods.yaml"
     path.write_text(
-        "name: moods\ncases:\n- {name: fine, inputs: fine}\n- {name: boom, inputs: boom}\n- {name: hang, inputs: hang}\n"
-        "evaluators: [Moody]\n",
+        "name: moods\ncases:\n- {name: fine, inputs: fine}\n- {name: boom, inputs: boom}\n"
+        "- {name: hang, inputs: hang}\nevaluators: [Moody]\n",
         encoding="utf-8",
     )
     replies = {"fine": {"word": "sunny"}, "boom": {"word": "x"}, "hang": {"word": "y"}}
