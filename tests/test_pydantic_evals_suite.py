@@ -19,6 +19,9 @@ from pydantic_evals.reporting import EvaluationReportAdapter
 
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, prompt_of, text, tool_call
+from typed_eval.core.suite import AnswerLine, answer_lines
+from typed_eval.schemas import SampleRecord
+from typed_eval.suites.evals.suite import PYDANTIC_EVALS
 
 MODULE = '''
 import time
@@ -158,14 +161,21 @@ def test_the_judge_is_the_command_line_s_and_a_text_run_with_repeats_exports_as_
     assert len(server.requests) == 6  # three cases twice; the judge is `test`, never the run's server
     rows = records(tmp_path)
     assert sorted((r["case_id"], r["repeat"], r["output"], r["score"]) for r in rows) == [
-        ("one", 0, "one", 1 / 3), ("one", 1, "one", 1 / 3),
-        ("three", 0, "three", 2 / 3), ("three", 1, "three", 2 / 3),
-        ("two", 0, "two", 2 / 3), ("two", 1, "two", 2 / 3),
+        ("one", 0, "one", 2 / 3), ("one", 1, "one", 2 / 3),
+        ("three", 0, "three", 1.0), ("three", 1, "three", 1.0),
+        ("two", 0, "two", 1.0), ("two", 1, "two", 1.0),
     ]  # fmt: skip
     judged = rows[0]["score_details"]["evaluations"]["assertions"]["LLMJudge"]
-    # pydantic-ai's TestModel judging: its made-up verdict fails every output
-    assert judged == {"name": "LLMJudge", "value": False, "reason": "a", "evaluator_version": None,
+    assert judged == {"name": "LLMJudge", "value": True, "reason": "the offline test judge passes every output",
+                      "evaluator_version": None,
                       "source": {"name": "LLMJudge", "arguments": ["says a number"]}}  # fmt: skip
+    first = next(r for r in rows if (r["case_id"], r["repeat"]) == ("one", 0))
+    assert answer_lines(PYDANTIC_EVALS, SampleRecord.model_validate(first)) == [  # as the case viewer shows it
+        AnswerLine("one"),
+        AnswerLine("EqualsExpected", "pass"),
+        AnswerLine("Contains: Output string 'one' does not contain expected string 't'", "fail"),
+        AnswerLine("LLMJudge: the offline test judge passes every output", "pass"),
+    ]
     (run_dir,) = (tmp_path / "runs" / "fake-model").iterdir()
     assert json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["settings"]["judge_model"] == "test"
     exported = subprocess.run(

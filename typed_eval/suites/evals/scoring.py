@@ -81,7 +81,8 @@ class DatasetScorer:
 
     @property
     def test_verdict(self) -> Any:
-        return None
+        """What `--judge-model test` answers: pydantic_evals' grading output, passing every output."""
+        return {"reason": "the offline test judge passes every output", "pass": True, "score": 1.0}
 
     def judged_task(self, task: Task[Any], judge: Judge) -> Task[Any]:
         return replace(task, score=replace(self, judge=judge))

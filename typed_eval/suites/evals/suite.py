@@ -72,11 +72,15 @@ def _build(params: DatasetParams) -> tuple[Task[Any], Dataset]:
         headline=params.score,
         timeout=params.evaluator_timeout,
     )
+    example = next((case.expected for case in cases if case.expected is not None), None)  # what `test` answers
     task: Task[Any] = Task(
         name=dataset.name or Path(params.path).stem,
         output_type=output,
         score=scorer,
-        reader=TextReader(lambda text: text, example="") if output is str else None,
+        reader=TextReader(lambda text: text, example=example if isinstance(example, str) else "")
+        if output is str
+        else None,
+        example=example,
         bounded_scores=params.score is None,
     )
     return task, dataset_from_cases(cases, suite=SUITE, source="file", path=params.path)
