@@ -207,3 +207,36 @@ def test_two_runs_of_one_dataset_compare_with_the_paired_test(tmp_path: Path) ->
     comparison = json.loads(compared.stdout)
     assert (comparison["paired"], comparison["a_better"], comparison["b_better"]) == (3, 3, 0)
     assert (comparison["test"], comparison["p_value"], comparison["difference"]) == ("sign", 0.25, 250 / 3)
+
+
+def test_a_scorer_taking_seconds_is_timed_and_its_case_scoring_error_is_that_case_s_only() -> None:
+    """What the suite's scorer relies on, for any task: a scorer with a `seconds` parameter gets the sample's; its
+    `CaseScoringError` makes that case an error (its output kept) and the run goes on."""
+    import asyncio
+
+    from pydantic import BaseModel
+
+    import evaluator
+    from typed_eval.core.errors import CaseScoringError
+
+    class Word(BaseModel):
+        word: str
+
+    timed: dict[str, float | None] = {}
+
+    def score(case: evaluator.Case, output: Word, seconds: float | None = None) -> float:
+        timed[case.id] = seconds
+        if case.id == "b":
+            raise CaseScoringError("b: no verdict")
+        return 1.0
+
+    task = evaluator.Task(name="words", output_type=Word, score=score, example={"word": "x"})
+    cases = [evaluator.Case(id="a", prompt="one"), evaluator.Case(id="b", prompt="two")]
+    result = asyncio.run(evaluator.evaluate(task, cases, "test"))
+    by_case = {r.case_id: r for r in result.records}
+    assert {k: (r.status, r.score, r.output, r.error) for k, r in by_case.items()} == {
+        "a": ("correct", 1.0, {"word": "x"}, None),
+        "b": ("error", None, {"word": "x"}, "CaseScoringError: b: no verdict"),
+    }
+    assert sorted(timed) == ["a", "b"] and all(isinstance(s, float) and s >= 0 for s in timed.values())
+    assert (result.scores.correct, result.scores.errors) == (1, 1)

@@ -59,7 +59,8 @@ class Score:
 
 Scorer = Callable[[Case, OutputT], float | Score | Awaitable[float | Score]]
 """`score(case, output)`: a float in [0, 1] or a `Score`, or an awaitable of either (an LLM judge). A scorer taking a
-third parameter is given the seconds the sample's requests took (None when not timed): what a duration check reads."""
+parameter named `seconds` is given the seconds the sample's requests took (None when not timed): what a duration
+check reads."""
 
 
 class Conversation(Protocol):
@@ -278,12 +279,12 @@ class Task(Generic[OutputT]):
         return to_jsonable_python(output)
 
     async def grade(self, case: Case, output: OutputT, seconds: float | None = None) -> Score:
-        """Run the scorer (given `seconds` when it takes a third parameter); a value outside [0, 1], details that are
-        not JSON or a scorer that raises is the task's bug, said in one line, unless it raises `CaseScoringError` (that
-        case's error). The details come back as the record stores them."""
+        """Run the scorer (given `seconds` when it takes a parameter of that name); a value outside [0, 1], details
+        that are not JSON or a scorer that raises is the task's bug, said in one line, unless it raises
+        `CaseScoringError` (that case's error). The details come back as the record stores them."""
         try:
             timed: Any = self.score
-            verdict = timed(case, output, seconds) if _takes_seconds(self.score) else self.score(case, output)
+            verdict = timed(case, output, seconds=seconds) if _takes_seconds(self.score) else self.score(case, output)
             if inspect.isawaitable(verdict):
                 verdict = await verdict
         except CaseScoringError:
@@ -300,13 +301,12 @@ class Task(Generic[OutputT]):
 
 
 def _takes_seconds(scorer: Callable[..., Any]) -> bool:
-    """Whether a scorer takes a third positional parameter (the sample's seconds)."""
+    """Whether a scorer takes the sample's seconds (a parameter named `seconds` that a keyword can set)."""
     try:
-        parameters = inspect.signature(scorer).parameters.values()
+        found = inspect.signature(scorer).parameters.get("seconds")
     except (TypeError, ValueError):  # a builtin without a signature
         return False
-    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) >= 3
+    return found is not None and found.kind in (found.POSITIONAL_OR_KEYWORD, found.KEYWORD_ONLY)
 
 
 def _json_details(details: object, task: str, case_id: str) -> dict[str, Any]:
