@@ -180,9 +180,16 @@ def test_each_case_s_results_equal_pydantic_evals_own(tmp_path: Path, suffix: st
     }  # fmt: skip
     assert expected["germany"]["labels"]["bigness"]["value"] == "big"
     # the headline: the mean over cases of each case's share of assertions passed
+    # the judge's request counts with its case: one request for the answer, one for the verdict
+    assert {(r["usage"]["requests"], r["usage"]["input_tokens"], r["usage"]["output_tokens"]) for r in records} == {
+        (2, 200, 20)
+    }
     shares = {r["case_id"]: r["score"] for r in records}
     assert shares == {"france": 5 / 6, "italy": 2 / 5, "germany": 3 / 4}  # no expected output: no EqualsExpected
     assert "capitals: assertions passed: 66.11  (fake-model, tool mode)" in done.stdout.decode()
+    assert "headline: the mean over the cases of the share of each case's assertions that passed, in percent" in (
+        done.stdout.decode()
+    )
     exported = subprocess.run(
         [PYTHON, "format_result.py", "--format", "pydantic-evals", str(run_dir)],
         cwd=REPO, capture_output=True, timeout=120, check=True,

@@ -145,7 +145,21 @@ def test_an_evaluator_that_raises_or_hangs_is_that_case_s_error_and_the_run_goes
         "hang": ("error", "CaseScoringError: case 'hang': evaluator Moody took more than 1 s", {"word": "y"}),
     }
     assert by_case["fine"]["score"] == len("word='sunny'")  # the named score heads the run: `length`, unbounded
-    assert "moods: length: " in done.stdout
+    assert "moods: length: 1200.00  (fake-model, tool mode)" in done.stdout
+    assert "headline: the mean over the cases of the score 'length', 12 as its evaluator gives it (x 100 above)" in (
+        done.stdout
+    )
+    (run_dir,) = (tmp_path / "runs" / "fake-model").iterdir()
+    exported = subprocess.run(
+        [PYTHON, "format_result.py", "--format", "pydantic-evals", str(run_dir)],
+        cwd=REPO, capture_output=True, timeout=60, check=True,
+    )  # fmt: skip
+    report = EvaluationReportAdapter.validate_json(exported.stdout)
+    assert [case.name for case in report.cases] == ["fine"]
+    assert sorted((f.name, f.error_message) for f in report.failures) == [
+        ("boom", "CaseScoringError: case 'boom': evaluator Moody failed: ValueError: no luck"),
+        ("hang", "CaseScoringError: case 'hang': evaluator Moody took more than 1 s"),
+    ]
 
 
 def test_the_judge_is_the_command_line_s_and_a_text_run_with_repeats_exports_as_pydantic_evals_names_them(

@@ -112,6 +112,18 @@ def _headline(summary: RunSummary) -> str:
     return f"{summary.task}: {named}" if named else f"{summary.task}: assertions passed"
 
 
+def _said(summary: RunSummary) -> list[str]:
+    """The headline said plainly: what it averages, and a named score as its evaluator gives it (not in percent)."""
+    named = summary.dataset.suite_params.get("score") if summary.dataset.suite_params else None
+    score = summary.scores.score
+    if named is None:
+        return ["headline: the mean over the cases of the share of each case's assertions that passed, in percent"]
+    value = "n/a" if score is None else f"{score / 100:g}"
+    return [
+        f"headline: the mean over the cases of the score {named!r}, {value} as its evaluator gives it (x 100 above)"
+    ]
+
+
 PYDANTIC_EVALS = Suite(
     name=SUITE,
     params=DatasetParams,
@@ -121,6 +133,7 @@ PYDANTIC_EVALS = Suite(
     title="Assertions",
     modes=("tool", "native", "prompted", "text"),
     headline=_headline,
+    report_lines=_said,
     show_answer=show_results,
     group_columns=False,
     flags=(
