@@ -254,3 +254,25 @@ def test_a_scorer_taking_seconds_is_timed_and_its_case_scoring_error_is_that_cas
     }
     assert sorted(timed) == ["a", "b"] and all(isinstance(s, float) and s >= 0 for s in timed.values())
     assert (result.scores.correct, result.scores.errors) == (1, 1)
+
+
+def test_a_run_of_any_suite_exports_as_an_evaluation_report_with_its_score(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [PYTHON, "main.py", "run", "--model", "test", "--mode", "tag", "--limit", "3", "--quiet",
+         "--results-dir", str(tmp_path / "runs")],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (tmp_path / "runs" / "test").iterdir()
+    exported = subprocess.run(
+        [PYTHON, "format_result.py", "--format", "pydantic-evals", str(run_dir), "-o", str(tmp_path / "report.json")],
+        cwd=REPO, capture_output=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert exported.stdout == b""
+    report = EvaluationReportAdapter.validate_json((tmp_path / "report.json").read_bytes())
+    stored = {r["case_id"]: r for r in records(tmp_path, "test")}
+    assert len(report.cases) + len(report.failures) == 3
+    for case in report.cases:
+        assert case.scores["score"].value == stored[case.name]["score"]
+        assert (case.inputs, case.output) == (stored[case.name]["prompt"], stored[case.name]["output"])
+    assert report.name == "test (tag mode)" and report.experiment_metadata is not None
