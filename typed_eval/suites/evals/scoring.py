@@ -93,7 +93,7 @@ class DatasetScorer:
     async def __call__(self, case: Case, output: Any, seconds: float | None = None) -> Score:
         source = self.cases[case.id]
         context = EvaluatorContext[Any, Any, Any](
-            name=source.name or case.id,
+            name=source.name,  # None for an unnamed case, as pydantic_evals gives it
             inputs=source.inputs,
             metadata=source.metadata,
             expected_output=source.expected_output,
