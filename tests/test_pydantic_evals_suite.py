@@ -35,6 +35,18 @@ class Reply(BaseModel):
     word: str
 
 
+class Where(BaseModel):
+    country: str
+
+
+@dataclass
+class Asked(Evaluator):
+    """Reads the inputs as their type."""
+
+    def evaluate(self, ctx: EvaluatorContext) -> dict:
+        return {"where": ctx.inputs.country.upper(), "typed": isinstance(ctx.inputs, Where)}
+
+
 @dataclass
 class Moody(Evaluator):
     """Raises on `boom`, hangs on `hang`, else scores the word's length."""
@@ -276,3 +288,25 @@ def test_a_run_of_any_suite_exports_as_an_evaluation_report_with_its_score(tmp_p
         assert case.scores["score"].value == stored[case.name]["score"]
         assert (case.inputs, case.output) == (stored[case.name]["prompt"], stored[case.name]["output"])
     assert report.name == "test (tag mode)" and report.experiment_metadata is not None
+
+
+def test_inputs_of_a_named_type_reach_the_evaluators_as_it_and_the_prompt_as_json(tmp_path: Path) -> None:
+    (tmp_path / "moody.py").write_text(MODULE, encoding="utf-8")
+    path = tmp_path / "where.yaml"
+    path.write_text(
+        "name: where\ncases:\n- {name: it, inputs: {country: Italy}}\nevaluators: [Asked]\n", encoding="utf-8"
+    )
+    with FakeOpenAI(said("Rome")) as server:
+        done = run_main(
+            ["--dataset", str(path), "-S", "inputs_type=moody:Where", "--evaluators", "moody:Asked", "--mode", "text"],
+            tmp_path, server,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert prompt_of(server.requests[0]) == '{\n  "country": "Italy"\n}'
+    (record,) = records(tmp_path)
+    found = record["score_details"]["evaluations"]
+    assert (found["labels"]["where"]["value"], found["assertions"]["typed"]["value"], record["score"]) == (
+        "ITALY",
+        True,
+        1.0,
+    )

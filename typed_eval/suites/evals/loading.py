@@ -44,15 +44,16 @@ def import_named(spec: str, what: str) -> Any:
     return target
 
 
-def output_type(spec: str | None) -> Any:
-    """The type `--output-type module:Class` names (str when none is named), checked to be one pydantic validates."""
+def output_type(spec: str | None, what: str = "output type", default: Any = str) -> Any:
+    """The type `--output-type module:Class` names (`default` when none is named), checked to be one pydantic
+    validates; `what` names it in an error (`inputs type`)."""
     if spec is None:
-        return str
-    target = import_named(spec, "output type")
+        return default
+    target = import_named(spec, what)
     try:
         TypeAdapter(target)
     except Exception as exc:
-        raise InputError(f"output type {spec!r}: not a type pydantic validates: {str(exc).splitlines()[0]}") from None
+        raise InputError(f"{what} {spec!r}: not a type pydantic validates: {str(exc).splitlines()[0]}") from None
     return target
 
 
@@ -85,16 +86,17 @@ def evaluator_types(specs: Sequence[str]) -> list[type[Evaluator[Any, Any, Any]]
 
 
 def load_dataset(
-    path: Path, output: Any, evaluators: Sequence[type[Evaluator[Any, Any, Any]]]
+    path: Path, output: Any, evaluators: Sequence[type[Evaluator[Any, Any, Any]]], inputs: Any = Any
 ) -> EvalsDataset[Any, Any, Any]:
-    """The dataset as pydantic_evals reads it, expected outputs validated as `output`; what it refuses (a malformed
-    file, a case that does not fit, an evaluator it cannot build) is one line naming the case or the evaluator."""
+    """The dataset as pydantic_evals reads it, inputs validated as `inputs` and expected outputs as `output`; what it
+    refuses (a malformed file, a case that does not fit, an evaluator it cannot build) is one line naming the case or
+    the evaluator."""
     if not path.is_file():
         raise InputError(f"dataset {str(path)!r} is not a file")
     if path.suffix.lower() not in (".yaml", ".yml", ".json"):
         raise InputError(f"dataset {str(path)!r}: a pydantic_evals dataset is a .yaml, .yml or .json file")
     try:
-        return EvalsDataset[Any, output, Any].from_file(path, custom_evaluator_types=evaluators)
+        return EvalsDataset[inputs, output, Any].from_file(path, custom_evaluator_types=evaluators)
     except ExceptionGroup as group:  # evaluators it could not build: the first one's line names it
         first = str(group.exceptions[0])
         unknown, known, _ = first.partition(" is not in the provided")

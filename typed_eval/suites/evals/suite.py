@@ -34,6 +34,10 @@ class DatasetParams(BaseModel):
     output_type: str | None = Field(
         None, description="the output type, module:Class (default str: the reply's text); expected outputs fit it"
     )
+    inputs_type: str | None = Field(
+        None,
+        description="the inputs' type, module:Class, as evaluators read ctx.inputs (default: as the file has them)",
+    )
     evaluators: list[str] = Field(
         default_factory=list,
         description="custom evaluator classes the file names: module (every Evaluator class it defines) or "
@@ -52,7 +56,8 @@ def _build(params: DatasetParams) -> tuple[Task[Any], Dataset]:
                          f"({exc})") from None  # fmt: skip
     output = output_type(params.output_type)
     try:
-        dataset = load_dataset(Path(params.path), output, evaluator_types(params.evaluators))
+        inputs = output_type(params.inputs_type, "inputs type", Any)
+        dataset = load_dataset(Path(params.path), output, evaluator_types(params.evaluators), inputs)
     except InputError as exc:
         hint = ""
         if params.output_type is None and "expected_output" in str(exc):
