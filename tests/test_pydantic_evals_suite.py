@@ -115,7 +115,7 @@ def said(word: str) -> Any:
          "evaluator 'moody:Missing': 'moody' has no 'Missing'"),
         ("name: x\ncases:\n- name: a\n  inputs: hi\n  expected_output: {word: hi}\n", [],
          "{path}: cases.0.expected_output: Input should be a valid string (the output type is str unless "
-         "--output-type module:Class names it)"),
+         "--output-type module:Class or the file's $schema names one)"),
         ("name: x\ncases:\n- name: a\n  inputs: hi\n- name: a\n  inputs: ho\n", [],
          "{path}: ValueError: Duplicate case name: 'a'"),
     ],
@@ -310,3 +310,34 @@ def test_inputs_of_a_named_type_reach_the_evaluators_as_it_and_the_prompt_as_jso
         True,
         1.0,
     )
+
+
+@pytest.mark.parametrize("suffix", ["yaml", "json"])
+def test_with_no_output_type_the_schema_file_names_one(tmp_path: Path, suffix: str) -> None:
+    """`to_file` writes the cases' JSON Schema beside the dataset: its expected output's object schema is posed."""
+    from pydantic import BaseModel
+    from pydantic_evals import Case, Dataset
+    from pydantic_evals.evaluators import EqualsExpected, IsInstance
+
+    class City(BaseModel):
+        name: str
+        people: int
+
+    dataset = Dataset[str, City, Any](
+        name="towns",
+        cases=[Case(name="fr", inputs="Capital of France?", expected_output=City(name="Paris", people=2))],
+        evaluators=[EqualsExpected(), IsInstance(type_name="City")],
+    )
+    path = tmp_path / f"towns.{suffix}"
+    dataset.to_file(path)
+    with FakeOpenAI(lambda r: completion(tool_call({"name": "Paris", "people": 2}, name="final_result"))) as server:
+        done = run_main(["--dataset", str(path)], tmp_path, server)
+    assert done.returncode == 0, done.stderr
+    (tool,) = server.requests[0]["tools"]
+    assert tool["function"]["parameters"]["properties"] == {
+        "name": {"type": "string"},
+        "people": {"type": "integer"},
+    }  # as pydantic-ai sends a schema to OpenAI: titles left out
+    (record,) = records(tmp_path)
+    found = record["score_details"]["evaluations"]["assertions"]
+    assert (found["EqualsExpected"]["value"], found["IsInstance"]["reason"]) == (True, "output is of type dict")

@@ -32,7 +32,9 @@ class DatasetParams(BaseModel):
 
     path: str = Field(description="the dataset file, YAML or JSON as pydantic_evals' Dataset.to_file writes it")
     output_type: str | None = Field(
-        None, description="the output type, module:Class (default str: the reply's text); expected outputs fit it"
+        None,
+        description="the output type, module:Class (default: the object its $schema file describes, else str: the "
+        "reply's text); expected outputs fit it",
     )
     inputs_type: str | None = Field(
         None,
@@ -50,18 +52,19 @@ class DatasetParams(BaseModel):
 def _build(params: DatasetParams) -> tuple[Task[Any], Dataset]:
     try:  # the optional extra: without it the suite is still listed, and says what to install
         from typed_eval.suites.evals.loading import evaluator_types, load_dataset, output_type, to_case
+        from typed_eval.suites.evals.schema_output import schema_output
         from typed_eval.suites.evals.scoring import DatasetScorer
     except ImportError as exc:
         raise InputError(f"reading a pydantic_evals dataset needs pydantic-evals: pip install 'typed-eval[evals]' "
                          f"({exc})") from None  # fmt: skip
-    output = output_type(params.output_type)
+    output = output_type(params.output_type) if params.output_type else schema_output(Path(params.path)) or str
     try:
         inputs = output_type(params.inputs_type, "inputs type", Any)
         dataset = load_dataset(Path(params.path), output, evaluator_types(params.evaluators), inputs)
     except InputError as exc:
         hint = ""
         if params.output_type is None and "expected_output" in str(exc):
-            hint = " (the output type is str unless --output-type module:Class names it)"
+            hint = " (the output type is str unless --output-type module:Class or the file's $schema names one)"
         raise InputError(f"{exc}{hint}") from None
     cases = [to_case(case, number) for number, case in enumerate(dataset.cases, 1)]
     seen: set[str] = set()
