@@ -85,6 +85,6 @@ def test_the_console_script_runs_as_main_py_does(tmp_path: Path) -> None:
     bad = subprocess.run([str(script), "run", "--suite", "nope"], cwd=tmp_path, capture_output=True, text=True)
     assert (bad.returncode, bad.stderr) == (
         2,
-        "typed-eval: error: unknown suite 'nope': use bfcl, case-file, farel, lineage, novelty, schemas, story-graph, "
-        "suite-file, or a file (.json .py .yaml .yml)\n",
+        "typed-eval: error: unknown suite 'nope': use bfcl, case-file, farel, lineage, novelty, pydantic-evals, "
+        "schemas, story-graph, suite-file, or a file (.json .py .yaml .yml)\n",
     )  # fmt: skip

@@ -28,9 +28,9 @@ RUN_OPTIONS = [
 ]  # fmt: skip
 """The run's own options: what `run --help` lists, in name order."""
 SUITE_FLAGS = [
-    "--coherence-threshold", "--count", "--embedding-api-key", "--embedding-base-url", "--embedding-model",
-    "--length", "--max-answers", "--no-shuffle", "--novelty-threshold", "--number", "--people", "--questions",
-    "--quizzes", "--seed", "--unambiguous",
+    "--coherence-threshold", "--count", "--dataset", "--embedding-api-key", "--embedding-base-url",
+    "--embedding-model", "--evaluators", "--length", "--max-answers", "--no-shuffle", "--novelty-threshold",
+    "--number", "--output-type", "--people", "--questions", "--quizzes", "--score", "--seed", "--unambiguous",
 ]  # fmt: skip
 """The built-in suites' flags that docs/suites.md promises (and novelty's key): accepted by `run`, not listed."""
 
@@ -100,8 +100,8 @@ def test_suites_name_shows_list_parameters_secrets_and_files() -> None:
         "files: --suite FILE.yaml|.yml|.json",
     ]
     assert one_line_error(cli("main.py", "suites", "nosuch")) == (
-        "main.py: error: unknown suite 'nosuch': use bfcl, case-file, farel, lineage, novelty, schemas, story-graph, "
-        "suite-file, or a file (.json .py .yaml .yml)"
+        "main.py: error: unknown suite 'nosuch': use bfcl, case-file, farel, lineage, novelty, pydantic-evals, "
+        "schemas, story-graph, suite-file, or a file (.json .py .yaml .yml)"
     )
 
 

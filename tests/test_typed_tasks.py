@@ -349,7 +349,8 @@ def test_text_reader_feedback_is_sent_back_then_read() -> None:
     retry = seen[1][-1]
     assert isinstance(retry, ModelRequest)
     told = [str(p.content) for p in retry.parts if isinstance(p, UserPromptPart)]
-    assert len(told) == 1 and f"<pyai:retry_feedback>\n{feedback}\n</pyai:retry_feedback>" in told[0]
+    wrapped = {f"<{tag}>\n{feedback}\n</{tag}>" for tag in ("pyai:retry_feedback", "retry_feedback")}  # 2.68, 2.62
+    assert len(told) == 1 and any(text in told[0] for text in wrapped)
 
 
 def test_text_reader_kind_feedback_and_relaxed_reading() -> None:

@@ -17,6 +17,7 @@ from typed_eval.core.errors import EvaluatorError, InputError, OneLineArgumentPa
 from typed_eval.core.suite import find_suites
 from typed_eval.core.terminal import printable
 from typed_eval.reports.case_grid import case_grids
+from typed_eval.reports.evals_report import evaluation_report
 from typed_eval.reports.facet_profile import profile_tables
 from typed_eval.reports.html_report import render_html
 from typed_eval.reports.leaderboard import RANK_BY, build_board, compare_runs, load_run, newest_runs
@@ -46,8 +47,9 @@ def _parser() -> OneLineArgumentParser:
     parser.add_argument("dir", nargs="?", type=Path, default=Path("result"), help="results folder (default result)")
     parser.add_argument(
         "--format",
-        choices=["rich", "markdown", "csv", "json", "html"],
-        help="output format (default: rich on a terminal, markdown otherwise; html needs -o)",
+        choices=["rich", "markdown", "csv", "json", "html", "pydantic-evals"],
+        help="output format (default: rich on a terminal, markdown otherwise; html needs -o; pydantic-evals: one run "
+        "folder as pydantic_evals' EvaluationReport JSON)",
     )
     parser.add_argument("-o", "--output", type=Path, help="write to this file (html: required)")
     parser.add_argument(
@@ -91,6 +93,9 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         if args.compare:
             _write(_comparison(args.compare, args.format), args.output)
+            return 0
+        if args.format == "pydantic-evals":
+            _write(evaluation_report(load_run(args.dir)), args.output)
             return 0
         skipped: list[ResultFileError] = []
 

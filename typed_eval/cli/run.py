@@ -66,7 +66,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     default = default_suite(installed)
     run.add_argument(
         "--suite",
-        default=default,
+        default=None,  # the default suite, or the one the suite flags given belong to (`--dataset FILE`)
         help=f"an installed suite (`suites` lists them, `suites NAME` shows one's parameters; default {default}), a "
         "suite file (path/to/file.py defining TASK and CASES or cases()), or a case file (path/to/cases.yaml)",
     )

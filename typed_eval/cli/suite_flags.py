@@ -11,7 +11,7 @@ from typing import Any
 from typed_eval.core.errors import InputError
 from typed_eval.core.suite import FoundSuite, Suite, SuiteFlag, find_suites
 
-__all__ = ["add_suite_flags", "given_keys", "given_values", "spelled_params"]
+__all__ = ["add_suite_flags", "flagged_suite", "given_keys", "given_values", "spelled_params"]
 
 GIVEN = "suite_flags"
 """Where the parser keeps the suite flags given, in order: (flag, value) pairs."""
@@ -65,6 +65,17 @@ def given_values(args: argparse.Namespace) -> list[object]:
 def given_keys(args: argparse.Namespace) -> dict[str, str]:
     """The secrets the suite flags gave, by the name the suite reads them under (`SuiteContext.keys`)."""
     return dict(getattr(args, KEYS, {}))
+
+
+def flagged_suite(args: argparse.Namespace, default: str | None) -> str | None:
+    """The suite a run with no `--suite` poses: the default, unless the suite flags given are not all its own and
+    one other suite declares them all (`--dataset FILE` poses the suite that reads datasets)."""
+    flags = {flag for flag, _ in getattr(args, GIVEN, [])}
+    if not flags:
+        return default
+    installed = find_suites(on_error=lambda _: None)
+    takers = [found.suite.name for found in installed if all(_declares(found.suite, flag) for flag in flags)]
+    return default if default in takers or len(takers) != 1 else takers[0]
 
 
 def spelled_params(args: argparse.Namespace, suite: Suite[Any]) -> dict[str, object]:

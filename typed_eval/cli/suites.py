@@ -11,7 +11,7 @@ from typing import Any
 
 from typed_eval.cli.common import prog
 from typed_eval.cli.suite_about import describe
-from typed_eval.cli.suite_flags import spelled_params
+from typed_eval.cli.suite_flags import flagged_suite, spelled_params
 from typed_eval.core.datasets import Dataset
 from typed_eval.core.errors import InputError, TaskError
 from typed_eval.core.suite import (
@@ -89,9 +89,10 @@ def default_suite(installed: Sequence[FoundSuite]) -> str | None:
 def suite_from_args(args: argparse.Namespace, context: SuiteContext) -> tuple[FoundSuite, Task[Any], Dataset]:
     """The suite `--suite` names with its parameters (`-S`, the older flags, a file named as the suite); then its
     task and dataset."""
-    if args.suite is None:
+    name = args.suite or flagged_suite(args, default_suite(find_suites(on_error=lambda _: None)))
+    if name is None:
         raise InputError("no --suite given, and no installed suite is the default: `suites` lists them")
-    found, from_name = suite_named(args.suite)
+    found, from_name = suite_named(name)
     values = {**from_name, **spelled_params(args, found.suite), **parameter_values(args.suite_param or [])}
     try:
         params = found.suite.parse(values)

@@ -7,6 +7,7 @@ import sys
 from typing import NoReturn
 
 __all__ = [
+    "CaseScoringError",
     "EvaluatorError",
     "InputError",
     "ModelSetupError",
@@ -54,6 +55,11 @@ class TaskError(EvaluatorError):
     gives a value outside [0, 1], a suite file without TASK and CASES."""
 
     exit_code = 2
+
+
+class CaseScoringError(Exception):
+    """A scorer's failure on one case only, not the task's bug (a user's evaluator that raised or took too long): the
+    sample is recorded as an `error` with this message, its output kept, and the run goes on."""
 
 
 class ResultFileError(EvaluatorError):

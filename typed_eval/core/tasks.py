@@ -35,7 +35,7 @@ from pydantic_ai.profiles import ModelProfile
 from pydantic_core import to_json, to_jsonable_python
 
 from typed_eval.core.calls import ChatMessage, Functions, Reply
-from typed_eval.core.errors import TaskError
+from typed_eval.core.errors import CaseScoringError, TaskError
 from typed_eval.schemas import Aggregate, AnswerMode, Case, Cost, InvalidKind, TokenUsage, is_text_mode
 
 __all__ = ["Conversation", "Score", "Scorer", "Session", "Task", "TextReader", "TextReply"]
@@ -58,7 +58,9 @@ class Score:
 
 
 Scorer = Callable[[Case, OutputT], float | Score | Awaitable[float | Score]]
-"""`score(case, output)`: a float in [0, 1] or a `Score`, or an awaitable of either (an LLM judge)."""
+"""`score(case, output)`: a float in [0, 1] or a `Score`, or an awaitable of either (an LLM judge). A scorer taking a
+parameter named `seconds` is given the seconds the sample's requests took (None when not timed): what a duration
+check reads."""
 
 
 class Conversation(Protocol):
@@ -282,13 +284,17 @@ class Task(Generic[OutputT]):
         """An output as JSON-compatible data (what a record stores)."""
         return to_jsonable_python(output)
 
-    async def grade(self, case: Case, output: OutputT) -> Score:
-        """Run the scorer; a value outside [0, 1], details that are not JSON or a scorer that raises is the task's bug,
-        said in one line. The details come back as the record stores them."""
+    async def grade(self, case: Case, output: OutputT, seconds: float | None = None) -> Score:
+        """Run the scorer (given `seconds` when it takes a parameter of that name); a value outside [0, 1], details
+        that are not JSON or a scorer that raises is the task's bug, said in one line, unless it raises
+        `CaseScoringError` (that case's error). The details come back as the record stores them."""
         try:
-            verdict = self.score(case, output)
+            timed: Any = self.score
+            verdict = timed(case, output, seconds=seconds) if _takes_seconds(self.score) else self.score(case, output)
             if inspect.isawaitable(verdict):
                 verdict = await verdict
+        except CaseScoringError:
+            raise
         except Exception as exc:
             raise TaskError(
                 f"the scorer of task {self.name!r} failed on case {case.id!r}: {type(exc).__name__}: {exc}"
@@ -298,6 +304,15 @@ class Task(Generic[OutputT]):
         if not math.isfinite(value) or (self.bounded_scores and not 0.0 <= value <= 1.0):
             raise TaskError(f"the scorer of task {self.name!r} gave {value} for case {case.id!r}: scores are in [0, 1]")
         return replace(result, value=value, details=_json_details(result.details, self.name, case.id))
+
+
+def _takes_seconds(scorer: Callable[..., Any]) -> bool:
+    """Whether a scorer takes the sample's seconds (a parameter named `seconds` that a keyword can set)."""
+    try:
+        found = inspect.signature(scorer).parameters.get("seconds")
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    return found is not None and found.kind in (found.POSITIONAL_OR_KEYWORD, found.KEYWORD_ONLY)
 
 
 def _json_details(details: object, task: str, case_id: str) -> dict[str, Any]:

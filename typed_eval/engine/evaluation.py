@@ -249,16 +249,15 @@ async def pose_samples(
     else:
         pacer = None
     traffic.pacer = pacer
-    made: ModelSettings | None = model_settings_for(settings, model_settings)
-    if batch is None:  # a batch's requests are resent by its provider: pydantic-ai refuses a retry count for them
-        made = with_default_retries(asked, made)
     return await _evaluate(
         task,
         head,
         pending,
         asked,
         settings,
-        model_settings=made or {},
+        model_settings=_without_batch_retries(
+            with_default_retries(asked, model_settings_for(settings, model_settings)) or {}, batch
+        ),
         budget=budget,
         stop=stop,
         pacer=pacer,
@@ -390,6 +389,16 @@ def _result(
         tool_choice_reason=reason,
         wall_s=round(time.perf_counter() - started, 3),
     )
+
+
+def _without_batch_retries(settings: ModelSettings, batch: BatchOptions | None) -> ModelSettings:
+    """A batch's requests are run by the provider, with no SDK client to retry them: no `max_retries` (pydantic-ai
+    2.68 drops it, 2.62, which pydantic-evals pins, refuses a Gemini batch that has it)."""
+    if batch is None or "max_retries" not in settings:
+        return settings
+    kept = ModelSettings(**settings)
+    del kept["max_retries"]
+    return kept
 
 
 def _batching(

@@ -46,7 +46,7 @@ from typed_eval.core.calls import (
     resent_calls,
     tool_definitions,
 )
-from typed_eval.core.errors import EvaluatorError
+from typed_eval.core.errors import CaseScoringError, EvaluatorError
 from typed_eval.core.secrets import Redactor, redacted_record
 from typed_eval.core.settings import user_prices
 from typed_eval.core.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
@@ -426,8 +426,11 @@ class Poser:
                 if relaxed_output is not None:
                     relaxed = await self.grader.grade(case, relaxed_output)
         else:
-            verdict = await self.grader.grade(case, value)
-            status = "correct" if verdict.value == 1.0 else "incorrect" if verdict.value == 0.0 else "partial"
+            try:
+                verdict = await self.grader.grade(case, value, latency)
+                status = "correct" if verdict.value == 1.0 else "incorrect" if verdict.value == 0.0 else "partial"
+            except CaseScoringError as exc:  # this case's error (its output kept), not the run's
+                exception, status = exc, "error"
         cost = turns.cost
         for graded in (verdict, relaxed):  # what an LLM judge spent grading counts with the sample
             if graded is not None and graded.usage is not None:

@@ -80,6 +80,16 @@ class Judge:
         self._retries = retries
         self._agents: dict[tuple[type[BaseModel], str], Agent[None, Any]] = {}
 
+    @property
+    def model(self) -> Model:
+        """The model it grades with (a pydantic_evals LLMJudge of a dataset is handed it)."""
+        return self._model
+
+    @property
+    def model_settings(self) -> ModelSettings | None:
+        """The run's temperature, timeout and answer cap, as the judge asks with them."""
+        return self._settings
+
     async def rule(self, prompt: str, verdict: type[VerdictT], instructions: str) -> Ruling[VerdictT]:
         """Ask for a verdict of type `verdict`; a call that fails (not an invalid verdict) stops the run in one line."""
         key = (verdict, instructions)

@@ -1,0 +1,201 @@
+"""Checked against pydantic_evals itself: one dataset file (built-in evaluators, an LLM judge, a custom evaluator giving
+an assertion, a score and a label with reasons), one loopback OpenAI-compatible server answering both sides alike.
+`main.py run --dataset` on one side, `Dataset.evaluate` of a pydantic-ai agent of the same output type on the other:
+each case's assertions, scores and labels are equal, result for result (value, reason, source); and the run exported
+with `format_result.py --format pydantic-evals` loads with pydantic_evals' own `EvaluationReportAdapter` and holds the
+same results."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pydantic_evals")
+
+from pydantic import TypeAdapter
+from pydantic_ai import Agent
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+from pydantic_evals import Case, Dataset
+from pydantic_evals.evaluators import (
+    Equals,
+    EqualsExpected,
+    EvaluationResult,
+    IsInstance,
+    LLMJudge,
+    MaxDuration,
+    llm_as_a_judge,
+)
+from pydantic_evals.reporting import EvaluationReportAdapter
+
+from tests.conftest import PYTHON, REPO
+from tests.fake_openai import FakeOpenAI, completion, prompt_of, tool_call
+
+EVALUATORS_MODULE = '''
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
+
+
+class Answer(BaseModel):
+    city: str
+    population: int
+
+
+@dataclass
+class CityCheck(Evaluator):
+    """An assertion, a score and a label, each with a reason."""
+
+    big: int = 2
+
+    def evaluate(self, ctx: EvaluatorContext) -> dict:
+        right = ctx.expected_output is not None and ctx.output.city == ctx.expected_output.city
+        return {
+            "right_city": EvaluationReason(right, reason=f"said {ctx.output.city}"),
+            "size": EvaluationReason(ctx.output.population / 10, reason="a tenth of it"),
+            "bigness": "big" if ctx.output.population >= self.big else "small",
+        }
+'''
+
+REPLIES = {
+    "What is the capital of France?": {"city": "Paris", "population": 2},
+    json.dumps({"country": "Italy", "kind": "capital"}, indent=2): {"city": "Milan", "population": 1},
+    "Largest city of Germany?": {"city": "Berlin", "population": 4},
+}
+"""The answer to each case's prompt (its inputs as the prompt renders them)."""
+
+
+def reply(request: dict[str, Any]) -> dict[str, Any]:
+    system = " ".join(str(m.get("content")) for m in request["messages"] if m["role"] == "system")
+    asked = prompt_of(request)
+    if "You are grading output" in system:  # pydantic_evals' judge, on both sides
+        passed = "Paris" in asked or "Berlin" in asked
+        verdict = {"reason": f"judged {'well' if passed else 'badly'}", "pass": passed, "score": 0.9 if passed else 0.2}
+        return completion(tool_call(verdict, name="final_result"))
+    return completion(tool_call(REPLIES[asked], name="final_result"))
+
+
+def write_dataset(folder: Path, suffix: str) -> Path:
+    sys.path.insert(0, str(folder))
+    try:
+        from cross_evals import Answer, CityCheck  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(folder))
+    dataset = Dataset[Any, Any, Any](
+        name="capitals",
+        cases=[
+            Case(
+                name="france",
+                inputs="What is the capital of France?",
+                expected_output=Answer(city="Paris", population=2),
+                metadata={"continent": "Europe"},
+                evaluators=[Equals(value="Paris")],
+            ),
+            Case(
+                name="italy",
+                inputs={"country": "Italy", "kind": "capital"},
+                expected_output=Answer(city="Rome", population=3),
+            ),
+            Case(name="germany", inputs="Largest city of Germany?", metadata={"continent": "Europe"}),
+        ],
+        evaluators=[
+            EqualsExpected(),
+            IsInstance(type_name="Answer"),
+            MaxDuration(seconds=60),
+            LLMJudge(rubric="The answer names the right city", include_input=True),
+            CityCheck(big=2),
+        ],
+    )
+    path = folder / f"capitals.{suffix}"
+    dataset.to_file(path, custom_evaluator_types=[CityCheck])
+    return path
+
+
+def theirs(path: Path, folder: Path, server_url: str) -> dict[str, dict[str, Any]]:
+    """pydantic_evals' own results: the dataset file loaded and evaluated on an agent asking the same server."""
+    sys.path.insert(0, str(folder))
+    try:
+        from cross_evals import Answer, CityCheck
+
+        model = OpenAIChatModel("fake-model", provider=OpenAIProvider(base_url=server_url, api_key="sk-test"))
+        agent = Agent(model, output_type=Answer)
+
+        async def task(inputs: Any) -> Answer:
+            prompt = inputs if isinstance(inputs, str) else json.dumps(inputs, indent=2)  # docs/pydantic-evals.md
+            return (await agent.run(prompt)).output
+
+        dataset = Dataset[Any, Answer, Any].from_file(path, custom_evaluator_types=[CityCheck])
+        default = llm_as_a_judge._default_model
+        llm_as_a_judge.set_default_judge_model(model)
+        try:
+            report = asyncio.run(dataset.evaluate(task, progress=False))
+        finally:
+            llm_as_a_judge._default_model = default
+    finally:
+        sys.path.remove(str(folder))
+    assert not report.failures and all(not case.evaluator_failures for case in report.cases)
+    return {case.name: _results(case.assertions, case.scores, case.labels) for case in report.cases}
+
+
+RESULTS = TypeAdapter(dict[str, EvaluationResult])
+
+
+def _results(*kinds: dict[str, Any]) -> dict[str, Any]:
+    names = ("assertions", "scores", "labels")
+    return {name: RESULTS.dump_python(kind, mode="json") for name, kind in zip(names, kinds, strict=True)}
+
+
+@pytest.mark.parametrize("suffix", ["yaml", "json"])
+def test_each_case_s_results_equal_pydantic_evals_own(tmp_path: Path, suffix: str) -> None:
+    (tmp_path / "cross_evals.py").write_text(EVALUATORS_MODULE, encoding="utf-8")
+    path = write_dataset(tmp_path, suffix)
+    runs = tmp_path / "runs"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    with FakeOpenAI(reply) as server:
+        done = subprocess.run(
+            [PYTHON, "main.py", "run", "--dataset", str(path), "--output-type", "cross_evals:Answer",
+             "--evaluators", "cross_evals", "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test",
+             "--results-dir", str(runs), "--concurrency", "1"],
+            cwd=REPO, capture_output=True, timeout=300, check=False, env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr.decode()
+        expected = theirs(path, tmp_path, server.url)
+    (run_dir,) = (runs / "fake-model").iterdir()
+    records = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+    ours = {r["case_id"]: {k: r["score_details"]["evaluations"][k] for k in expected["france"]} for r in records}
+    assert ours == expected
+    assert expected["italy"]["assertions"]["EqualsExpected"]["value"] is False
+    assert expected["france"]["assertions"]["LLMJudge"] == {
+        "name": "LLMJudge", "value": True, "reason": "judged well", "evaluator_version": None,
+        "source": {"name": "LLMJudge", "arguments": {"rubric": "The answer names the right city",
+                                                      "include_input": True}},
+    }  # fmt: skip
+    assert expected["germany"]["labels"]["bigness"]["value"] == "big"
+    # the headline: the mean over cases of each case's share of assertions passed
+    # the judge's request counts with its case: one request for the answer, one for the verdict
+    assert {(r["usage"]["requests"], r["usage"]["input_tokens"], r["usage"]["output_tokens"]) for r in records} == {
+        (2, 200, 20)
+    }
+    shares = {r["case_id"]: r["score"] for r in records}
+    assert shares == {"france": 5 / 6, "italy": 2 / 5, "germany": 3 / 4}  # no expected output: no EqualsExpected
+    assert "capitals: assertions passed: 66.11  (fake-model, tool mode)" in done.stdout.decode()
+    assert "headline: the mean over the cases of the share of each case's assertions that passed, in percent" in (
+        done.stdout.decode()
+    )
+    exported = subprocess.run(
+        [PYTHON, "format_result.py", "--format", "pydantic-evals", str(run_dir)],
+        cwd=REPO, capture_output=True, timeout=120, check=True,
+    )  # fmt: skip
+    report = EvaluationReportAdapter.validate_json(exported.stdout)
+    assert {case.name: _results(case.assertions, case.scores, case.labels) for case in report.cases} == expected
+    assert report.dataset_name == "capitals" and report.failures == []
+    assert {case.name: case.inputs for case in report.cases}["italy"] == {"country": "Italy", "kind": "capital"}
+    assert report.averages() is not None
