@@ -363,3 +363,20 @@ def test_an_export_of_a_record_whose_kept_results_were_edited_is_one_line_and_ex
         f"format_result.py: error: {run_dir}: case {rows[0]['case_id']!r}: its pydantic_evals results cannot be "
         "read: EqualsExpected.value: Input should be a valid boolean, unable to interpret input\n"
     )
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$defs": {"Case": {"properties": {"expected_output": True}}}},
+        {"$defs": {"Case": {"properties": {"expected_output": {"$ref": "#/$defs/A"}}}, "A": "not a schema"}},
+        {"$defs": [], "properties": {}},
+    ],
+)
+def test_a_schema_file_edited_by_hand_names_no_output_type(tmp_path: Path, schema: dict[str, Any]) -> None:
+    from typed_eval.suites.evals.schema_output import schema_output
+
+    (tmp_path / "cases_schema.json").write_text(json.dumps(schema), encoding="utf-8")
+    path = tmp_path / "cases.yaml"
+    path.write_text("# yaml-language-server: $schema=cases_schema.json\nname: x\n", encoding="utf-8")
+    assert schema_output(path) is None
