@@ -257,13 +257,6 @@ class Task(Generic[OutputT]):
             body = body.strip("`").removeprefix("json").strip()
         return self._adapter.validate_json(body or "{}", context=self.context_for(case))
 
-    def parse_json(self, text: str, case: Case | None) -> Any:
-        """A text reply as JSON of the output type, or None when it is not."""
-        try:
-            return self.validate_json(text, case)
-        except ValueError:
-            return None
-
     def context_for(self, case: Case | None) -> Any:
         return self.validation_context(case) if self.validation_context is not None and case is not None else None
 
