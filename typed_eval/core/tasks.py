@@ -282,8 +282,8 @@ class Task(Generic[OutputT]):
         that are not JSON or a scorer that raises is the task's bug, said in one line, unless it raises
         `CaseScoringError` (that case's error). The details come back as the record stores them."""
         try:
-            timed: Any = self.score
-            verdict = timed(case, output, seconds=seconds) if _takes_seconds(self.score) else self.score(case, output)
+            scorer: Any = self.score  # `Scorer` declares two parameters; one taking `seconds` is given them too
+            verdict = scorer(case, output, seconds=seconds) if _takes_seconds(scorer) else scorer(case, output)
             if inspect.isawaitable(verdict):
                 verdict = await verdict
         except CaseScoringError:
