@@ -23,6 +23,7 @@ from pydantic import TypeAdapter
 from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
+from pydantic_core import to_json
 from pydantic_evals import Case, Dataset
 from pydantic_evals.evaluators import (
     Equals,
@@ -129,7 +130,7 @@ def theirs(path: Path, folder: Path, server_url: str) -> dict[str, dict[str, Any
         agent = Agent(model, output_type=Answer)
 
         async def task(inputs: Any) -> Answer:
-            prompt = inputs if isinstance(inputs, str) else json.dumps(inputs, indent=2)  # docs/pydantic-evals.md
+            prompt = inputs if isinstance(inputs, str) else to_json(inputs, indent=2).decode()  # docs/pydantic-evals.md
             return (await agent.run(prompt)).output
 
         dataset = Dataset[Any, Answer, Any].from_file(path, custom_evaluator_types=[CityCheck])

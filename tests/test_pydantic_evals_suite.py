@@ -341,3 +341,42 @@ def test_with_no_output_type_the_schema_file_names_one(tmp_path: Path, suffix: s
     (record,) = records(tmp_path)
     found = record["score_details"]["evaluations"]["assertions"]
     assert (found["EqualsExpected"]["value"], found["IsInstance"]["reason"]) == (True, "output is of type dict")
+
+
+def test_an_export_of_a_record_whose_kept_results_were_edited_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from typed_eval.cli.leaderboard import main as format_result
+
+    path = tmp_path / "words.yaml"
+    path.write_text(TEXT_DATASET, encoding="utf-8")
+    with FakeOpenAI(lambda r: completion(text(prompt_of(r).split()[-1]))) as server:
+        assert run_main(["--dataset", str(path), "--mode", "text"], tmp_path, server).returncode == 0
+    (run_dir,) = (tmp_path / "runs" / "fake-model").iterdir()
+    rows = records(tmp_path)
+    rows[0]["score_details"]["evaluations"]["assertions"]["EqualsExpected"]["value"] = "maybe\x1b[2J"
+    (run_dir / "samples.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    assert format_result(["--format", "pydantic-evals", str(run_dir)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        f"format_result.py: error: {run_dir}: case {rows[0]['case_id']!r}: its pydantic_evals results cannot be "
+        "read: EqualsExpected.value: Input should be a valid boolean, unable to interpret input\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$defs": {"Case": {"properties": {"expected_output": True}}}},
+        {"$defs": {"Case": {"properties": {"expected_output": {"$ref": "#/$defs/A"}}}, "A": "not a schema"}},
+        {"$defs": [], "properties": {}},
+    ],
+)
+def test_a_schema_file_edited_by_hand_names_no_output_type(tmp_path: Path, schema: dict[str, Any]) -> None:
+    from typed_eval.suites.evals.schema_output import schema_output
+
+    (tmp_path / "cases_schema.json").write_text(json.dumps(schema), encoding="utf-8")
+    path = tmp_path / "cases.yaml"
+    path.write_text("# yaml-language-server: $schema=cases_schema.json\nname: x\n", encoding="utf-8")
+    assert schema_output(path) is None

@@ -102,8 +102,12 @@ def test_coverage_and_compliance_per_set_and_mode_equal_the_reference(
         counts, figures = expected(entries, mode, retries)
         assert {name: (c.posed, c.refused, c.valid) for name, c in ours.items()} == counts, mode
         assert {name: (c.declared, c.empirical, c.compliance) for name, c in ours.items()} == figures, mode
-        overall = schemas_report_lines(by_mode[mode])
-        assert any(line.startswith("JSONSchemaBench: overall") for line in overall)
+        (overall,) = [
+            line.split() for line in schemas_report_lines(by_mode[mode]) if "JSONSchemaBench: overall" in line
+        ]
+        posed, refused, valid = counts["overall"]
+        shown = ["n/a" if value is None else f"{100 * value:.2f}" for value in figures["overall"]]
+        assert overall == ["JSONSchemaBench:", "overall", *shown, f"({posed},", f"{refused},", f"{valid})"], mode
     (native,) = (tmp_path / "runs").glob("*/*-native-*/samples.jsonl")
     records = [json.loads(line) for line in native.read_text().splitlines()]
     refused = {r["case_id"] for r in records if r["status"] == "unsupported"}

@@ -434,3 +434,24 @@ def test_without_the_extra_or_with_another_protocol_a_traced_run_stops_before_an
     assert server.requests == []
     assert done.returncode == 2
     assert done.stderr.strip().endswith("OTEL_EXPORTER_OTLP_PROTOCOL: is 'grpc': traces are sent as http/protobuf")
+
+
+@pytest.mark.parametrize(
+    ("variables", "service"),
+    [
+        ({}, "typed-eval"),
+        ({"OTEL_SERVICE_NAME": "my-evals"}, "my-evals"),
+        ({"OTEL_RESOURCE_ATTRIBUTES": "service.name=nightly,team=ml"}, "nightly"),
+    ],
+)
+def test_the_service_is_the_one_the_standard_variables_name_else_typed_eval(
+    monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], service: str
+) -> None:
+    from typed_eval.engine.otlp import run_resource
+
+    for name in ("OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    attributes = run_resource().attributes
+    assert (attributes["service.name"], attributes["process.pid"]) == (service, os.getpid())

@@ -257,13 +257,6 @@ class Task(Generic[OutputT]):
             body = body.strip("`").removeprefix("json").strip()
         return self._adapter.validate_json(body or "{}", context=self.context_for(case))
 
-    def parse_json(self, text: str, case: Case | None) -> Any:
-        """A text reply as JSON of the output type, or None when it is not."""
-        try:
-            return self.validate_json(text, case)
-        except ValueError:
-            return None
-
     def context_for(self, case: Case | None) -> Any:
         return self.validation_context(case) if self.validation_context is not None and case is not None else None
 
@@ -289,8 +282,8 @@ class Task(Generic[OutputT]):
         that are not JSON or a scorer that raises is the task's bug, said in one line, unless it raises
         `CaseScoringError` (that case's error). The details come back as the record stores them."""
         try:
-            timed: Any = self.score
-            verdict = timed(case, output, seconds=seconds) if _takes_seconds(self.score) else self.score(case, output)
+            scorer: Any = self.score  # `Scorer` declares two parameters; one taking `seconds` is given them too
+            verdict = scorer(case, output, seconds=seconds) if _takes_seconds(scorer) else scorer(case, output)
             if inspect.isawaitable(verdict):
                 verdict = await verdict
         except CaseScoringError:

@@ -22,7 +22,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.metrics import NoOpMeterProvider
-from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Span, Status, StatusCode
@@ -35,7 +35,7 @@ from typed_eval.core.secrets import Redactor
 from typed_eval.engine.traces import CaseSpan, Traces, case_attributes, case_name
 from typed_eval.schemas import Case, RunSettings, SampleRecord
 
-__all__ = ["FLUSH_WAIT_S", "OtlpTraces", "traced_run"]
+__all__ = ["FLUSH_WAIT_S", "OtlpTraces", "run_resource", "traced_run"]
 
 FLUSH_WAIT_S = 5.0
 """How long the end of a run waits for the spans still queued to be taken; then they are dropped."""
@@ -211,8 +211,7 @@ def traced_run(
         raise InputError(f"is {protocol!r}: traces are sent as http/protobuf", parameter="OTEL_EXPORTER_OTLP_PROTOCOL")
     endpoints = [os.environ.get(f"OTEL_EXPORTER_OTLP{signal}_ENDPOINT") for signal in ("", "_TRACES")]
     redact = Redactor.for_run(model=model, urls=[settings.base_url, *endpoints], keys=_header_values())
-    resource = Resource.create({"service.name": "typed-eval", "process.pid": os.getpid()})  # a worker's: its own
-    provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+    provider = TracerProvider(resource=run_resource(), shutdown_on_exit=False)
     exporter = _Exporter(OTLPSpanExporter(), _endpoint(), redact, quiet=parent is not None)
     provider.add_span_processor(BatchSpanProcessor(exporter))
     quiet = _Quiet()
@@ -246,6 +245,14 @@ def traced_run(
         if not _shut_down(provider, quiet, FLUSH_WAIT_S):
             exporter.warn_once(f"did not take the spans within {FLUSH_WAIT_S:g} s")
             exporter.abort()
+
+
+def run_resource() -> Resource:
+    """The spans' resource: the service the standard variables name (`OTEL_SERVICE_NAME`, `service.name` in
+    `OTEL_RESOURCE_ATTRIBUTES`), else `typed-eval` (given to `Resource.create`, a name would override theirs), and
+    this process's id (a worker's: its own)."""
+    named = SERVICE_NAME in OTELResourceDetector().detect().attributes
+    return Resource.create({**({} if named else {SERVICE_NAME: "typed-eval"}), "process.pid": os.getpid()})
 
 
 def _header_values() -> list[str]:

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from typed_eval.core.errors import InputError
+from pydantic import ValidationError
+
+from typed_eval.core.errors import InputError, ResultFileError
 from typed_eval.core.evaluations import EVALUATIONS
+from typed_eval.core.terminal import printable
 from typed_eval.schemas import SampleRecord
 from typed_eval.store.storage import StoredRun, latest_records
 
@@ -64,16 +67,19 @@ def evaluation_report(run: StoredRun) -> str:
                 )
             )
             continue
-        if found:
-            assertions = passed.validate_python(found.get("assertions", {}))
-            scores = numbers.validate_python(found.get("scores", {}))
-            labels = texts.validate_python(found.get("labels", {}))
-        else:
-            assertions, labels = {}, {}
-            scores = numbers.validate_python(
-                {"score": {"name": "score", "value": record.score, "reason": None, "source": {"name": summary.suite}}}
-            )
-        seconds = float(found.get("duration", record.latency_s or 0.0))
+        as_score = {"name": "score", "value": record.score, "reason": None, "source": {"name": summary.suite}}
+        try:
+            if found:
+                assertions = passed.validate_python(found.get("assertions", {}))
+                scores = numbers.validate_python(found.get("scores", {}))
+                labels = texts.validate_python(found.get("labels", {}))
+            else:
+                assertions, labels, scores = {}, {}, numbers.validate_python({"score": as_score})
+            seconds = float(found.get("duration", record.latency_s or 0.0))
+        except (TypeError, ValueError) as exc:  # a record edited by hand: one line, not pydantic's traceback
+            raise ResultFileError(
+                f"{run.path}: case {record.case_id!r}: its pydantic_evals results cannot be read: {_reason(exc)}"
+            ) from None
         cases.append(
             ReportCase(
                 name=name,
@@ -112,6 +118,14 @@ def _names(record: SampleRecord, repeats: int) -> tuple[str, str | None]:
     if repeats <= 1:
         return record.case_id, None
     return f"{record.case_id} [{record.repeat + 1}/{repeats}]", record.case_id
+
+
+def _reason(exc: Exception) -> str:
+    """Why a record's kept results do not read, in one line: pydantic's first error and where (never the value)."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+    return printable(" ".join(str(exc).split()))
 
 
 def _why(record: SampleRecord) -> str:

@@ -29,13 +29,16 @@ def schema_output(path: Path) -> Any | None:
         expected = schema["$defs"]["Case"]["properties"]["expected_output"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    if not isinstance(expected, dict) or not isinstance(schema["$defs"], dict):
+        return None  # a file edited by hand: not a schema `to_file` writes
     options = [one for one in expected.get("anyOf", [expected]) if one != {"type": "null"}]
     if len(options) != 1 or not isinstance(options[0], dict) or options[0] in ({}, {"type": "string"}):
         return None
-    defs = schema.get("$defs", {})
+    defs = schema["$defs"]
     root = options[0]
     name = root["$ref"].rsplit("/", 1)[-1] if isinstance(root.get("$ref"), str) else None
-    body = dict(defs.get(name, root)) if name is not None else dict(root)
+    found = defs.get(name, root) if name is not None else root
+    body = dict(found) if isinstance(found, dict) else {}
     if body.get("type") != "object":
         return None  # a list or a number: posed as text unless --output-type names it
     used = _reachable(body, defs)

@@ -132,7 +132,6 @@ class _Depth:
         if id(node) in self._known:
             return self._known[id(node)]
         self._path.append(id(node))
-        deepest = 0
         deepest = self.of(_resolve(self.root, node.get("$ref")))
         for key, child in _children(node):
             if key in ("$defs", "definitions"):
