@@ -80,6 +80,7 @@ NONE = dict.fromkeys(
         ({"$ref": "https://example.com/s.json"}, (0, 0, 0), {"$ref"}),
         (True, (0, 0, 0), set()),
         ({"type": "array", "items": {"type": ["object", "null"]}, "$ref": 5}, (1, 0, 0), {"$ref", "array of objects"}),
+        ({"type": "object", "additionalProperties": False}, (0, 0, 0), {"additionalProperties false"}),
     ],
 )
 def test_a_schema_s_features_are_its_counts_and_the_keywords_it_uses(

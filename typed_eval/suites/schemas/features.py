@@ -139,7 +139,7 @@ class _Depth:
             target = _resolve(self.root, child["$ref"]) if isinstance(child, dict) and "$ref" in child else child
             if key == "items" and _is_object(target):
                 self.objects_in_arrays = True
-            deepest = max(deepest, self.of(child) + (key in _NESTING))
+            deepest = max(deepest, self.of(child) + (key in _NESTING and isinstance(child, dict)))
         self._path.pop()
         self._known[id(node)] = deepest
         return deepest
