@@ -221,3 +221,27 @@ def test_two_posers_recording_on_one_traced_provider_keep_each_span_once() -> No
     with second.sample() as later:
         pass
     assert [span.name for span in spans or []] == ["asked"] and later == []
+
+
+CASE_SPANS = "  evaluators: [{HasMatchingSpan: {query: {name_contains: chat}}}]\n"
+
+
+@pytest.mark.parametrize(
+    ("own", "shared", "asked", "recorded"),
+    [
+        ("", "- EqualsExpected\n", False, False),
+        ("", "- EqualsExpected\n", True, True),
+        ("", "- MaxModelRequests: 1\n", False, True),
+        (CASE_SPANS, "- EqualsExpected\n", False, True),
+    ],
+)
+def test_spans_are_recorded_only_for_a_span_based_evaluator_or_when_asked(
+    tmp_path: Path, own: str, shared: str, asked: bool, recorded: bool
+) -> None:
+    pytest.importorskip("pydantic_evals")
+    from typed_eval.suites.evals.suite import PYDANTIC_EVALS, DatasetParams
+
+    path = tmp_path / "d.yaml"
+    path.write_text(f"name: d\ncases:\n- name: a\n  inputs: hi\n  expected_output: hi\n{own}evaluators:\n{shared}")
+    task, _ = PYDANTIC_EVALS.build(DatasetParams(path=str(path), spans=asked))
+    assert task.spans is recorded
