@@ -1,5 +1,6 @@
 """A dataset's evaluators as the scorer, run as pydantic_evals runs them: an `EvaluatorContext` of the case (its
-inputs, metadata and expected output as the dataset gave them, the validated output, the sample's seconds), each
+inputs, metadata and expected output as the dataset gave them, the validated output, the sample's seconds, and the
+span tree of its asking with the metrics read from it when its spans were recorded: `Task.spans`), each
 evaluator (the case's own, then the dataset's) through pydantic_evals' `run_evaluator`, the results grouped into
 assertions, scores and labels by pydantic_evals' own grouping.
 
