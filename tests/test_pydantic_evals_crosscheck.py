@@ -3,7 +3,10 @@ an assertion, a score and a label with reasons), one loopback OpenAI-compatible 
 `main.py run --dataset` on one side, `Dataset.evaluate` of a pydantic-ai agent of the same output type on the other:
 each case's assertions, scores and labels are equal, result for result (value, reason, source); and the run exported
 with `format_result.py --format pydantic-evals` loads with pydantic_evals' own `EvaluationReportAdapter` and holds the
-same results."""
+same results. The dataset's span-based evaluators (MaxModelRequests, MaxToolCalls, HasMatchingSpan, ToolCorrectness,
+TrajectoryMatch) see the spans of each side's asking: ours recorded by the run, theirs by pydantic_evals from an
+instrumented agent under an OpenTelemetry SDK tracer provider, as its users set one; a case that needed a corrective
+retry made two model requests on both sides."""
 
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ import pytest
 
 pytest.importorskip("pydantic_evals")
 
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
 from pydantic import TypeAdapter
 from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
@@ -29,9 +34,14 @@ from pydantic_evals.evaluators import (
     Equals,
     EqualsExpected,
     EvaluationResult,
+    HasMatchingSpan,
     IsInstance,
     LLMJudge,
     MaxDuration,
+    MaxModelRequests,
+    MaxToolCalls,
+    ToolCorrectness,
+    TrajectoryMatch,
     llm_as_a_judge,
 )
 from pydantic_evals.reporting import EvaluationReportAdapter
@@ -70,8 +80,11 @@ REPLIES = {
     "What is the capital of France?": {"city": "Paris", "population": 2},
     json.dumps({"country": "Italy", "kind": "capital"}, indent=2): {"city": "Milan", "population": 1},
     "Largest city of Germany?": {"city": "Berlin", "population": 4},
+    "Capital of Spain?": {"city": "Madrid", "population": 3},
 }
 """The answer to each case's prompt (its inputs as the prompt renders them)."""
+RETRIED = "Capital of Spain?"
+"""The case whose first answer is invalid (a population that is not a number): answered again after the retry."""
 
 
 def reply(request: dict[str, Any]) -> dict[str, Any]:
@@ -81,6 +94,8 @@ def reply(request: dict[str, Any]) -> dict[str, Any]:
         passed = "Paris" in asked or "Berlin" in asked
         verdict = {"reason": f"judged {'well' if passed else 'badly'}", "pass": passed, "score": 0.9 if passed else 0.2}
         return completion(tool_call(verdict, name="final_result"))
+    if asked == RETRIED and not any(m["role"] == "tool" for m in request["messages"]):
+        return completion(tool_call({"city": "Madrid", "population": "many"}, name="final_result"))
     return completion(tool_call(REPLIES[asked], name="final_result"))
 
 
@@ -106,6 +121,7 @@ def write_dataset(folder: Path, suffix: str) -> Path:
                 expected_output=Answer(city="Rome", population=3),
             ),
             Case(name="germany", inputs="Largest city of Germany?", metadata={"continent": "Europe"}),
+            Case(name="spain", inputs=RETRIED, expected_output=Answer(city="Madrid", population=3)),
         ],
         evaluators=[
             EqualsExpected(),
@@ -113,6 +129,16 @@ def write_dataset(folder: Path, suffix: str) -> Path:
             MaxDuration(seconds=60),
             LLMJudge(rubric="The answer names the right city", include_input=True),
             CityCheck(big=2),
+            MaxModelRequests(max_requests=1),
+            MaxToolCalls(max_calls=0),
+            HasMatchingSpan(
+                query={"name_contains": "chat", "has_attributes": {"gen_ai.operation.name": "chat"}},
+                evaluation_name="asked",
+            ),
+            HasMatchingSpan(query={"name_equals": "invoke_agent agent"}, evaluation_name="agent_ran"),
+            ToolCorrectness(expected_tools=[]),
+            ToolCorrectness(expected_tools=["final_result"], evaluation_name="output_tool_called"),
+            TrajectoryMatch(expected_trajectory=[]),
         ],
     )
     path = folder / f"capitals.{suffix}"
@@ -128,6 +154,7 @@ def theirs(path: Path, folder: Path, server_url: str) -> dict[str, dict[str, Any
 
         model = OpenAIChatModel("fake-model", provider=OpenAIProvider(base_url=server_url, api_key="sk-test"))
         agent = Agent(model, output_type=Answer)
+        agent.instrument = True  # pydantic-ai's instrumentation on the process-wide provider (`sdk_tracer_provider`)
 
         async def task(inputs: Any) -> Answer:
             prompt = inputs if isinstance(inputs, str) else to_json(inputs, indent=2).decode()  # docs/pydantic-evals.md
@@ -154,8 +181,17 @@ def _results(*kinds: dict[str, Any]) -> dict[str, Any]:
     return {name: RESULTS.dump_python(kind, mode="json") for name, kind in zip(names, kinds, strict=True)}
 
 
+@pytest.fixture(scope="module")
+def sdk_tracer_provider() -> None:
+    """The process-wide tracer provider pydantic_evals records a case's spans with (it records none without one):
+    an OpenTelemetry SDK provider, as a user without Logfire sets it (set once per process: OpenTelemetry refuses
+    to replace it)."""
+    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+        trace.set_tracer_provider(TracerProvider())
+
+
 @pytest.mark.parametrize("suffix", ["yaml", "json"])
-def test_each_case_s_results_equal_pydantic_evals_own(tmp_path: Path, suffix: str) -> None:
+def test_each_case_s_results_equal_pydantic_evals_own(tmp_path: Path, suffix: str, sdk_tracer_provider: None) -> None:
     (tmp_path / "cross_evals.py").write_text(EVALUATORS_MODULE, encoding="utf-8")
     path = write_dataset(tmp_path, suffix)
     runs = tmp_path / "runs"
@@ -181,13 +217,36 @@ def test_each_case_s_results_equal_pydantic_evals_own(tmp_path: Path, suffix: st
     }  # fmt: skip
     assert expected["germany"]["labels"]["bigness"]["value"] == "big"
     # the headline: the mean over cases of each case's share of assertions passed
-    # the judge's request counts with its case: one request for the answer, one for the verdict
-    assert {(r["usage"]["requests"], r["usage"]["input_tokens"], r["usage"]["output_tokens"]) for r in records} == {
-        (2, 200, 20)
+    # the judge's request counts with its case: one request for the answer (two for spain), one for the verdict
+    # the span-based evaluators, alike on both sides: the retried case made two model requests; the output tool's
+    # call is the answer, not a tool call (pydantic-ai makes no `execute_tool` span for it)
+    spans = {
+        case: {name: (result["value"], result["reason"]) for name, result in found["assertions"].items()
+               if name in ("MaxModelRequests", "MaxToolCalls", "asked", "agent_ran", "ToolCorrectness",
+                           "output_tool_called")}
+        for case, found in expected.items()
+    }  # fmt: skip
+    missing, metric = (False, "missing tools: 'final_result' (x1)"), "ctx.metrics['requests']"
+    for case, requests in {"france": 1, "italy": 1, "germany": 1, "spain": 2}.items():
+        assert spans[case] == {
+            "MaxModelRequests": (requests == 1, f"{requests} model request(s) (from {metric}), budget=1"),
+            "MaxToolCalls": (True, "0 tool call(s), budget=0"),
+            "asked": (True, None), "agent_ran": (True, None), "ToolCorrectness": (True, None),
+            "output_tool_called": missing,
+        }, case  # fmt: skip
+        assert expected[case]["scores"]["TrajectoryMatch"]["value"] == 1.0
+    assert {r["case_id"]: r["corrective_retries"] for r in records} == {
+        "france": 0,
+        "italy": 0,
+        "germany": 0,
+        "spain": 1,
     }
+    assert {(r["usage"]["requests"], r["usage"]["input_tokens"], r["usage"]["output_tokens"]) for r in records} == {
+        (2, 200, 20), (3, 300, 30)
+    }  # fmt: skip
     shares = {r["case_id"]: r["score"] for r in records}
-    assert shares == {"france": 5 / 6, "italy": 2 / 5, "germany": 3 / 4}  # no expected output: no EqualsExpected
-    assert "capitals: assertions passed: 66.11  (fake-model, tool mode)" in done.stdout.decode()
+    assert shares == {"france": 10 / 12, "italy": 7 / 11, "germany": 8 / 10, "spain": 8 / 11}  # germany: no expected
+    assert "capitals: assertions passed: 74.92  (fake-model, tool mode)" in done.stdout.decode()
     assert "headline: the mean over the cases of the share of each case's assertions that passed, in percent" in (
         done.stdout.decode()
     )

@@ -30,6 +30,7 @@ def test_the_extra_pins_pydantic_evals_and_the_pydantic_ai_it_requires() -> None
     assert {name: str(spec) for name, spec in pins.items()} == {
         "pydantic-evals": f"=={EVALS}",
         "pydantic-ai-slim": f"=={EVALS}",
+        "opentelemetry-sdk": ">=1.45",  # the span-based evaluators' spans
     }
     (slim,) = [req for req in extras[""] if req.name == "pydantic-ai-slim"]
     assert slim.specifier.contains(EVALS), f"the project's own pin {slim} excludes the pydantic-ai pydantic-evals needs"

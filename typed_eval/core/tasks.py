@@ -172,6 +172,9 @@ class Task(Generic[OutputT]):
     """True: in the text modes an empty reply is the text "" (read by `reader`), not sent back for another."""
     bounded_scores: bool = True
     """False: a score may be any finite number (e.g. a case file's, whose python assertion may give 5)."""
+    spans: bool = False
+    """True: each sample's asking is recorded as OpenTelemetry spans (pydantic-ai's instrumentation, in memory) and
+    the scorer is given them (a parameter `spans`: the SDK's finished spans, None when they could not be recorded)."""
     functions: Functions | None = None
     """For tasks whose answer is the calls a model makes among functions offered per case: `functions(case)` gives
     the case's function definitions (name, description, JSON schema of the parameters). In tool mode they are the
@@ -277,13 +280,16 @@ class Task(Generic[OutputT]):
         """An output as JSON-compatible data (what a record stores)."""
         return to_jsonable_python(output)
 
-    async def grade(self, case: Case, output: OutputT, seconds: float | None = None) -> Score:
-        """Run the scorer (given `seconds` when it takes a parameter of that name); a value outside [0, 1], details
-        that are not JSON or a scorer that raises is the task's bug, said in one line, unless it raises
-        `CaseScoringError` (that case's error). The details come back as the record stores them."""
+    async def grade(
+        self, case: Case, output: OutputT, seconds: float | None = None, spans: Sequence[Any] | None = None
+    ) -> Score:
+        """Run the scorer (given `seconds` and `spans` when it takes parameters of those names); a value outside
+        [0, 1], details that are not JSON or a scorer that raises is the task's bug, said in one line, unless it
+        raises `CaseScoringError` (that case's error). The details come back as the record stores them."""
         try:
-            scorer: Any = self.score  # `Scorer` declares two parameters; one taking `seconds` is given them too
-            verdict = scorer(case, output, seconds=seconds) if _takes_seconds(scorer) else scorer(case, output)
+            given = {"seconds": seconds, "spans": spans}
+            scorer: Any = self.score  # `Scorer` declares two parameters; one taking these is given them too
+            verdict = scorer(case, output, **{name: value for name, value in given.items() if _takes(scorer, name)})
             if inspect.isawaitable(verdict):
                 verdict = await verdict
         except CaseScoringError:
@@ -299,10 +305,10 @@ class Task(Generic[OutputT]):
         return replace(result, value=value, details=_json_details(result.details, self.name, case.id))
 
 
-def _takes_seconds(scorer: Callable[..., Any]) -> bool:
-    """Whether a scorer takes the sample's seconds (a parameter named `seconds` that a keyword can set)."""
+def _takes(scorer: Callable[..., Any], name: str) -> bool:
+    """Whether a scorer takes a parameter `name` (the sample's `seconds`, its `spans`) that a keyword can set."""
     try:
-        found = inspect.signature(scorer).parameters.get("seconds")
+        found = inspect.signature(scorer).parameters.get(name)
     except (TypeError, ValueError):  # a builtin without a signature
         return False
     return found is not None and found.kind in (found.POSITIONAL_OR_KEYWORD, found.KEYWORD_ONLY)

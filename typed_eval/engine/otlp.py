@@ -142,7 +142,7 @@ class OtlpTraces(Traces):
     """Spans made with the run's own tracer provider; `run_span` is the run's (None in a worker process)."""
 
     def __init__(self, provider: TracerProvider, content: bool, run_span: Span | None) -> None:
-        self._tracer = provider.get_tracer(SCOPE)
+        self._provider, self._tracer = provider, provider.get_tracer(SCOPE)
         self._content, self._run_span = content, run_span
         self._instrumentation = InstrumentationSettings(
             tracer_provider=provider,
@@ -158,6 +158,10 @@ class OtlpTraces(Traces):
         carrier: dict[str, str] = {}
         TraceContextTextMapPropagator().inject(carrier, trace.set_span_in_context(self._run_span))
         return carrier.get("traceparent")
+
+    @property
+    def provider(self) -> TracerProvider:
+        return self._provider
 
     def instrumented(self, model: Model) -> Model:
         return InstrumentedModel(model, self._instrumentation)

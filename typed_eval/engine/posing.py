@@ -51,6 +51,7 @@ from typed_eval.core.secrets import Redactor, redacted_record
 from typed_eval.core.settings import user_prices
 from typed_eval.core.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
 from typed_eval.engine.first_request import DirectRequests, Replaying, RetriesRanOut, text_ending
+from typed_eval.engine.recording import SpanRecording, span_recording
 from typed_eval.engine.traces import NO_TRACES, Traces
 from typed_eval.providers.batches import Batching, without_pending
 from typed_eval.providers.flow import Pacer
@@ -140,11 +141,13 @@ class Poser:
         batching: Batching | None = None,
         halt: Halt | None = None,
         traces: Traces = NO_TRACES,
+        recording: SpanRecording | None = None,
     ) -> None:
         self.task = task
         self.traces = traces
         self.grader = grader or task
-        self.model = model
+        self.recording = recording if recording is not None else span_recording(self.grader, traces)
+        self.model = model = self.recording.instrumented(model)
         self.settings = settings
         self._posers: dict[tuple[int, AnswerMode], tuple[Task[Any], Poser]] = {}
         self.redact = redact
@@ -257,6 +260,7 @@ class Poser:
                 batching=self.batching,
                 halt=self.halt,
                 traces=self.traces,
+                recording=self.recording,
             )
             self._posers[key] = (task, poser)  # the task is kept so its id is not reused
         return self._posers[key][1]
@@ -395,7 +399,8 @@ class Poser:
         traffic = SampleTraffic(self.traffic, self.pacer, f"{case.id}\x00{repeat}", self.redact)
         counting = current_traffic.set(traffic)
         turns = _Turns(self, case, repeat)
-        with self.traces.execute(self.task.name):  # the asking, not the grading, as pydantic_evals' task span
+        recording = self.recording.sample()  # the spans of the asking: pydantic_evals' `context_subtree` of its task
+        with self.traces.execute(self.task.name), recording as spans:  # the asking, not the grading, as the task span
             try:
                 if self.task.session is None:
                     value = await self._ask(case, repeat, self.task.question(case, self.mode), turns)
@@ -427,7 +432,7 @@ class Poser:
                     relaxed = await self.grader.grade(case, relaxed_output)
         else:
             try:
-                verdict = await self.grader.grade(case, value, latency)
+                verdict = await self.grader.grade(case, value, latency, spans)
                 status = "correct" if verdict.value == 1.0 else "incorrect" if verdict.value == 0.0 else "partial"
             except CaseScoringError as exc:  # this case's error (its output kept), not the run's
                 exception, status = exc, "error"

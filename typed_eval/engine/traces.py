@@ -38,6 +38,11 @@ class Traces:
         """The run span's W3C `traceparent`, for the worker processes posing parts of the run (None: no span)."""
         return None
 
+    @property
+    def provider(self) -> Any | None:
+        """The run's OpenTelemetry tracer provider (None: no spans are made)."""
+        return None
+
     def instrumented(self, model: Model) -> Model:
         """`model`, its requests traced (here: as it is)."""
         return model

@@ -1,5 +1,6 @@
 """A dataset's evaluators as the scorer, run as pydantic_evals runs them: an `EvaluatorContext` of the case (its
-inputs, metadata and expected output as the dataset gave them, the validated output, the sample's seconds), each
+inputs, metadata and expected output as the dataset gave them, the validated output, the sample's seconds, and the
+span tree of its asking with the metrics read from it when its spans were recorded: `Task.spans`), each
 evaluator (the case's own, then the dataset's) through pydantic_evals' `run_evaluator`, the results grouped into
 assertions, scores and labels by pydantic_evals' own grouping.
 
@@ -24,9 +25,24 @@ from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_evals import Case as EvalsCase
+from pydantic_evals._task_run import TaskRun, extract_span_tree_metrics
 from pydantic_evals.dataset import _group_evaluator_outputs_by_type
-from pydantic_evals.evaluators import EvaluationResult, Evaluator, EvaluatorContext, EvaluatorFailure, GEval, LLMJudge
+from pydantic_evals.evaluators import (
+    ArgumentCorrectness,
+    EvaluationResult,
+    Evaluator,
+    EvaluatorContext,
+    EvaluatorFailure,
+    GEval,
+    HasMatchingSpan,
+    LLMJudge,
+    MaxModelRequests,
+    MaxToolCalls,
+    ToolCorrectness,
+    TrajectoryMatch,
+)
 from pydantic_evals.evaluators._run_evaluator import run_evaluator
+from pydantic_evals.otel import SpanTree
 from pydantic_evals.otel._errors import SpanTreeRecordingError
 
 from typed_eval.core.attempts import sample_cost, sample_usage
@@ -36,12 +52,14 @@ from typed_eval.core.tasks import Score, Task
 from typed_eval.schemas import Case
 from typed_eval.suites.judge import Judge
 
-__all__ = ["NO_SPANS", "DatasetScorer"]
+__all__ = ["NO_SPANS", "SPAN_BASED", "DatasetScorer"]
 
 NO_SPANS = (
-    "typed-eval does not record a span tree for its evaluators: span-based evaluators (HasMatchingSpan, the "
-    "tool-call ones) find none, as pydantic_evals' do when no tracer is configured"
+    "no spans were recorded for this case: typed-eval records them when the dataset has a span-based evaluator "
+    "(HasMatchingSpan, the tool-call ones) or -S spans=true is given, with opentelemetry-sdk installed"
 )
+SPAN_BASED = (HasMatchingSpan, ToolCorrectness, TrajectoryMatch, ArgumentCorrectness, MaxToolCalls, MaxModelRequests)
+"""pydantic_evals' evaluators that read the case's span tree: a dataset with one has each sample's spans recorded."""
 _RESULTS = TypeAdapter(Mapping[str, EvaluationResult])
 JUDGED = (LLMJudge, GEval)
 
@@ -74,10 +92,17 @@ class DatasetScorer:
     headline: str | None = None
     timeout: float = 120.0
     judge: Judge | None = None
+    spans: bool = False
+    """Record each sample's spans even when no evaluator of the dataset is span-based (for the user's own)."""
 
     @property
     def needs_judge(self) -> bool:
         return any(isinstance(ev, JUDGED) for ev in self._all())
+
+    @property
+    def needs_spans(self) -> bool:
+        """Whether each sample's spans are recorded: a span-based evaluator is in the dataset, or they are asked for."""
+        return self.spans or any(isinstance(ev, SPAN_BASED) for ev in self._all())
 
     @property
     def test_verdict(self) -> Any:
@@ -90,8 +115,11 @@ class DatasetScorer:
     def _all(self) -> list[Evaluator[Any, Any, Any]]:
         return [ev for case in self.cases.values() for ev in case.evaluators] + list(self.evaluators)
 
-    async def __call__(self, case: Case, output: Any, seconds: float | None = None) -> Score:
+    async def __call__(
+        self, case: Case, output: Any, seconds: float | None = None, spans: Sequence[Any] | None = None
+    ) -> Score:
         source = self.cases[case.id]
+        tree, run = _span_tree(spans)
         context = EvaluatorContext[Any, Any, Any](
             name=source.name,  # None for an unnamed case, as pydantic_evals gives it
             inputs=source.inputs,
@@ -99,9 +127,9 @@ class DatasetScorer:
             expected_output=source.expected_output,
             output=output,
             duration=seconds or 0.0,
-            _span_tree=SpanTreeRecordingError(NO_SPANS),
-            attributes={},
-            metrics={},
+            _span_tree=tree,
+            attributes=run.attributes,
+            metrics=run.metrics,
         )
         recorded = _Recorded(self.judge.model) if self.judge is not None else None
         evaluators = [*source.evaluators, *self.evaluators]
@@ -171,6 +199,19 @@ class DatasetScorer:
         if evaluator is given:
             return outcome
         return [replace(result, source=given.as_spec()) for result in outcome]
+
+
+def _span_tree(spans: Sequence[Any] | None) -> tuple[SpanTree | SpanTreeRecordingError, TaskRun]:
+    """The sample's span tree as pydantic_evals builds a task's (its spans, those whose parent is not among them the
+    roots), and the metrics it reads from it (`requests`, tokens, `cost`), or the error its evaluators are given when
+    no spans were recorded (then no metrics, as pydantic_evals has none without a tree)."""
+    run = TaskRun()
+    if spans is None:
+        return SpanTreeRecordingError(NO_SPANS), run
+    tree = SpanTree()
+    tree.add_readable_spans(list(spans))
+    extract_span_tree_metrics(run, tree)
+    return tree, run
 
 
 def _on_thread(

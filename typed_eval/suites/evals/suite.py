@@ -47,6 +47,11 @@ class DatasetParams(BaseModel):
     )
     score: str | None = Field(None, description="the score that heads the run (default: the mean of the assertions)")
     evaluator_timeout: float = Field(120.0, gt=0, description="seconds an evaluator may take before its case errs")
+    spans: bool = Field(
+        False,
+        description="record each sample's spans for your evaluators' ctx.span_tree and ctx.metrics (they are "
+        "recorded anyway when the dataset has a span-based evaluator)",
+    )
 
 
 def _build(params: DatasetParams) -> tuple[Task[Any], Dataset]:
@@ -79,6 +84,7 @@ def _build(params: DatasetParams) -> tuple[Task[Any], Dataset]:
         evaluators=list(dataset.evaluators),
         headline=params.score,
         timeout=params.evaluator_timeout,
+        spans=params.spans,
     )
     example = next((case.expected for case in cases if case.expected is not None), None)  # what `test` answers
     task: Task[Any] = Task(
@@ -90,6 +96,7 @@ def _build(params: DatasetParams) -> tuple[Task[Any], Dataset]:
         else None,
         example=example,
         bounded_scores=params.score is None,
+        spans=scorer.needs_spans,
     )
     return task, dataset_from_cases(cases, suite=SUITE, source="file", path=params.path)
 
