@@ -62,8 +62,8 @@ def sent_schema(schema: dict[str, Any] | bool, max_nodes: int = MAX_NODES) -> Se
     """`schema` with every local `$ref` replaced by what it names (its sibling keywords kept over it), recursion cut
     to `{}`, and so is any `$ref` met once `max_nodes` nodes are written out (a schema whose definitions use each
     other many times over grows exponentially); the root's definitions, `$schema` and `$id` left out; SchemaProblem
-    for a reference that is not local. What holds no `$ref` is `schema`'s own, not copied (0.28 ms a schema over
-    JSONSchemaBench instead of 0.43)."""
+    for a reference that is not local. What holds no `$ref` is `schema`'s own, not copied (a third less time over
+    JSONSchemaBench)."""
     if isinstance(schema, bool):
         return Sent(schema, [])
     notes: list[str] = []
