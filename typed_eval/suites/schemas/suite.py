@@ -10,14 +10,13 @@ declared coverage, empirical coverage and compliance per set.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic_ai import Agent
-from pydantic_ai.models.test import TestModel
 
 from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.errors import InputError
@@ -39,6 +38,8 @@ __all__ = ["SCHEMAS", "SchemaTasks", "SchemasParams"]
 SUITE = "schemas"
 NOTES = "posed_as"
 """Metadata key of what had to change in the schema to pose it (a wrapped root, a recursion cut)."""
+TASKS_KEPT = 256
+"""Cases' tasks kept, the least recently used dropped: each holds its schema as posed (up to ~0.7 MB)."""
 WRAPPED = 'the root is not an object: posed as {"response": <schema>} and unwrapped (structured modes)'
 
 
@@ -78,14 +79,15 @@ def _problem_task(reason: str) -> Task[Any]:
 
 @dataclass
 class SchemaTasks:
-    """The task posing each case with its own schema as the output type, made on first use and kept (the engine
-    makes one agent per task), and the scorer checking an instance against the original schema."""
+    """The task posing each case with its own schema as the output type, made on first use and kept while recently
+    used (the engine makes one agent per task and keeps as many), and the scorer checking an instance against the
+    original schema."""
 
     shots: Shots
     count: int = MAX_SHOTS
     system: str = SYSTEM
     validators: Validators = field(default_factory=Validators)
-    _tasks: dict[tuple[str, AnswerMode], Task[Any]] = field(default_factory=dict)
+    _tasks: OrderedDict[tuple[str, AnswerMode], Task[Any]] = field(default_factory=OrderedDict)
 
     def messages(self, case: Case, mode: AnswerMode) -> list[dict[str, Any]]:
         return request_messages(case.prompt, self.shots.get(case.group or "", [])[: self.count], self.system)
@@ -99,9 +101,11 @@ class SchemaTasks:
 
     def task_for(self, case: Case, mode: AnswerMode) -> Task[Any]:
         key = (case.id, mode)
-        if key not in self._tasks:
-            self._tasks[key] = self._make(case, mode)
-        return self._tasks[key]
+        task = self._tasks.pop(key, None) or self._make(case, mode)
+        self._tasks[key] = task  # last: the most recently used
+        if len(self._tasks) > TASKS_KEPT:
+            self._tasks.popitem(last=False)
+        return task
 
     def _make(self, case: Case, mode: AnswerMode) -> Task[Any]:
         try:
@@ -109,18 +113,12 @@ class SchemaTasks:
         except SchemaProblem as exc:
             return _problem_task(str(exc))
         validator = self.validators.for_text(case.prompt)
-        task: Task[Any] = Task(
+        return Task(  # a schema pydantic-ai cannot take is this case's error, when the engine makes its agent
             name=SUITE,
             output_type=schema_output(sent, lambda value: problems(validator, value), wrap=not is_text_mode(mode)),
             score=self.score,
             messages=self.messages,
         )
-        if not is_text_mode(mode):
-            try:  # pydantic-ai reads the output type when an agent is made: a schema it cannot take is this case's
-                Agent(TestModel(), output_type=task.output_spec(mode))
-            except Exception as exc:
-                return _problem_task(f"pydantic-ai cannot pose this schema: {type(exc).__name__}: {exc}")
-        return task
 
     def score(self, case: Case, output: Any) -> Score:
         """1 for an instance valid against the original schema, else 0 with the validator's messages (a check out of
