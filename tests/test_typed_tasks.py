@@ -24,6 +24,7 @@ import evaluator
 from evaluator import Case, EvaluationResult, Score, Task
 from tests.conftest import without_usage
 from tests.fake_openai import FakeOpenAI, Fault, completion, tool_call
+from typed_eval.core.errors import CaseScoringError
 from typed_eval.core.tasks import TextReader
 from typed_eval.schemas import Attempt, Quiz
 from typed_eval.suites.multiple_choice import multiple_choice_task
@@ -366,6 +367,16 @@ def test_text_reader_kind_feedback_and_relaxed_reading() -> None:
     assert (result.scores.score, result.scores.missing, result.scores.correct) == (0.0, 1, 0)
     compliance = result.scores.compliance
     assert (compliance.relaxed_recoverable, compliance.relaxed_recoverable_correct) == (1, 1)
+
+
+def test_a_relaxed_reading_whose_scorer_fails_its_case_leaves_the_case_missing_and_unscored() -> None:
+    def refuse(case: Case, output: Any) -> float:
+        raise CaseScoringError("the scorer cannot grade this case")
+
+    reader = TextReader(read=read_count, feedback="Say N=<number>.", invalid_kind="no_tag", relaxed=any_number)
+    task = Task(name="count", output_type=Count, score=refuse, reader=reader)
+    record = evaluate(task, [case(expected=3)], one([say("I think 3")]), mode="text", retries=0).records[0]
+    assert (record.status, record.error, record.relaxed_output, record.relaxed_score) == ("missing", None, None, None)
 
 
 def test_text_mode_without_a_reader_parses_json_fenced_or_not() -> None:

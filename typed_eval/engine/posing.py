@@ -4,6 +4,7 @@ read, priced and graded, and the sample's record made."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import time
@@ -449,7 +450,8 @@ class Poser:
             if is_text_mode(self.mode) and reader is not None and reader.relaxed is not None and attempts:
                 relaxed_output = reader.relaxed(attempts[-1].raw)
                 if relaxed_output is not None:
-                    relaxed = await self.grader.grade(case, relaxed_output)
+                    with contextlib.suppress(CaseScoringError):  # unscored, as the case's missing output is
+                        relaxed = await self.grader.grade(case, relaxed_output)
         else:
             try:
                 verdict = await self.grader.grade(case, value, latency, spans)
