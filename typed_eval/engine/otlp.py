@@ -67,6 +67,11 @@ class _Exporter(SpanExporter):
             if not self._quiet:
                 _log.warning("typed-eval: traces: the OTLP endpoint %s %s; spans are dropped", self._where, why)
 
+    @property
+    def failed(self) -> bool:
+        """An export failed: every span is dropped from now on, so nothing is left worth waiting for."""
+        return self._warned.is_set()
+
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self._warned.is_set():
             return SpanExportResult.FAILURE
@@ -246,7 +251,7 @@ def traced_run(
             with tracer.start_as_current_span("evaluate {name}", attributes=attributes) as span:
                 yield OtlpTraces(provider, content, span)
     finally:
-        if not _shut_down(provider, quiet, FLUSH_WAIT_S):
+        if not _shut_down(provider, quiet, 0.0 if exporter.failed else FLUSH_WAIT_S):
             exporter.warn_once(f"did not take the spans within {FLUSH_WAIT_S:g} s")
             exporter.abort()
 
