@@ -162,8 +162,8 @@ def _valid(call: ToolCallPart, tools: Collection[str]) -> bool:
 
 
 class Replaying(WrapperModel):
-    """A model whose first request is answered with a reply already received (`first_reply`), every later one by
-    the model it wraps: an agent run over it goes on from that reply as if it had asked for it."""
+    """A model whose first request is answered with a reply already received (`DirectRequests.reply`), every later
+    one by the model it wraps: an agent run over it goes on from that reply as if it had asked for it."""
 
     def __init__(self, wrapped: Model, reply: ModelResponse) -> None:
         super().__init__(wrapped)

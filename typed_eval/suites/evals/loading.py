@@ -22,26 +22,10 @@ from pydantic_evals import Dataset as EvalsDataset
 from pydantic_evals.evaluators import Evaluator
 
 from typed_eval.core.errors import InputError
+from typed_eval.core.named import import_named
 from typed_eval.schemas import Case
 
-__all__ = ["case_id", "evaluator_types", "import_named", "load_dataset", "output_type", "render_inputs", "to_case"]
-
-
-def import_named(spec: str, what: str) -> Any:
-    """The object `module:Name` names (importable as the program runs: PYTHONPATH), or one line saying why not."""
-    module_name, _, name = spec.partition(":")
-    if not module_name or not name:
-        raise InputError(f"{what} {spec!r}: name it as module:Name")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # an ImportError, or the module's own failure on import
-        raise InputError(f"{what} {spec!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
-    target: Any = module
-    for part in name.split("."):
-        if not hasattr(target, part):
-            raise InputError(f"{what} {spec!r}: {module_name!r} has no {name!r}")
-        target = getattr(target, part)
-    return target
+__all__ = ["case_id", "evaluator_types", "load_dataset", "output_type", "render_inputs", "to_case"]
 
 
 def output_type(spec: str | None, what: str = "output type", default: Any = str) -> Any:
@@ -49,7 +33,7 @@ def output_type(spec: str | None, what: str = "output type", default: Any = str)
     validates; `what` names it in an error (`inputs type`)."""
     if spec is None:
         return default
-    target = import_named(spec, what)
+    target = import_named(spec, f"{what} {spec!r}")
     try:
         TypeAdapter(target)
     except Exception as exc:
@@ -62,7 +46,7 @@ def evaluator_types(specs: Sequence[str]) -> list[type[Evaluator[Any, Any, Any]]
     found: list[type[Evaluator[Any, Any, Any]]] = []
     for spec in specs:
         if ":" in spec:
-            target = import_named(spec, "evaluator")
+            target = import_named(spec, f"evaluator {spec!r}")
             if not (inspect.isclass(target) and issubclass(target, Evaluator)):
                 raise InputError(f"evaluator {spec!r}: not a pydantic_evals Evaluator class")
             found.append(target)

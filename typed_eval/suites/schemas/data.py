@@ -9,7 +9,6 @@ error and never the run's. A folder or file that cannot be read is the user's er
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any, NoReturn
 from pydantic import TypeAdapter
 
 from typed_eval.core.errors import InputError
+from typed_eval.core.named import import_named
 from typed_eval.schemas import Case
 
 __all__ = [
@@ -124,18 +124,7 @@ def load_sample() -> list[Case]:
 def load_model(spec: str) -> Case:
     """The JSON Schema of a pydantic model (or any type pydantic validates) named `module:Class`, importable as the
     program runs (PYTHONPATH)."""
-    module_name, _, name = spec.partition(":")
-    if not module_name or not name:
-        raise InputError(f"model={spec!r}: name a pydantic model as module:Class")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise InputError(f"model={spec!r}: cannot import {module_name!r}: {exc}") from None
-    target: Any = module
-    for part in name.split("."):
-        if not hasattr(target, part):
-            raise InputError(f"model={spec!r}: {module_name!r} has no {name!r}")
-        target = getattr(target, part)
+    target = import_named(spec, f"model={spec!r}", "name a pydantic model as module:Class")
     try:
         schema = TypeAdapter(target).json_schema()
     except Exception as exc:  # not a type pydantic can make a JSON Schema of

@@ -17,13 +17,13 @@ from pathlib import Path
 from typed_eval.core.errors import InputError
 from typed_eval.schemas import Case
 from typed_eval.suites.schemas.data import MAX_BYTES, file_case
+from typed_eval.suites.schemas.hub import INSTALL_HINT
 
 __all__ = ["DISTRIBUTION", "GROUP", "StoreSchemas", "load_schemastore", "vendored_folder"]
 
 DISTRIBUTION = "check-jsonschema"
 GROUP = "schemastore"
 VENDORED = ("check_jsonschema", "builtin_schemas", "vendor")
-INSTALL_HINT = "pip install -e '.[schemas]'"
 
 
 @dataclass(frozen=True)
