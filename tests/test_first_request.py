@@ -9,12 +9,15 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from pydantic_ai import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic import BaseModel, ValidationInfo, field_validator
+from pydantic_ai import ModelMessage, ModelResponse, TextPart, ThinkingPart, ToolCallPart
 from pydantic_ai.messages import FinishReason
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.profiles import ModelProfile
 from pydantic_ai.settings import ModelSettings
+from pydantic_core import to_jsonable_python
 
 from evaluator import Case
 from tests.test_function_calls import ADD, MUL, TASK, called, conversation, make_case
@@ -33,8 +36,10 @@ class Seen(WrapperModel):
 
     def __init__(self, replies: list[ModelResponse]) -> None:
         self.replies = list(replies)
-        super().__init__(FunctionModel(self._respond))
+        super().__init__(FunctionModel(self._respond, profile=ModelProfile(supports_json_schema_output=True)))
         self.asked: list[Asked] = []
+        self.instructed: list[list[str | None]] = []
+        """The instructions each message of each request carries."""
 
     def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return self.replies.pop(0)
@@ -47,6 +52,7 @@ class Seen(WrapperModel):
             for m in messages
             for p in m.parts
         ]
+        self.instructed.append([getattr(m, "instructions", None) for m in messages])
         self.asked.append((parts, settings, parameters))
         return await super().request(messages, settings, parameters)
 
@@ -146,6 +152,7 @@ def test_asked_directly_the_model_is_sent_and_the_record_is_what_an_agent_run_se
     assert stored(direct_outcome.record) == stored(agent_outcome.record)
     assert repr(direct_outcome.exception) == repr(agent_outcome.exception)
     assert directly.replies == by_agent.replies  # no reply asked twice, none left out
+    assert directly.instructed == by_agent.instructed
 
 
 @pytest.mark.parametrize("retries", [0, 2])
@@ -216,7 +223,7 @@ def test_a_reply_ends_the_run_asked_directly_only_when_the_agent_would_end_it_al
     text, empty = ended["text"], ended["empty"]
     assert text is not None and text[1] == "No function fits."
     assert empty is not None and empty[1] == "\u2063empty reply\u2063"
-    assert [type(p).__name__ for p in empty[0].parts] == ["TextPart"]  # as EmptyReplyAsText leaves it
+    assert [[type(p).__name__ for p in m.parts] for m in empty[0]] == [["TextPart"]]  # as EmptyReplyAsText leaves it
 
 
 def test_replies_are_priced_as_pydantic_ai_prices_them_and_a_model_genai_prices_does_not_know_is_looked_up_once() -> (
@@ -224,7 +231,7 @@ def test_replies_are_priced_as_pydantic_ai_prices_them_and_a_model_genai_prices_
 ):
     from pydantic_ai.usage import RequestUsage
 
-    from typed_eval.engine.first_request import DirectRequests
+    from typed_eval.engine.first_request import DirectRequests, plain_parameters
 
     def answer(model_name: str) -> ModelResponse:
         usage = RequestUsage(input_tokens=1_000_000, output_tokens=1_000_000)
@@ -242,6 +249,179 @@ def test_replies_are_priced_as_pydantic_ai_prices_them_and_a_model_genai_prices_
 
     replies = [answer("gpt-4o-2024-08-06"), answer("gpt-4o-2024-08-06"), answer("mock-fc"), answer("mock-fc")]
     requests = DirectRequests(Answering(replies))
-    priced = [asyncio.run(requests.reply([], None, [])) for _ in range(4)]
+    priced = [asyncio.run(requests.reply([], None, plain_parameters())) for _ in range(4)]
     assert [reply.usage.cost for reply in priced] == [Decimal("12.5"), Decimal("12.5"), None, None]
     assert requests.unpriced == {("mock-fc", "openai", None)}
+
+
+class Point(BaseModel):
+    x: int
+    y: int = 0
+
+    @field_validator("x")
+    @classmethod
+    def within(cls, x: int, info: ValidationInfo) -> int:
+        if isinstance(info.context, int) and x > info.context:
+            raise ValueError(f"at most {info.context}")
+        return x
+
+
+def as_expected(case: Case, output: Any) -> float:
+    return 1.0 if to_jsonable_python(output) == case.expected else 0.0
+
+
+def structured_task(output_type: Any) -> Task[Any]:
+    return Task(
+        name="shape",
+        output_type=output_type,
+        score=as_expected,
+        messages=conversation,
+        validation_context=lambda case: 9,
+    )
+
+
+def out(args: Any, call_id: str = "a", name: str = "final_result") -> ToolCallPart:
+    return call(name, args, call_id)
+
+
+VALID = reply(out('{"x": 1}'))
+TOOL_REPLIES: dict[str, list[ModelResponse]] = {
+    "valid": [VALID],
+    "invalid": [reply(out('{"x": "a"}')), VALID],
+    "out of context": [reply(out('{"x": 99}')), VALID],
+    "not JSON": [reply(out("{x")), VALID],
+    "text and call": [reply(TextPart("Here:"), out('{"x": 2}'))],
+    "thinking": [reply(ThinkingPart("so"), out('{"x": 3}'))],
+    "unknown tool": [reply(out("{}", name="other")), VALID],
+    "two calls": [reply(out('{"x": 1}'), out('{"x": 2}', "b"))],
+    "text": [reply(TextPart('{"x": 1}')), VALID],
+    "empty": [reply(), VALID],
+    "decoded arguments": [reply(out({"x": 4}))],
+    "no id": [reply(out('{"x": 5}', ""))],
+    "cut off": [reply(out('{"x": 1'), finish="length"), VALID],
+}
+TEXT_OUTPUT = reply(TextPart('{"x": 1}'))
+OBJECT_REPLIES: dict[str, list[ModelResponse]] = {
+    "valid": [TEXT_OUTPUT],
+    "fenced": [reply(TextPart('```json\n{"x": 2}\n```'))],
+    "invalid": [reply(TextPart('{"x": "a"}')), TEXT_OUTPUT],
+    "out of context": [reply(TextPart('{"x": 99}')), TEXT_OUTPUT],
+    "two texts": [reply(TextPart('{"x": '), TextPart("3}"))],
+    "thinking": [reply(ThinkingPart("so"), TextPart('{"x": 4}'))],
+    "empty text": [reply(TextPart("")), TEXT_OUTPUT],
+    "a call": [reply(out('{"x": 1}')), TEXT_OUTPUT],
+    "cut off": [reply(TextPart('{"x": 1'), finish="length"), TEXT_OUTPUT],
+}
+LIST_REPLIES: dict[str, list[ModelResponse]] = {
+    "listed": [reply(out('{"response": [1, 2]}'))],
+    "not listed": [reply(out("[1, 2]")), reply(out('{"response": []}'))],
+}
+
+
+def both_ways(
+    case: Case, replies: list[ModelResponse], retries: int, task: Task[Any], mode: AnswerMode
+) -> tuple[Seen, Any]:
+    """The case posed by an agent run and directly: the same requests, record and exception; the direct outcome."""
+    by_agent, agent_outcome = posed(False, case, replies, retries, 3, task, mode)
+    directly, direct_outcome = posed(True, case, replies, retries, 3, task, mode)
+    assert [asked[:2] for asked in directly.asked] == [asked[:2] for asked in by_agent.asked]
+    assert [asked[2] for asked in directly.asked] == [asked[2] for asked in by_agent.asked]
+    assert stored(direct_outcome.record) == stored(agent_outcome.record)
+    assert repr(direct_outcome.exception) == repr(agent_outcome.exception)
+    assert directly.replies == by_agent.replies
+    assert directly.instructed == by_agent.instructed
+    return directly, direct_outcome
+
+
+@pytest.mark.parametrize("retries", [0, 2])
+@pytest.mark.parametrize(
+    ("mode", "name"),
+    [("tool", name) for name in TOOL_REPLIES]
+    + [(mode, name) for mode in ("native", "prompted") for name in OBJECT_REPLIES],
+)
+def test_in_the_structured_modes_what_is_asked_directly_and_recorded_is_what_an_agent_run_asks_and_records(
+    mode: AnswerMode, name: str, retries: int
+) -> None:
+    replies = TOOL_REPLIES[name] if mode == "tool" else OBJECT_REPLIES[name]
+    both_ways(make_case(name, [], {"x": 1, "y": 0}, system="Be brief."), replies, retries, structured_task(Point), mode)
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+@pytest.mark.parametrize("name", list(LIST_REPLIES))
+def test_an_output_that_is_not_an_object_is_read_from_the_key_pydantic_ai_wraps_it_in(name: str, retries: int) -> None:
+    both_ways(make_case(name, [], [1, 2]), LIST_REPLIES[name], retries, structured_task(list[int]), "tool")
+
+
+def test_a_valid_structured_output_ends_the_run_asked_directly_and_an_invalid_one_goes_on_in_the_agent() -> None:
+    seen, outcome = both_ways(
+        make_case("p", [], {"x": 2, "y": 0}), TOOL_REPLIES["text and call"], 0, structured_task(Point), "tool"
+    )
+    ((_, _, parameters),) = seen.asked
+    assert (parameters.output_mode, [t.name for t in parameters.output_tools], parameters.allow_text_output) == (
+        "tool",
+        ["final_result"],
+        False,
+    )
+    assert (outcome.record.status, outcome.record.output) == ("correct", {"x": 2, "y": 0})
+    seen, outcome = both_ways(
+        make_case("p", [], {"x": 1, "y": 0}), TOOL_REPLIES["out of context"], 1, structured_task(Point), "tool"
+    )
+    assert (outcome.record.status, outcome.record.corrective_retries, len(seen.asked)) == ("correct", 1, 2)
+    assert "at most 9" in str(outcome.record.attempts[0].feedback)
+
+
+def test_a_structured_output_pydantic_ai_reads_otherwise_is_left_to_the_agent() -> None:
+    from pydantic_ai import NativeOutput, ToolOutput
+
+    from typed_eval.engine.first_request import StructuredOutput
+
+    def made(output_type: Any) -> StructuredOutput | None:
+        return StructuredOutput.of(output_type)
+
+    assert made(ToolOutput(Point)) is not None and made(NativeOutput(Point)) is not None
+    assert made([ToolOutput(Point), ToolOutput(list[int])]) is None  # a choice of two outputs
+    assert made(ToolOutput(lambda x: x + 1)) is None  # a function run on the output
+    assert made([ToolOutput(Point), str]) is None  # text allowed beside the tool
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "output"), [('{"x": 2}', "correct", {"x": 2, "y": 0}), ('{"x": 10}', "missing", None)]
+)
+def test_in_tool_mode_a_valid_output_or_with_no_retry_an_invalid_one_ends_the_case_with_no_agent_run(
+    args: str, status: str, output: Any
+) -> None:
+    model = Seen([reply(out(args))])
+    poser = Poser(
+        structured_task(Point),
+        model,
+        RunSettings(mode="tool", retries=0),
+        model_settings=ModelSettings(),
+        traffic=TrafficMeter(),
+        redact=Redactor(),
+        pacer=None,
+    )
+    outcome = asyncio.run(poser.pose(make_case("p", [], {"x": 2, "y": 0})))
+    assert poser._agent is None  # never made
+    assert (outcome.record.status, outcome.record.output, outcome.exception) == (status, output, None)
+    valid = status == "correct"
+    assert [(a.valid, a.feedback) for a in outcome.record.attempts] == [
+        (valid, None if valid else "x: Value error, at most 9")
+    ]
+
+
+@pytest.mark.parametrize("name", ["calls", "text", "not JSON"])
+def test_a_task_s_own_instructions_are_sent_directly_as_the_agent_sends_them(name: str) -> None:
+    from dataclasses import replace
+
+    task = replace(TASK, instructions="Call at most what is needed.")
+    seen, _ = both_ways(make_case(name, [ADD, MUL], None), REPLIES[name], 1, task, "tool")
+    assert seen.instructed[0] == ["Call at most what is needed."]
+    assert [p.content for p in seen.asked[0][2].instruction_parts or []] == ["Call at most what is needed."]
+    seen, _ = both_ways(
+        make_case(name, [], None),
+        TEXT_REPLIES["readable"],
+        1,
+        replace(text_task(True), instructions="Begin with 'answer'."),
+        "text",
+    )
+    assert seen.instructed[0] == ["Begin with 'answer'."]

@@ -42,6 +42,9 @@ def exploding(levels: int) -> dict[str, Any]:
     return {"$defs": defs, "$ref": f"#/$defs/d{levels}"}
 
 
+META = "https://json-schema.org/draft/{}/schema"
+
+
 def test_formats_are_checked_with_the_format_extras() -> None:
     validators = Validators()
     checks = {
@@ -55,6 +58,26 @@ def test_formats_are_checked_with_the_format_extras() -> None:
     for name, (good, bad) in checks.items():
         validator = validators.get({"type": "string", "format": name})
         assert (problems(validator, good), problems(validator, bad)) == ([], [f"(root): {bad!r} is not a {name!r}"])
+
+
+@pytest.mark.parametrize("draft", ["draft-07", "2019-09", "2020-12"])
+def test_iris_are_checked_from_draft_7_on_as_rfc_3987_writes_them(draft: str) -> None:
+    validators = Validators()
+    dialect = f"http://json-schema.org/{draft}/schema#" if draft == "draft-07" else META.format(draft)
+    checks = {
+        "iri": ("https://example.com/\u00e4pfel?q=\u00fc#f", ["/relative/path", "https://exa mple.com/"]),
+        "iri-reference": ("../\u00e4pfel#f", ["https://exa mple.com/", "\\\\host"]),
+    }
+    for name, (good, bad) in checks.items():
+        validator = validators.get({"$schema": dialect, "format": name})
+        assert problems(validator, good) == []
+        assert [problems(validator, b) for b in bad] == [[f"(root): {b!r} is not a {name!r}"] for b in bad]
+        assert problems(validator, 7) == []  # a format says nothing of a value that is not a string
+
+
+def test_before_draft_7_an_iri_format_is_an_annotation_only() -> None:
+    validator = Validators().get({"$schema": "http://json-schema.org/draft-04/schema#", "format": "iri"})
+    assert problems(validator, "not an iri") == []
 
 
 def test_a_pattern_that_backtracks_without_end_is_time_boxed_and_the_case_s_error() -> None:

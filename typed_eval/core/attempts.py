@@ -37,6 +37,7 @@ __all__ = [
     "Verdicts",
     "added_cost",
     "added_usage",
+    "priced_attempts",
     "read_attempts",
     "sample_cost",
     "sample_usage",
@@ -346,6 +347,21 @@ def sample_cost(messages: Sequence[ModelMessage], usage: TokenUsage, *, local: b
     if local:
         return Cost(usd=0.0, source="local")
     return Cost(usd=None, source="unknown")
+
+
+def priced_attempts(
+    attempts: list[Attempt], messages: Sequence[ModelMessage], *, local: bool, prices: UserPrices | None
+) -> list[Attempt]:
+    """Each attempt with its own request's tokens and cost: a corrective retry resends the conversation so far, so it
+    costs more than the first request, and what the retries cost is read from these."""
+    responses = [m for m in messages if isinstance(m, ModelResponse)]
+    priced: list[Attempt] = []
+    for attempt, response in zip(attempts, responses, strict=True):
+        usage = sample_usage([response])
+        cost = sample_cost([response], usage, local=local, prices=prices)
+        update = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "cost_usd": cost.usd}
+        priced.append(attempt.model_copy(update=update))
+    return priced
 
 
 def _sum(a: int | None, b: int | None) -> int | None:

@@ -2,45 +2,81 @@
 
 An agent run costs several times the request it sends (its graph, capabilities, tool manager and task groups), and
 most replies end the run with no other request: in function calling, text or calls that are all valid; in the text
-modes, a reply the task's reader can read (or any, with no retries). So the case's conversation is sent as the agent
-sends it (the same messages, settings and tools), and the reply read as the agent would end the run with it. A reply
-the agent would do more with (an invalid call, one to ask again for or failing the run; a finish or a part it
-treats otherwise) is handed to an agent run that takes it as the answer to its first request (`Replaying`), so the
-run goes on exactly as before and nothing is asked twice.
+modes, a reply the task's reader can read (or any, with no retries); in the structured modes, an output valid as
+pydantic-ai validates it (or, in tool mode, any with no retries). So the case's conversation is sent as the agent
+sends it (the same messages, settings, tools and output parameters), and the reply read as the agent would end the
+run with it. A reply the agent would do more with (an invalid call or output, one to ask again for or failing the
+run; a finish or a part it treats otherwise) is handed to an agent run that takes it as the answer to its first
+request (`Replaying`), so the run goes on exactly as before and nothing is asked twice.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pydantic_ai import DeferredToolRequests, ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai import (
+    DeferredToolRequests,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
 from pydantic_ai._genai_prices import calculate_price_for_usage, fill_response_cost
+from pydantic_ai._output import ObjectOutputProcessor, OutputSchema, StructuredTextOutputSchema
 from pydantic_ai.direct import model_request
+from pydantic_ai.messages import AgentInstructionSource, InstructionId, InstructionPart
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.output import OutputSpec
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 from pydantic_core import ValidationError
 
 from typed_eval.core.calls import ARGUMENTS_OBJECT, CASE_FUNCTIONS, at_most_calls, tool_definitions
-from typed_eval.core.tasks import TextReply, empty_reply_as_text
+from typed_eval.core.tasks import Task, TextReply, empty_reply_as_text
+from typed_eval.schemas import Case
 
-__all__ = ["DirectRequests", "Replaying", "RetriesRanOut", "case_tools", "ending", "text_ending"]
+__all__ = [
+    "DirectRequests",
+    "Replaying",
+    "RetriesRanOut",
+    "StructuredOutput",
+    "case_tools",
+    "ending",
+    "first_request",
+    "plain_parameters",
+    "text_ending",
+]
 
 _ENDING_FINISHES = (None, "stop", "tool_call")
 """The finishes of a reply the agent reads as it reads any: another (a cut-off reply...) is left to the agent."""
 
 
+_OUTPUT_RETURNED = "Final result processed."
+"""What pydantic-ai answers the output tool's call that ends a run with."""
+
+
+@dataclass(frozen=True)
 class RetriesRanOut:
-    """The output of a run that ends failing: its reply has an invalid call, and no corrective retry is left (the
-    agent raises `UnexpectedModelBehavior`, the reply kept last in its messages)."""
+    """The output of a run that ends failing: its reply is invalid, and no corrective retry is left (the agent raises
+    `UnexpectedModelBehavior` with this message, from this cause, the reply kept last in its messages)."""
+
+    message: str
+    cause: BaseException | None = None
 
 
-Ended = tuple[ModelResponse, Any]
-"""How a run ends with a reply: the reply as the agent's capabilities leave it (the one its messages keep), and the
-run's output."""
+Ended = tuple[list[ModelMessage], Any]
+"""How a run ends with a reply: the messages it adds (the reply as the agent's capabilities leave it, and what the
+agent answers it with), and the run's output."""
+
+Read = Callable[[ModelResponse], Ended | None]
+"""How the agent would end its run with a reply to its first request, or None when it would do more with it."""
 
 
 @dataclass
@@ -56,26 +92,24 @@ class DirectRequests:
         self,
         history: list[ModelMessage],
         settings: ModelSettings | None,
-        functions: Sequence[Mapping[str, Any]] | None,
-        read: Callable[[ModelResponse], Ended | None],
-        retries: int,
+        parameters: ModelRequestParameters,
+        read: Read,
     ) -> tuple[list[ModelMessage], Any] | Replaying:
-        """The case's conversation asked, offering the case's `functions` when it is answered by calls (`ending`,
-        with the run's `retries`), else none (`read`: `text_ending`): the run's messages and output when the reply
-        ends it, else a model the agent run goes on from (its first request answered with that reply)."""
-        tools = case_tools(functions) if functions is not None else []
-        reply = await self.reply(history, settings, tools)
-        ended = ending(reply, {tool.name for tool in tools}, retries) if functions is not None else read(reply)
+        """The case's conversation asked with the agent's `parameters` and its reply `read` as the agent would read
+        it: the run's messages and output when the reply ends it, else a model the agent run goes on from (its first
+        request answered with that reply)."""
+        history = _instructed(history, parameters)
+        reply = await self.reply(history, settings, parameters)
+        ended = read(reply)
         if ended is None:
             return Replaying(self.model, reply)
-        return [*history, ended[0]], ended[1]
+        return [*history, *ended[0]], ended[1]
 
     async def reply(
-        self, history: Sequence[ModelMessage], settings: ModelSettings | None, tools: Sequence[ToolDefinition]
+        self, history: Sequence[ModelMessage], settings: ModelSettings | None, parameters: ModelRequestParameters
     ) -> ModelResponse:
-        """The reply to a conversation, asked as the agent asks it (`tools` its only tools, text allowed) and priced
-        as the agent prices it; `model.request`'s own errors are raised as they are."""
-        parameters = ModelRequestParameters(function_tools=list(tools), native_tools=[], output_tools=[])
+        """The reply to a conversation, asked as the agent asks it and priced as the agent prices it;
+        `model.request`'s own errors are raised as they are."""
         prepared = self.model.prepare_messages(list(history), parameters)
         response = await model_request(
             self.model, prepared, model_settings=settings, model_request_parameters=parameters
@@ -108,6 +142,51 @@ def _known(response: ModelResponse) -> bool:
     return True
 
 
+def first_request(
+    task: Task[Any],
+    case: Case,
+    functions: Sequence[Mapping[str, Any]] | None,
+    structured: StructuredOutput | None,
+    retries: int,
+    instructions: str | None,
+) -> tuple[ModelRequestParameters, Read]:
+    """What the agent's first request for this case offers (the case's `functions` when it is answered by calls;
+    the `structured` output in the structured modes; nothing else in the text modes) with the agent's `instructions`,
+    and how a reply to it would end the run with `retries` corrective retries."""
+    if functions is not None:
+        tools = case_tools(functions)
+        parameters = plain_parameters(tools)
+        read: Read = functools.partial(ending, tools={t.name for t in tools}, retries=retries)
+    elif structured is not None:
+        parameters = structured.parameters
+        read = functools.partial(structured.ending, context=task.context_for(case), retries=retries)
+    else:
+
+        def readable(text: str) -> TextReply | None:
+            reply, _ = task.read_reply(text, case)
+            return reply if reply.output is not None or not retries else None  # else it is asked again
+
+        parameters = plain_parameters()
+        read = functools.partial(text_ending, read=readable, empty_as_text=bool(task.empty_reply))
+    if instructions is not None:  # the agent's own, static: one part
+        part = InstructionPart(instructions, id=InstructionId(source=AgentInstructionSource()))
+        parameters = replace(parameters, instruction_parts=[part])
+    return parameters, read
+
+
+def _instructed(history: list[ModelMessage], parameters: ModelRequestParameters) -> list[ModelMessage]:
+    """The conversation as the agent sends it: its last request carrying the agent's instructions, if any."""
+    parts = parameters.instruction_parts
+    if not parts or not history or not isinstance(history[-1], ModelRequest):
+        return history
+    return [*history[:-1], replace(history[-1], instructions="\n\n".join(part.content for part in parts))]
+
+
+def plain_parameters(tools: Sequence[ToolDefinition] = ()) -> ModelRequestParameters:
+    """The parameters of a request offering `tools` alone, text allowed: function calling's, and the text modes'."""
+    return ModelRequestParameters(function_tools=list(tools), native_tools=[], output_tools=[])
+
+
 def case_tools(functions: Sequence[Mapping[str, Any]]) -> list[ToolDefinition]:
     """The tools of a request offering the case's functions, as the agent sends `CaseFunctions`' (one per name)."""
     tools = {tool.name: replace(tool, toolset_id=CASE_FUNCTIONS) for tool in tool_definitions(functions)}
@@ -126,14 +205,14 @@ def ending(reply: ModelResponse, tools: Collection[str], retries: int) -> Ended 
         return None
     calls = [part for part in read.parts if isinstance(part, ToolCallPart)]
     if not calls:
-        return read, "".join(part.content for part in read.parts if isinstance(part, TextPart))
+        return [read], "".join(part.content for part in read.parts if isinstance(part, TextPart))
     if len({call.tool_call_id for call in calls}) < len(calls):
         return None
     if not all(call.tool_call_id and isinstance(call.args, str) for call in calls):
         return None
     if all(_valid(call, tools) for call in calls):
-        return read, DeferredToolRequests(calls=calls)
-    return (read, RetriesRanOut()) if retries == 0 else None
+        return [read], DeferredToolRequests(calls=calls)
+    return ([read], RetriesRanOut("an invalid call in the first reply, and no retry")) if retries == 0 else None
 
 
 def text_ending(reply: ModelResponse, read: Callable[[str], TextReply | None], empty_as_text: bool) -> Ended | None:
@@ -146,7 +225,85 @@ def text_ending(reply: ModelResponse, read: Callable[[str], TextReply | None], e
     if any(type(part) is not TextPart for part in kept.parts) or not any(getattr(p, "content", "") for p in kept.parts):
         return None
     output = read("".join(part.content for part in kept.parts if isinstance(part, TextPart)))
-    return (kept, output) if output is not None else None
+    return ([kept], output) if output is not None else None
+
+
+@dataclass(frozen=True)
+class StructuredOutput:
+    """How the agent of a structured mode (tool, native or prompted output of one type) asks for its output and
+    reads it, taken from the output schema pydantic-ai makes for that agent: the request's parameters, and the
+    validation pydantic-ai runs on a reply."""
+
+    parameters: ModelRequestParameters
+    processor: ObjectOutputProcessor[Any]
+    tool: str | None
+    """The output tool's name, in tool mode."""
+
+    @classmethod
+    def of(cls, output: OutputSpec[Any]) -> StructuredOutput | None:
+        """None when the output is anything else (a union, a function, a choice...) or this pydantic-ai keeps it
+        otherwise: the agent then asks alone. pydantic-ai's refusal of the output is raised as an agent's would be."""
+        schema: Any = OutputSchema.build(output)  # as an agent of this output builds it
+        mode = getattr(schema, "mode", None)
+        tools: list[ToolDefinition] = []
+        if mode == "tool" and not schema.allows_text:
+            toolset, tools = schema.toolset, list(getattr(schema.toolset, "_tool_defs", None) or ())
+            stamped = getattr(toolset, "_explicit_id", None)  # as the agent's combined toolset stamps its tools
+            tools = [replace(t, toolset_id=t.toolset_id or stamped) for t in tools]
+            processors = getattr(toolset, "processors", None) or {}
+            processor = processors.get(tools[0].name) if len(tools) == 1 and len(processors) == 1 else None
+        elif mode in ("native", "prompted"):
+            processor = getattr(schema, "processor", None)
+        else:
+            return None
+        if type(processor) is not ObjectOutputProcessor or processor._function_schema is not None:
+            return None
+        if getattr(processor, "_choice_values", None) is not None:
+            return None
+        template = schema.template if isinstance(schema, StructuredTextOutputSchema) else None
+        parameters = ModelRequestParameters(
+            function_tools=[],
+            native_tools=[],
+            output_mode=mode,
+            output_tools=tools,
+            output_object=schema.object_def,
+            prompted_output_template=template,
+            allow_text_output=schema.allows_text,
+            allow_image_output=schema.allows_image,
+        )
+        return cls(parameters, processor, tools[0].name if tools else None)
+
+    def ending(self, reply: ModelResponse, context: Any, retries: int) -> Ended | None:
+        """How the agent ends its run when this reply answers its first request: its output validated as pydantic-ai
+        validates it (with the case's validation `context`), or in tool mode `RetriesRanOut` when it is invalid and
+        `retries` is 0; None when the agent would do more with it."""
+        if reply.state != "complete" or reply.finish_reason not in _ENDING_FINISHES:
+            return None
+        parts = [part for part in reply.parts if type(part) is not ThinkingPart]
+        if len(parts) != 1:
+            return None
+        (part,) = parts
+        call_id = ""
+        if self.tool is None:
+            if type(part) is not TextPart or not part.content:
+                return None
+            data = part.content
+        elif type(part) is ToolCallPart and part.tool_name == self.tool and isinstance(part.args, str):
+            data, call_id = part.args, part.tool_call_id
+        else:
+            return None
+        try:
+            value = self.processor.validate(data, validation_context=context)
+        except ValidationError as exc:
+            if retries or self.tool is None:  # asked again, or failed on a verdict the agent words itself
+                return None
+            return [reply], RetriesRanOut(f"Exceeded maximum output retries ({retries})", exc)
+        key = self.processor.outer_typed_dict_key
+        output = value[key] if key else value
+        if self.tool is None:
+            return [reply], output
+        returned = ToolReturnPart(self.tool, _OUTPUT_RETURNED, tool_call_id=call_id)
+        return [reply, ModelRequest(parts=[returned])], output
 
 
 def _valid(call: ToolCallPart, tools: Collection[str]) -> bool:

@@ -30,6 +30,7 @@ from typed_eval.core.attempts import (
     Verdicts,
     added_cost,
     added_usage,
+    priced_attempts,
     read_attempts,
     sample_cost,
     sample_usage,
@@ -50,7 +51,14 @@ from typed_eval.core.errors import CaseScoringError, EvaluatorError, failure_lin
 from typed_eval.core.secrets import Redactor, redacted_record
 from typed_eval.core.settings import user_prices
 from typed_eval.core.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
-from typed_eval.engine.first_request import DirectRequests, Replaying, RetriesRanOut, text_ending
+from typed_eval.engine.first_request import (
+    DirectRequests,
+    Replaying,
+    RetriesRanOut,
+    StructuredOutput,
+    first_request,
+    plain_parameters,
+)
 from typed_eval.engine.recording import SpanRecording, span_recording
 from typed_eval.engine.traces import NO_TRACES, Traces
 from typed_eval.providers.batches import Batching, without_pending
@@ -173,17 +181,13 @@ class Poser:
         capabilities: list[Any] = [batching.capability] if batching is not None else []
         self.calls = task.functions is not None and self.mode == "tool"
         """The answer is the calls the model makes among the case's functions (external tools, never run)."""
-        if (task.empty_reply and is_text_mode(self.mode)) or self.calls:
-            capabilities.append(EmptyReplyAsText())
-        if self.calls:
-            capabilities.append(AtMostCalls())
+        capabilities += [EmptyReplyAsText()] if (task.empty_reply and is_text_mode(self.mode)) or self.calls else []
+        capabilities += [AtMostCalls()] if self.calls else []
         toolsets = [CaseFunctions(task.functions, self.retries)] if self.calls and task.functions else None
-        instructions = task.instructions_for(self.mode)
-        self.direct = (self.calls or is_text_mode(self.mode)) and batching is None and not settings.system_prompt
-        self.direct = self.direct and instructions is None
-        """A case's conversation is asked first without an agent run (`first_request`): the agent adds nothing to it."""
+        self.instructions = instructions = task.instructions_for(self.mode)
         self.requests = DirectRequests(model)
-        self.agent: Agent[Case, Any] = Agent(
+        self._new_agent = functools.partial(
+            Agent[Case, Any],
             model,
             output_type=[output_spec, PendingModelResponse] if batching is not None else output_spec,
             capabilities=capabilities or None,
@@ -195,18 +199,18 @@ class Poser:
             retries=self.retries,
             validation_context=(lambda ctx: context(ctx.deps)) if context is not None else None,
         )
+        asked_alike = self.calls or is_text_mode(self.mode)
+        self.structured = None if asked_alike or batching is not None else StructuredOutput.of(output_spec)
+        self.direct = (asked_alike or self.structured is not None) and batching is None and not settings.system_prompt
+        """A case's conversation is asked first without an agent run (`first_request`): the agent adds nothing to it,
+        and is made only for a reply it would do more with."""
+        self._agent = None if self.direct else self._new_agent()  # pydantic-ai refuses an output type as it makes one
 
-    def _priced(self, attempts: list[Attempt], messages: Sequence[ModelMessage]) -> list[Attempt]:
-        """Each attempt with its own request's tokens and cost: a corrective retry resends the conversation so far,
-        so it costs more than the first request, and what the retries cost is read from these."""
-        responses = [m for m in messages if isinstance(m, ModelResponse)]
-        priced: list[Attempt] = []
-        for attempt, response in zip(attempts, responses, strict=True):
-            usage = sample_usage([response])
-            cost = sample_cost([response], usage, local=self.local, prices=self.prices)
-            update = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "cost_usd": cost.usd}
-            priced.append(attempt.model_copy(update=update))
-        return priced
+    @property
+    def agent(self) -> Agent[Case, Any]:
+        if self._agent is None:
+            self._agent = self._new_agent()
+        return self._agent
 
     def _verdicts(
         self, case: Case, accepted: bool, error: BaseException | None, functions: Sequence[Mapping[str, Any]] | None
@@ -226,15 +230,6 @@ class Poser:
             recheck=recheck if reader is None or not is_text_mode(self.mode) else None,
             offered=frozenset(str(doc.get("name")) for doc in functions) if functions is not None else None,
         )
-
-    def _ends(self, reply: ModelResponse, case: Case) -> tuple[ModelResponse, Any] | None:
-        """How a text mode's agent run ends with this reply to its first request, or None (it would do more)."""
-
-        def read(text: str) -> TextReply | None:
-            reply, _ = self.task.read_reply(text, case)
-            return reply if reply.output is not None or not self.retries else None  # else it is asked again
-
-        return text_ending(reply, read, bool(self.task.empty_reply))
 
     def _settings_for(self, repeat: int) -> ModelSettings | None:
         """Each repeat after the first samples from its own seed: the run's seed plus the repeat index, or the
@@ -316,14 +311,16 @@ class Poser:
                     model: Model | None = None  # the agent's own, or one replaying the reply asked directly
                     if direct and history:
                         direct, merged = False, merge_model_settings(self.model_settings or None, settings)
-                        ends = functools.partial(self._ends, case=case)
-                        replied = await self.requests.ask_first(history, merged, functions, ends, self.retries)
+                        parameters, read = first_request(
+                            self.task, case, functions, self.structured, self.retries, self.instructions
+                        )
+                        replied = await self.requests.ask_first(history, merged, parameters, read)
                         if isinstance(replied, Replaying):
                             model = replied
                         else:
                             messages, output = replied
                             if isinstance(output, RetriesRanOut):
-                                raise UnexpectedModelBehavior("an invalid call in the first reply, and no retry")
+                                raise UnexpectedModelBehavior(output.message) from output.cause
                     if messages is captured:
                         run = self.agent.run(
                             asked,
@@ -365,7 +362,9 @@ class Poser:
             a.model_copy(update={"raw": ""}) if a.raw == EMPTY_REPLY else a
             for a in read_attempts(messages, self._verdicts(case, value is not None, exception, functions))
         ]
-        attempts = await self._scored(case, self._priced(attempts, messages), turns)
+        attempts = await self._scored(
+            case, priced_attempts(attempts, messages, local=self.local, prices=self.prices), turns
+        )
         usage = sample_usage(messages)
         turns.add(attempts, usage, sample_cost(messages, usage, local=self.local, prices=self.prices))
         if isinstance(exception, UnexpectedModelBehavior) and len(attempts) > self.retries:
@@ -400,7 +399,8 @@ class Poser:
             if reason is not None:
                 raise SampleHalted(reason)
         settings = merge_model_settings(self.model_settings or None, self._settings_for(repeat))
-        response = await self.requests.reply(chat_history(messages), settings, tool_definitions(functions))
+        parameters = plain_parameters(tool_definitions(functions))
+        response = await self.requests.reply(chat_history(messages), settings, parameters)
         reply = reply_of(response)
         usage = sample_usage([response])
         cost = sample_cost([response], usage, local=self.local, prices=self.prices)

@@ -1,7 +1,8 @@
 """An instance's validity as JSONSchemaBench judges it: the `jsonschema` library's verdict against the original schema.
 
 The draft is the one the schema's `$schema` names (Draft 2020-12 when it names none, or one `jsonschema` does not
-know); formats are checked (with `jsonschema[format-nongpl]`'s checkers: date-time, uri, hostname, duration...); a
+know); formats are checked (with `jsonschema`'s checkers and the libraries of its `format-nongpl` extra: date-time, uri,
+hostname, duration..., `iri` and `iri-reference` with rfc3987-syntax2); a
 `$ref` is resolved within the schema only: a registry that refuses every retrieval means a remote reference is never
 fetched, and an instance whose check needs one is invalid, saying so. A schema is compiled once per `Validators`,
 however many replies it checks.
@@ -22,10 +23,11 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import unquote
 
 import regex
+import rfc3987_syntax2
 from jsonschema import (
     Draft3Validator,
     Draft4Validator,
@@ -33,6 +35,7 @@ from jsonschema import (
     Draft7Validator,
     Draft201909Validator,
     Draft202012Validator,
+    FormatChecker,
     SchemaError,
 )
 from jsonschema.exceptions import ValidationError, relevance
@@ -175,6 +178,28 @@ def _time_boxed(draft: type[Validator]) -> type[Validator]:
 _BOXED = {draft: _time_boxed(draft) for draft in _DRAFTS.values()}
 
 
+def _iri(term: Literal["iri", "iri_reference"]) -> Callable[[object], bool]:
+    def check(instance: object) -> bool:
+        return not isinstance(instance, str) or rfc3987_syntax2.is_valid_syntax(term, instance)
+
+    return check
+
+
+def _format_checker(draft: type[Validator]) -> FormatChecker:
+    """The draft's own format checker, `iri` and `iri-reference` checked from Draft 7 on by rfc3987-syntax2 (as
+    `jsonschema` checks them with rfc3987-syntax, which builds its grammar as it is imported: a second of every
+    start; rfc3987-syntax2 builds it on first use)."""
+    checker = FormatChecker(formats=())
+    checker.checkers = dict(draft.FORMAT_CHECKER.checkers)
+    if draft not in (Draft3Validator, Draft4Validator, Draft6Validator):
+        checker.checks("iri")(_iri("iri"))
+        checker.checks("iri-reference")(_iri("iri_reference"))
+    return checker
+
+
+_FORMATS = {draft: _format_checker(draft) for draft in _DRAFTS.values()}
+
+
 def pointer(root: Any, reference: str) -> Any:
     """What a local reference (`#/definitions/a`, `#`) names in `root`; SchemaProblem when nothing."""
     node = root
@@ -275,7 +300,7 @@ def compile_schema(schema: Any) -> Validator:
     if endless is not None:
         raise SchemaProblem(f"$ref {endless!r} recurses without end (no keyword between that descends into the value)")
     registry: Registry[Any] = Registry(retrieve=_refuse)  # type: ignore[call-arg]  # attrs field, untyped in stub
-    return _BOXED[draft](schema, registry=registry, format_checker=draft.FORMAT_CHECKER)
+    return _BOXED[draft](schema, registry=registry, format_checker=_FORMATS[draft])
 
 
 def problems(
