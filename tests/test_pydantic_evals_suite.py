@@ -134,21 +134,23 @@ def test_bad_input_is_one_line_and_exit_2_before_any_request(
     assert server.requests == []
 
 
-def test_an_evaluator_that_raises_or_hangs_is_that_case_s_error_and_the_run_goes_on(tmp_path: Path) -> None:
+def moods(tmp_path: Path, cases: list[str], evaluators: str, flags: list[str]) -> subprocess.CompletedProcess[str]:
+    """A run of the `moods` dataset (`Moody` among its evaluators), each case answered with its word."""
     (tmp_path / "moody.py").write_text(MODULE, encoding="utf-8")
     path = tmp_path / "moods.yaml"
-    path.write_text(
-        "name: moods\ncases:\n- {name: fine, inputs: fine}\n- {name: boom, inputs: boom}\n"
-        "- {name: hang, inputs: hang}\nevaluators: [Moody]\n",
-        encoding="utf-8",
-    )
+    listed = "".join(f"- {{name: {case}, inputs: {case}}}\n" for case in cases)
+    path.write_text(f"name: moods\ncases:\n{listed}evaluators: {evaluators}\n", encoding="utf-8")
     replies = {"fine": {"word": "sunny"}, "boom": {"word": "x"}, "hang": {"word": "y"}}
     with FakeOpenAI(lambda r: completion(tool_call(replies[prompt_of(r)], name="final_result"))) as server:
-        done = run_main(
+        return run_main(
             ["--dataset", str(path), "--output-type", "moody:Reply", "--evaluators", "moody", "--score", "length",
-             "-S", "evaluator_timeout=1", "--concurrency", "3"],
+             *flags],
             tmp_path, server,
         )  # fmt: skip
+
+
+def test_an_evaluator_that_raises_or_hangs_is_that_case_s_error_and_the_run_goes_on(tmp_path: Path) -> None:
+    done = moods(tmp_path, ["fine", "boom", "hang"], "[Moody]", ["-S", "evaluator_timeout=1", "--concurrency", "3"])
     assert "Traceback" not in done.stderr
     by_case = {r["case_id"]: r for r in records(tmp_path)}
     assert {case: (r["status"], r["error"], r["output"]) for case, r in by_case.items()} == {
@@ -172,6 +174,17 @@ def test_an_evaluator_that_raises_or_hangs_is_that_case_s_error_and_the_run_goes
         ("boom", "CaseScoringError: case 'boom': evaluator Moody failed: ValueError: no luck"),
         ("hang", "CaseScoringError: case 'hang': evaluator Moody took more than 1 s"),
     ]
+
+
+def test_when_an_evaluator_fails_the_others_end_and_what_the_judge_spent_counts_with_the_case(tmp_path: Path) -> None:
+    done = moods(tmp_path, ["fine", "boom"], "[Moody, {LLMJudge: says a word}]", ["--judge-model", "test"])
+    assert "Traceback" not in done.stderr
+    by_case = {r["case_id"]: r for r in records(tmp_path)}
+    assert (by_case["boom"]["status"], by_case["fine"]["status"]) == ("error", "partial")
+    assert [by_case[case]["usage"]["requests"] for case in ("fine", "boom")] == [2, 2]  # its request, the judge's
+    judged = by_case["fine"]["usage"]["input_tokens"] - by_case["fine"]["attempts"][0]["input_tokens"]
+    assert judged > 0
+    assert by_case["boom"]["usage"]["input_tokens"] - by_case["boom"]["attempts"][0]["input_tokens"] == judged
 
 
 def test_the_judge_is_the_command_line_s_and_a_text_run_with_repeats_exports_as_pydantic_evals_names_them(

@@ -13,14 +13,7 @@ from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.suite import Suite
 from typed_eval.core.terminal import printable
 from typed_eval.reports.analysis import RunAnalysis
-from typed_eval.reports.facet_profile import (
-    facet_pairs,
-    pair_lines,
-    paired_runs,
-    placed_lines,
-    profile_lines,
-    profile_of,
-)
+from typed_eval.reports.facet_profile import pair_lines, placed_lines, profile_lines, profile_of, run_facet_pairs
 from typed_eval.reports.leaderboard import Board, RunRead, build_board, compare_runs, load_run, read_run
 from typed_eval.reports.mode_matrix import mode_comparisons
 from typed_eval.reports.mode_tables import render_modes_rich
@@ -187,10 +180,8 @@ def _facet_lines(board: Board) -> list[str]:
     """Each pair of runs on the same cases (two modes of a model, two models in a mode) compared on the cases with
     each feature, and the user's own cases placed on another run's profile, for a suite that declares features."""
     lines: list[str] = []
-    for a, b in paired_runs(board.rows):
-        analysis_a, analysis_b = board.analyses.get(a.path), board.analyses.get(b.path)
-        if analysis_a is not None and analysis_b is not None:
-            lines += pair_lines(f"{a.model} {a.mode}", f"{b.model} {b.mode}", facet_pairs(analysis_a, analysis_b))
+    for a, b, pair in run_facet_pairs(board.rows, board.analyses):
+        lines += pair_lines(f"{a.model} {a.mode}", f"{b.model} {b.mode}", [pair])
     for row in board.rows:
         analysis = board.analyses.get(row.path)
         if analysis is None or not any(found.placed for found in analysis.case_facets.values()):

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from typed_eval.schemas import Cost, TokenUsage
 
 __all__ = [
     "CaseScoringError",
@@ -60,7 +63,12 @@ class TaskError(EvaluatorError):
 
 class CaseScoringError(Exception):
     """A scorer's failure on one case only, not the task's bug (a user's evaluator that raised or took too long): the
-    sample is recorded as an `error` with this message, its output kept, and the run goes on."""
+    sample is recorded as an `error` with this message, its output kept, and the run goes on; what the scoring asked
+    of a model before it failed (an LLM judge) counted with the sample."""
+
+    def __init__(self, message: str, *, usage: TokenUsage | None = None, cost: Cost | None = None) -> None:
+        super().__init__(message)
+        self.usage, self.cost = usage, cost
 
 
 class ResultFileError(EvaluatorError):

@@ -459,11 +459,10 @@ class Poser:
             except CaseScoringError as exc:  # this case's error (its output kept), not the run's
                 exception, status = exc, "error"
         cost = turns.cost
-        for graded in (verdict, relaxed):  # what an LLM judge spent grading counts with the sample
-            if graded is not None and graded.usage is not None:
-                usage = added_usage(usage, graded.usage)
-            if graded is not None and graded.cost is not None:
-                cost = added_cost(cost, graded.cost)
+        failed: list[Score | CaseScoringError] = [exception] if isinstance(exception, CaseScoringError) else []
+        for graded in [*(g for g in (verdict, relaxed) if g is not None), *failed]:  # what an LLM judge spent grading
+            usage = added_usage(usage, graded.usage) if graded.usage is not None else usage
+            cost = added_cost(cost, graded.cost) if graded.cost is not None else cost
         record = SampleRecord(
             case_id=case.id,
             repeat=repeat,

@@ -23,6 +23,7 @@ __all__ = [
     "FacetLine",
     "FacetPair",
     "PlacedCase",
+    "RunProfile",
     "Share",
     "facet_pairs",
     "facet_profile",
@@ -33,6 +34,8 @@ __all__ = [
     "profile_lines",
     "profile_of",
     "profile_tables",
+    "run_facet_pairs",
+    "run_profiles",
 ]
 
 
@@ -71,6 +74,21 @@ class PlacedCase:
     group: str
     score: float | None
     facets: tuple[tuple[str, Share | None], ...]
+
+    def facets_text(self) -> list[tuple[str, str]]:
+        """Each feature with the profile's share on it as text (`n/a` when the profile has none)."""
+        return [(name, share.text() if share else "n/a") for name, share in self.facets]
+
+
+@dataclass(frozen=True)
+class RunProfile:
+    """A run's own profile and its placed cases on the profile they are read against (`source`: the run it comes
+    from, `model mode (run)`, when it is another's)."""
+
+    row: LeaderboardRow
+    own: list[FacetLine]
+    placed: list[PlacedCase]
+    source: str
 
 
 @dataclass(frozen=True)
@@ -190,6 +208,31 @@ def profile_of(
     return [], None
 
 
+def run_profiles(rows: Sequence[LeaderboardRow], analyses: Mapping[str, RunAnalysis | None]) -> list[RunProfile]:
+    """The profile of each run of a suite among `rows` whose suite has features (the HTML report's and the viewer's)."""
+    found = []
+    for row in rows:
+        analysis = analyses.get(row.path)
+        if analysis is None or not analysis.case_facets:
+            continue
+        profile, source = profile_of(row, rows, analyses)
+        on = "" if source is None or source is row else f"{source.model} {source.mode} ({source.run_id})"
+        found.append(RunProfile(row, facet_profile(analysis), placed_cases(analysis, profile), on))
+    return found
+
+
+def run_facet_pairs(
+    rows: Sequence[LeaderboardRow], analyses: Mapping[str, RunAnalysis | None]
+) -> list[tuple[LeaderboardRow, LeaderboardRow, FacetPair]]:
+    """Each pair of runs among `rows` that posed the same cases, on the cases with each feature."""
+    return [
+        (a, b, pair)
+        for a, b in paired_runs(rows)
+        if (analysis_a := analyses.get(a.path)) is not None and (analysis_b := analyses.get(b.path)) is not None
+        for pair in facet_pairs(analysis_a, analysis_b)
+    ]
+
+
 def paired_runs(rows: Sequence[LeaderboardRow]) -> list[tuple[LeaderboardRow, LeaderboardRow]]:
     """The pairs of runs that posed the same cases of a suite: two modes of a model, or two models in a mode."""
     return [
@@ -222,7 +265,7 @@ def placed_lines(analysis: RunAnalysis, profile: Sequence[FacetLine], source: st
     for case in placed_cases(analysis, profile):
         score = "not scored" if case.score is None else f"score {number(case.score, 2)}"
         where = f" (on {source})" if source else ""
-        shares = "; ".join(f"{name} {share.text() if share else 'n/a'}" for name, share in case.facets) or "none"
+        shares = "; ".join(f"{name} {share}" for name, share in case.facets_text()) or "none"
         lines.append(f"feature profile, {case.group} case {case.case_id}: {score}; its features{where}: {shares}")
     return lines
 
@@ -248,29 +291,29 @@ def profile_tables(
     found: dict[str, list[Table]] = {}
     for suite in dict.fromkeys(row.suite for row in rows):
         mine = [row for row in rows if row.suite == suite]
-        features: list[list[str]] = []
-        placed: list[list[str]] = []
-        for row in mine:
-            analysis = analyses.get(row.path)
-            if analysis is None or not analysis.case_facets:
-                continue
-            features += [
-                [row.model, row.mode, line.facet, line.having.text(), line.lacking.text(), signed(line.difference, 1)]
-                for line in facet_profile(analysis)
+        profiles = run_profiles(mine, analyses)
+        features = [
+            [
+                run.row.model,
+                run.row.mode,
+                line.facet,
+                line.having.text(),
+                line.lacking.text(),
+                signed(line.difference, 1),
             ]
-            profile, source = profile_of(row, mine, analyses)
-            on = "" if source is None or source is row else f"{source.model} {source.mode} ({source.run_id})"
-            placed += [
-                [row.model, row.mode, case.case_id, case.group, number(case.score, 2), on,
-                 "; ".join(f"{name} {share.text() if share else 'n/a'}" for name, share in case.facets)]
-                for case in placed_cases(analysis, profile)
-            ]  # fmt: skip
+            for run in profiles
+            for line in run.own
+        ]
+        placed = [
+            [run.row.model, run.row.mode, case.case_id, case.group, number(case.score, 2), run.source,
+             "; ".join(f"{name} {share}" for name, share in case.facets_text())]
+            for run in profiles
+            for case in run.placed
+        ]  # fmt: skip
         pairs = [
             [f"{a.model} {a.mode}", f"{b.model} {b.mode}", pair.facet, str(pair.paired), str(pair.only_a),
              str(pair.only_b), p_value(pair.p_value, 3), p_value(pair.p_holm, 3), signed(pair.difference, 1)]
-            for a, b in paired_runs(mine)
-            if (analysis_a := analyses.get(a.path)) is not None and (analysis_b := analyses.get(b.path)) is not None
-            for pair in facet_pairs(analysis_a, analysis_b)
+            for a, b, pair in run_facet_pairs(mine, analyses)
         ]  # fmt: skip
         tables = [
             (["Model", "Mode", "Feature", "With", "Without", "With - without"], features),

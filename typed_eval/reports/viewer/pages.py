@@ -14,7 +14,7 @@ from typed_eval.core.errors import InputError
 from typed_eval.core.suite import Suite, answer_lines
 from typed_eval.core.terminal import printable
 from typed_eval.reports.analysis import compare
-from typed_eval.reports.facet_profile import facet_pairs, facet_profile, paired_runs, placed_cases, profile_of
+from typed_eval.reports.facet_profile import run_facet_pairs, run_profiles
 from typed_eval.reports.formatting import count, interval, metric, money, number, p_value, signed
 from typed_eval.reports.html import CellView, cell_view, render
 from typed_eval.reports.leaderboard import Board
@@ -109,38 +109,29 @@ def _suite_board(
 def _profiles(rows: Sequence[LeaderboardRow], board: Board) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
     """Each run's feature profile (a suite declaring `Suite.facets`), its placed cases on it, and each pair of runs
     on the same cases compared on the cases with each feature."""
-    profiles: list[dict[str, object]] = []
-    for row in rows:
-        analysis = board.analyses.get(row.path)
-        if analysis is None or not analysis.case_facets:  # a suite with no features
-            continue
-        profile, source = profile_of(row, rows, board.analyses)
-        placed, own = placed_cases(analysis, profile), facet_profile(analysis)
-        if not own and not placed:
-            continue
-        features = [
-            {"facet": line.facet, "with": number(line.having.rate, 1), "with_ci": interval(line.having.ci95),
-             "with_n": line.having.cases, "without": number(line.lacking.rate, 1),
-             "without_ci": interval(line.lacking.ci95), "without_n": line.lacking.cases,
-             "difference": signed(line.difference, 1)}
-            for line in own
-        ]  # fmt: skip
-        on = "" if source is None or source is row else f"{source.model} {source.mode} ({source.run_id})"
-        cases = [
-            {"case": case.case_id, "group": case.group, "score": number(case.score, 2), "source": on,
-             "facets": [(name, share.text() if share else "n/a") for name, share in case.facets]}
-            for case in placed
-        ]  # fmt: skip
-        profiles.append({"model": row.model, "mode": row.mode, "features": features, "placed": cases})
-    pairs: list[dict[str, object]] = []
-    for a, b in paired_runs(rows):
-        analysis_a, analysis_b = board.analyses.get(a.path), board.analyses.get(b.path)
-        for pair in facet_pairs(analysis_a, analysis_b) if analysis_a and analysis_b else []:
-            pairs.append(
-                {"a": f"{a.model} {a.mode}", "b": f"{b.model} {b.mode}", "facet": pair.facet, "paired": pair.paired,
-                 "only_a": pair.only_a, "only_b": pair.only_b, "p": p_value(pair.p_value, 3),
-                 "p_holm": p_value(pair.p_holm, 3), "difference": signed(pair.difference, 1)}
-            )  # fmt: skip
+    profiles: list[dict[str, object]] = [
+        {"model": run.row.model, "mode": run.row.mode,
+         "features": [
+             {"facet": line.facet, "with": number(line.having.rate, 1), "with_ci": interval(line.having.ci95),
+              "with_n": line.having.cases, "without": number(line.lacking.rate, 1),
+              "without_ci": interval(line.lacking.ci95), "without_n": line.lacking.cases,
+              "difference": signed(line.difference, 1)}
+             for line in run.own
+         ],
+         "placed": [
+             {"case": case.case_id, "group": case.group, "score": number(case.score, 2), "source": run.source,
+              "facets": case.facets_text()}
+             for case in run.placed
+         ]}
+        for run in run_profiles(rows, board.analyses)
+        if run.own or run.placed
+    ]  # fmt: skip
+    pairs: list[dict[str, object]] = [
+        {"a": f"{a.model} {a.mode}", "b": f"{b.model} {b.mode}", "facet": pair.facet, "paired": pair.paired,
+         "only_a": pair.only_a, "only_b": pair.only_b, "p": p_value(pair.p_value, 3),
+         "p_holm": p_value(pair.p_holm, 3), "difference": signed(pair.difference, 1)}
+        for a, b, pair in run_facet_pairs(rows, board.analyses)
+    ]  # fmt: skip
     return profiles, pairs
 
 

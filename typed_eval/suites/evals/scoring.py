@@ -49,7 +49,7 @@ from typed_eval.core.attempts import sample_cost, sample_usage
 from typed_eval.core.errors import CaseScoringError
 from typed_eval.core.evaluations import EVALUATIONS
 from typed_eval.core.tasks import Score, Task
-from typed_eval.schemas import Case
+from typed_eval.schemas import Case, Cost, TokenUsage
 from typed_eval.suites.judge import Judge
 
 __all__ = ["NO_SPANS", "SPAN_BASED", "DatasetScorer"]
@@ -133,8 +133,15 @@ class DatasetScorer:
         )
         recorded = _Recorded(self.judge.model) if self.judge is not None else None
         evaluators = [*source.evaluators, *self.evaluators]
-        outputs = await asyncio.gather(*(self._run(ev, recorded, context, case.id) for ev in evaluators))
-        results = [result for out in outputs for result in out]
+        runs = [self._run(ev, recorded, context, case.id) for ev in evaluators]
+        outputs = await asyncio.gather(*runs, return_exceptions=True)  # every evaluator ends, failed or not
+        usage, cost = self._spent(recorded)
+        for out in outputs:
+            if isinstance(out, CaseScoringError):  # the first failure is the case's, with what the judge spent
+                raise CaseScoringError(str(out), usage=usage, cost=cost) from out
+            if isinstance(out, BaseException):
+                raise out
+        results = [result for out in outputs if not isinstance(out, BaseException) for result in out]
         assertions, scores, labels = _group_evaluator_outputs_by_type(results)
         value = self._headline(case.id, assertions, scores)
         details = {
@@ -147,11 +154,14 @@ class DatasetScorer:
                 "labels": _RESULTS.dump_python(labels, mode="json"),
             }
         }
-        if recorded is None or not recorded.responses or self.judge is None:
-            return Score(value, details)
-        usage = sample_usage(recorded.responses)
-        cost = sample_cost(recorded.responses, usage, local=self.judge.local, prices=self.judge.prices)
         return Score(value, details, usage=usage, cost=cost)
+
+    def _spent(self, recorded: _Recorded | None) -> tuple[TokenUsage | None, Cost | None]:
+        """What the judge's requests for this case used and cost, or None for both when it asked nothing."""
+        if recorded is None or not recorded.responses or self.judge is None:
+            return None, None
+        usage = sample_usage(recorded.responses)
+        return usage, sample_cost(recorded.responses, usage, local=self.judge.local, prices=self.judge.prices)
 
     def _judged(self, evaluator: Evaluator[Any, Any, Any], model: Model | None) -> Evaluator[Any, Any, Any]:
         """An LLM judge of the file grading with the run's judge."""
