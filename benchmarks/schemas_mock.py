@@ -15,16 +15,15 @@ modes (the suite's documented wrapping), bare in text mode.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
+from loopback import LoopbackChat
 
 Plan = Literal["valid", "fixed", "invalid", "refused"]
 MODES = ("tool", "native", "prompted", "text")
@@ -193,32 +192,16 @@ def _mode(body: dict[str, Any]) -> str:
     return "prompted" if PROMPTED in system else "text"
 
 
-class SchemaMock:
-    """The mock server (asyncio on loopback, keep-alive, `latency_s` per request, as benchmarks/throughput.py's)."""
+class SchemaMock(LoopbackChat):
+    """The mock server (`loopback.LoopbackChat`: asyncio on loopback, keep-alive, `latency_s` per request)."""
 
     def __init__(self, entries: Iterable[Entry], latency_s: float = 0.0) -> None:
         self.by_text = {entry.text: entry for entry in entries}
-        self.latency_s = latency_s
         self.requests: list[tuple[str, str, int]] = []
         """(mode, schema text, attempt) of each request."""
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self.port = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-        self._ready.wait()
+        super().__init__(latency_s)
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(asyncio.start_server(self._connection, "127.0.0.1", 0))
-        self.port = server.sockets[0].getsockname()[1]
-        self._ready.set()
-        self._loop.run_forever()
-
-    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The status and body answering a chat request."""
         messages = body["messages"]
         at = max(i for i, m in enumerate(messages) if m["role"] == "user" and m.get("content") in self.by_text)
@@ -244,23 +227,3 @@ class SchemaMock:
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
         }  # fmt: skip
-
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.split(b"\r\n")
-                length = next((int(x.split(b":")[1]) for x in lines if x.lower().startswith(b"content-length:")), 0)
-                body = json.loads(await reader.readexactly(length)) if length else {}
-                await asyncio.sleep(self.latency_s)
-                status, answer = self.answer(body)
-                data = json.dumps(answer).encode()
-                reason = b"OK" if status == 200 else b"Bad Request"
-                writer.write(
-                    b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-                    % (status, reason, len(data))
-                    + data
-                )
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()

@@ -29,39 +29,27 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from loopback import LoopbackChat
+
 REPO = Path(__file__).resolve().parent.parent
 
 
-class MockServer:
+class MockServer(LoopbackChat):
     """OpenAI-compatible chat completions on loopback: `latency_s` per request, then a fixed answer."""
 
     def __init__(self, latency_s: float) -> None:
-        self.latency_s = latency_s
         self.first_body: dict[str, Any] | None = None
         self.requests = 0
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self.port = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-        self._ready.wait()
+        super().__init__(latency_s)
 
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(asyncio.start_server(self._connection, "127.0.0.1", 0))
-        self.port = server.sockets[0].getsockname()[1]
-        self._ready.set()
-        self._loop.run_forever()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
+    def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.first_body is None:
+            self.first_body = body
+        self.requests += 1
         if body.get("tools"):
             name = body["tools"][0]["function"]["name"]
             message: dict[str, Any] = {
@@ -75,7 +63,7 @@ class MockServer:
             message = {"role": "assistant", "content": '{"answer": 1}'}
         else:
             message = {"role": "assistant", "content": "<ANSWER>1</ANSWER>"}
-        return {
+        return 200, {
             "id": "x",
             "object": "chat.completion",
             "created": 0,
@@ -83,34 +71,6 @@ class MockServer:
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
         }
-
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = next(
-                    (
-                        int(line.split(b":")[1])
-                        for line in head.split(b"\r\n")
-                        if line.lower().startswith(b"content-length:")
-                    ),
-                    0,
-                )
-                body = json.loads(await reader.readexactly(length)) if length else {}
-                if self.first_body is None:
-                    self.first_body = body
-                self.requests += 1
-                await asyncio.sleep(self.latency_s)
-                data = json.dumps(self._answer(body)).encode()
-                writer.write(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                    + str(len(data)).encode()
-                    + b"\r\n\r\n"
-                    + data
-                )
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()
 
 
 def _prompts(length: int, number: int) -> list[str]:
