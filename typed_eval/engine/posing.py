@@ -48,6 +48,7 @@ from typed_eval.core.calls import (
     tool_definitions,
 )
 from typed_eval.core.errors import CaseScoringError, EvaluatorError, failure_line
+from typed_eval.core.recent import Recent
 from typed_eval.core.secrets import Redactor, redacted_record
 from typed_eval.core.settings import user_prices
 from typed_eval.core.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
@@ -165,7 +166,7 @@ class Poser:
         self.recording = recording if recording is not None else span_recording(self.grader, traces)
         self.model = model = self.recording.instrumented(model)
         self.settings = settings
-        self._posers: dict[tuple[int, AnswerMode], tuple[Task[Any], Poser]] = {}
+        self._posers: Recent[tuple[int, AnswerMode], tuple[Task[Any], Poser]] = Recent(POSERS_KEPT)
         self.redact = redact
         self.mode = settings.mode
         self.retries = settings.retries or 0  # resolved (`resolve_settings`): never None
@@ -249,33 +250,29 @@ class Poser:
         task, mode = self.task.pose_as(case, self.mode)
         if task is self.task and mode == self.mode:
             return self
-        key = (id(task), mode)
-        made = self._posers.pop(key, None)  # put back last: the most recently used
-        if made is None:
-            try:
-                poser = Poser(
-                    task,
-                    self.model,
-                    self.settings.model_copy(update={"mode": mode}),
-                    model_settings=self.model_settings,
-                    traffic=self.traffic,
-                    redact=self.redact,
-                    pacer=self.pacer,
-                    grader=self.grader,
-                    batching=self.batching,
-                    halt=self.halt,
-                    traces=self.traces,
-                    recording=self.recording,
-                )
-            except (EvaluatorError, asyncio.CancelledError):
-                raise
-            except Exception as exc:  # pydantic-ai reads the output type as the agent is made: this case's error
-                return OutputNotPosable(f"pydantic-ai cannot pose it: {type(exc).__name__}: {exc}")
-            made = (task, poser)  # the task is kept with it so its id is not reused
-        self._posers[key] = made
-        if len(self._posers) > POSERS_KEPT:
-            del self._posers[next(iter(self._posers))]
-        return made[1]
+        try:  # the task is kept with its poser so its id is not reused
+            return self._posers.get((id(task), mode), lambda: (task, self._made(task, mode)))[1]
+        except (EvaluatorError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # pydantic-ai reads the output type as the poser is made: this case's error
+            return OutputNotPosable(f"pydantic-ai cannot pose it: {type(exc).__name__}: {exc}")
+
+    def _made(self, task: Task[Any], mode: AnswerMode) -> Poser:
+        """A poser of another task or mode, sharing this one's model, traffic, pacing, grader and traces."""
+        return Poser(
+            task,
+            self.model,
+            self.settings.model_copy(update={"mode": mode}),
+            model_settings=self.model_settings,
+            traffic=self.traffic,
+            redact=self.redact,
+            pacer=self.pacer,
+            grader=self.grader,
+            batching=self.batching,
+            halt=self.halt,
+            traces=self.traces,
+            recording=self.recording,
+        )
 
     async def pose(self, case: Case, repeat: int = 0) -> Outcome:
         with self.traces.case(self.task.name, case, repeat, self.settings.repeats) as span:

@@ -10,7 +10,6 @@ declared coverage, empirical coverage and compliance per set.
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.errors import InputError
+from typed_eval.core.recent import Recent
 from typed_eval.core.suite import AnswerLine, Suite
 from typed_eval.core.tasks import Score, Task
 from typed_eval.schemas import AnswerMode, Case, SampleRecord, is_text_mode
@@ -87,7 +87,7 @@ class SchemaTasks:
     count: int = MAX_SHOTS
     system: str = SYSTEM
     validators: Validators = field(default_factory=Validators)
-    _tasks: OrderedDict[tuple[str, AnswerMode], Task[Any]] = field(default_factory=OrderedDict)
+    _tasks: Recent[tuple[str, AnswerMode], Task[Any]] = field(default_factory=lambda: Recent(TASKS_KEPT))
 
     def messages(self, case: Case, mode: AnswerMode) -> list[dict[str, Any]]:
         return request_messages(case.prompt, self.shots.get(case.group or "", [])[: self.count], self.system)
@@ -100,12 +100,7 @@ class SchemaTasks:
         return sent_schema(json.loads(case.prompt))
 
     def task_for(self, case: Case, mode: AnswerMode) -> Task[Any]:
-        key = (case.id, mode)
-        task = self._tasks.pop(key, None) or self._make(case, mode)
-        self._tasks[key] = task  # last: the most recently used
-        if len(self._tasks) > TASKS_KEPT:
-            self._tasks.popitem(last=False)
-        return task
+        return self._tasks.get((case.id, mode), lambda: self._make(case, mode))
 
     def _make(self, case: Case, mode: AnswerMode) -> Task[Any]:
         try:
