@@ -53,6 +53,7 @@ from typed_eval.providers.prices import DEFAULT_UPDATE_URL
 from typed_eval.providers.transport import TrafficMeter
 from typed_eval.schemas import AnswerMode
 from typed_eval.suites.judge import judge_name, judged
+from typed_eval.suites.simulators import simulated
 from typed_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
 
 SHORT_RUN_CASES = 45
@@ -410,6 +411,14 @@ async def _run_model(
         judged(
             task,
             command.judge_model,
+            prepared,
+            cache_path=command.cache_path,
+            request_timeout=config.request_timeout,
+            prices=user_prices(config),
+            temperature=config.temperature,
+        ) as task,
+        simulated(
+            task,
             prepared,
             cache_path=command.cache_path,
             request_timeout=config.request_timeout,

@@ -70,13 +70,20 @@ class Conversation(Protocol):
         """One request (with its corrective retries) in the task's output and mode, with the run's settings: the valid
         output, or None when the retries ran out. A failed call raises: let it, and the sample is an `error`."""
 
-    async def exchange(self, messages: Sequence[ChatMessage], functions: Sequence[Mapping[str, Any]]) -> Reply:
+    @property
+    def repeat(self) -> int:
+        """Which posing of the case this sample is (0, 1, ... with `repeats`): a trial's index."""
+
+    async def exchange(
+        self, messages: Sequence[ChatMessage], functions: Sequence[Mapping[str, Any]], *, seed: int | None = None
+    ) -> Reply:
         """One request of a conversation the session keeps itself: `messages` in OpenAI's chat format (`system`,
         `user`, `assistant` with optional `tool_calls`, `tool` with `tool_call_id`) sent as they are, `functions`
         offered as tools (`{"name", "description", "parameters"}`; none: no tools). The reply comes back unread: no
         corrective retry, no call executed. Paced, budgeted and counted with the sample like every request; once the
         run stops (Ctrl-C, a budget) it raises instead: let that propagate, and the sample is `missing` (what it
-        spent recorded, nothing scored)."""
+        spent recorded, nothing scored). `seed`: the sampling seed this request carries instead of the run's (a
+        benchmark's own per-trial seed)."""
 
     def charge(self, usage: TokenUsage, cost: Cost) -> None:
         """Count what the session spent beside its requests (an LLM judge, an embeddings endpoint) with the sample."""

@@ -123,8 +123,14 @@ class _Turns:
     async def ask(self, prompt: str) -> Any:
         return await self._poser._ask(self._case, self._repeat, prompt, self)
 
-    async def exchange(self, messages: Sequence[ChatMessage], functions: Sequence[Mapping[str, Any]]) -> Reply:
-        return await self._poser._exchange(self._repeat, messages, functions, self)
+    @property
+    def repeat(self) -> int:
+        return self._repeat
+
+    async def exchange(
+        self, messages: Sequence[ChatMessage], functions: Sequence[Mapping[str, Any]], *, seed: int | None = None
+    ) -> Reply:
+        return await self._poser._exchange(self._repeat, messages, functions, self, seed)
 
     def add(self, attempts: list[Attempt], usage: TokenUsage, cost: Cost) -> None:
         """One agent run's attempts (its corrective retries are those after its first) and what it used."""
@@ -387,15 +393,21 @@ class Poser:
         return scored
 
     async def _exchange(
-        self, repeat: int, messages: Sequence[ChatMessage], functions: Sequence[Mapping[str, Any]], turns: _Turns
+        self,
+        repeat: int,
+        messages: Sequence[ChatMessage],
+        functions: Sequence[Mapping[str, Any]],
+        turns: _Turns,
+        seed: int | None = None,
     ) -> Reply:
-        """One request of a session's own conversation, sent as it is; its reply counted with the sample. Refused
-        (`SampleHalted`) once the run stops or this request would take it past a budget."""
+        """One request of a session's own conversation, sent as it is (with `seed` when given); its reply counted
+        with the sample. Refused (`SampleHalted`) once the run stops or this request would take it past a budget."""
         if self.halt is not None:
             reason = self.halt(turns.cost.usd, turns.usage.requests)
             if reason is not None:
                 raise SampleHalted(reason)
-        settings = merge_model_settings(self.model_settings or None, self._settings_for(repeat))
+        own = ModelSettings(seed=seed) if seed is not None else self._settings_for(repeat)
+        settings = merge_model_settings(self.model_settings or None, own)
         parameters = plain_parameters(tool_definitions(functions))
         response = await self.requests.reply(chat_history(messages), settings, parameters)
         reply = reply_of(response)
