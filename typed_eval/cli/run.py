@@ -53,8 +53,8 @@ from typed_eval.providers.prices import DEFAULT_UPDATE_URL
 from typed_eval.providers.transport import TrafficMeter
 from typed_eval.schemas import AnswerMode
 from typed_eval.suites.judge import judge_name, judged
-from typed_eval.suites.simulators import simulated
 from typed_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
+from typed_eval.suites.simulators import simulated
 
 SHORT_RUN_CASES = 45
 """A local model's default run: 45 cases spread evenly over the groups (--full for all)."""

@@ -199,15 +199,17 @@ def _user_side(message: Message) -> Message:
 
 
 def _for_agent(message: Message) -> bool:
+    """Whether a history message is in the agent's view: its own, the user's texts, its calls' results."""
     if message["role"] == "user":
         return not message["tool_calls"]
-    return message["role"] == "assistant" or message["requestor"] == "assistant"
+    return bool(message["role"] == "assistant" or message["requestor"] == "assistant")
 
 
 def _for_user(message: Message) -> bool:
+    """Whether a history message is in the user's view: its own, the agent's texts, its calls' results."""
     if message["role"] == "assistant":
         return not message["tool_calls"]
-    return message["role"] == "user" or message["requestor"] == "user"
+    return bool(message["role"] == "user" or message["requestor"] == "user")
 
 
 async def converse(

@@ -108,7 +108,7 @@ class _Turns:
     the session spent beside them (an LLM judge). The `Conversation` a task's session asks through."""
 
     def __init__(self, poser: Poser, case: Case, repeat: int) -> None:
-        self._poser, self._case, self._repeat = poser, case, repeat
+        self._poser, self._case, self.repeat = poser, case, repeat
         self.attempts: list[Attempt] = []
         self.corrective_retries = 0
         self.usage = TokenUsage()
@@ -121,16 +121,12 @@ class _Turns:
         return self._cost
 
     async def ask(self, prompt: str) -> Any:
-        return await self._poser._ask(self._case, self._repeat, prompt, self)
-
-    @property
-    def repeat(self) -> int:
-        return self._repeat
+        return await self._poser._ask(self._case, self.repeat, prompt, self)
 
     async def exchange(
         self, messages: Sequence[ChatMessage], functions: Sequence[Mapping[str, Any]], *, seed: int | None = None
     ) -> Reply:
-        return await self._poser._exchange(self._repeat, messages, functions, self, seed)
+        return await self._poser._exchange(self, messages, functions, seed)
 
     def add(self, attempts: list[Attempt], usage: TokenUsage, cost: Cost) -> None:
         """One agent run's attempts (its corrective retries are those after its first) and what it used."""
@@ -393,20 +389,13 @@ class Poser:
         return scored
 
     async def _exchange(
-        self,
-        repeat: int,
-        messages: Sequence[ChatMessage],
-        functions: Sequence[Mapping[str, Any]],
-        turns: _Turns,
-        seed: int | None = None,
+        self, turns: _Turns, messages: Sequence[ChatMessage], functions: Sequence[Mapping[str, Any]], seed: int | None
     ) -> Reply:
         """One request of a session's own conversation, sent as it is (with `seed` when given); its reply counted
         with the sample. Refused (`SampleHalted`) once the run stops or this request would take it past a budget."""
-        if self.halt is not None:
-            reason = self.halt(turns.cost.usd, turns.usage.requests)
-            if reason is not None:
-                raise SampleHalted(reason)
-        own = ModelSettings(seed=seed) if seed is not None else self._settings_for(repeat)
+        if self.halt is not None and (reason := self.halt(turns.cost.usd, turns.usage.requests)) is not None:
+            raise SampleHalted(reason)
+        own = ModelSettings(seed=seed) if seed is not None else self._settings_for(turns.repeat)
         settings = merge_model_settings(self.model_settings or None, own)
         parameters = plain_parameters(tool_definitions(functions))
         response = await self.requests.reply(chat_history(messages), settings, parameters)

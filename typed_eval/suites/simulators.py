@@ -73,8 +73,12 @@ async def simulated(
             base_url, api_key = session.user_endpoint
             try:
                 prepared = await stack.enter_async_context(
-                    open_model(spec, RunConfig(base_url=base_url, request_timeout=request_timeout), api_key=api_key,
-                               cache_path=cache_path)  # fmt: skip
+                    open_model(
+                        spec,
+                        RunConfig(base_url=base_url, request_timeout=request_timeout),
+                        api_key=api_key,
+                        cache_path=cache_path,
+                    )
                 )
             except EvaluatorError as exc:
                 if exc.parameter in ("model", "base_url"):  # the user's model, not the run's

@@ -212,16 +212,23 @@ def tau2_messages(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
         role = message.get("role")
         if role == "tool":
             made.append(
-                model.ToolMessage(id=str(message.get("id", "")), role="tool", content=message.get("content"),
-                                  requestor=message.get("requestor", "assistant"), error=bool(message.get("error")),
-                                  turn_idx=index)  # fmt: skip
+                model.ToolMessage(
+                    id=str(message.get("id", "")),
+                    role="tool",
+                    content=message.get("content"),
+                    requestor=message.get("requestor", "assistant"),
+                    error=bool(message.get("error")),
+                    turn_idx=index,
+                )
             )
             continue
         requestor = "user" if role == "user" else "assistant"
         calls = message.get("tool_calls")
         tool_calls = (
-            [model.ToolCall(id=c.get("id", ""), name=c["name"], arguments=c["arguments"], requestor=requestor)
-             for c in calls]  # fmt: skip
+            [
+                model.ToolCall(id=c.get("id", ""), name=c["name"], arguments=c["arguments"], requestor=requestor)
+                for c in calls
+            ]
             if calls
             else None
         )
@@ -266,7 +273,7 @@ def combined_reward(
     nl = _nl_reward(simulation, tasks, task, nl_checks) if nl_checks is not None else None
     kinds = tasks.RewardType
     basis = set(task.evaluation_criteria.reward_basis)
-    reward, breakdown = 1.0, {}
+    reward, breakdown = 1.0, dict[Any, float]()
     for part, bases in ((env, {kinds.DB, kinds.ENV_ASSERTION}), (action, {kinds.ACTION})):
         if basis & bases:
             breakdown.update(part.reward_breakdown or {})
@@ -288,8 +295,12 @@ def combined_reward(
         communicate_checks=communicate.communicate_checks,
         reward_basis=task.evaluation_criteria.reward_basis,
         reward_breakdown=breakdown,
-        info={"env": env.info, "nl": nl.info if nl is not None else None, "communicate": communicate.info,
-              "action": action.info},  # fmt: skip
+        info={
+            "env": env.info,
+            "nl": nl.info if nl is not None else None,
+            "communicate": communicate.info,
+            "action": action.info,
+        },
     )
 
 

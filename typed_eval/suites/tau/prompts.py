@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import random
 
-__all__ = ["AGENT_INSTRUCTION", "NL_ASSERTIONS_PROMPT", "agent_prompt", "nl_assertions_request", "trial_seed", "user_prompt"]
+__all__ = [
+    "AGENT_INSTRUCTION",
+    "NL_ASSERTIONS_PROMPT",
+    "agent_prompt",
+    "nl_assertions_request",
+    "trial_seed",
+    "user_prompt",
+]
 
 AGENT_INSTRUCTION = """
 You are a customer service agent that helps the user according to the <policy> provided below.
@@ -56,40 +63,38 @@ def trial_seed(seed: int, trial: int) -> int:
     return [draws.randint(0, 1_000_000) for _ in range(trial + 1)][trial]
 
 
-NL_ASSERTIONS_PROMPT = """
-        TASK
-        - You will be given a list of expected outcomes and a conversation that was collected during a test case run.
-        - The conversation is between an agent and a customer.
-        - Your job is to evaluate whether the agent satisfies each of the expected outcomes.
-        - Grade each expected outcome individually.
-
-        FORMAT
-        - Your response should be a JSON object with the following fields:
-        - `reasoning`: a short explanation for your classification
-        - `metExpectation`: `true` if the agent satisfies the expected outcomes, `false` otherwise
-        - `expectedOutcome`: repeat the expectation from the input that you are grading
-        
-        Example response structure:
-        {
-            "results": [
-                {
-                    "expectedOutcome": "<one of the expected outcomes from the input>",
-                    "reasoning": "<reasoning trace>",
-                    "metExpectation": <false or true>,
-                }
-            ]
-        }
-        """
+NL_ASSERTIONS_PROMPT = (
+    "\n"
+    "        TASK\n"
+    "        - You will be given a list of expected outcomes and a conversation that was collected during a test "
+    "case run.\n"
+    "        - The conversation is between an agent and a customer.\n"
+    "        - Your job is to evaluate whether the agent satisfies each of the expected outcomes.\n"
+    "        - Grade each expected outcome individually.\n"
+    "\n"
+    "        FORMAT\n"
+    "        - Your response should be a JSON object with the following fields:\n"
+    "        - `reasoning`: a short explanation for your classification\n"
+    "        - `metExpectation`: `true` if the agent satisfies the expected outcomes, `false` otherwise\n"
+    "        - `expectedOutcome`: repeat the expectation from the input that you are grading\n"
+    "        \n"
+    "        Example response structure:\n"
+    "        {\n"
+    '            "results": [\n'
+    "                {\n"
+    '                    "expectedOutcome": "<one of the expected outcomes from the input>",\n'
+    '                    "reasoning": "<reasoning trace>",\n'
+    '                    "metExpectation": <false or true>,\n'
+    "                }\n"
+    "            ]\n"
+    "        }\n"
+    "        "
+)
 """τ³'s instructions to the judge of natural-language assertions (`NLAssertionsEvaluator`), as it sends them."""
 
 
 def nl_assertions_request(messages: list[tuple[str, str | None]], assertions: list[str]) -> str:
     """τ³'s request to that judge: every message of the conversation as `role: content`, then the assertions."""
     conversation = "\n".join(f"{role}: {content}" for role, content in messages)
-    return f"""
-        conversation:
-        {conversation}
-        
-        expectedOutcomes:
-        {assertions}
-        """
+    pad = " " * 8
+    return f"\n{pad}conversation:\n{pad}{conversation}\n{pad}\n{pad}expectedOutcomes:\n{pad}{assertions}\n{pad}"

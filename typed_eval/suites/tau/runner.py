@@ -43,9 +43,9 @@ class AssertionVerdict(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True)
 
-    expectedOutcome: str = Field(description="the expected outcome being graded, repeated from the input")  # noqa: N815
+    expectedOutcome: str = Field(description="the expected outcome being graded, repeated from the input")
     reasoning: str = Field(description="a short explanation for the classification")
-    metExpectation: bool = Field(description="true if the agent satisfies the expected outcome")  # noqa: N815
+    metExpectation: bool = Field(description="true if the agent satisfies the expected outcome")
 
 
 class AssertionVerdicts(BaseModel):
@@ -199,7 +199,8 @@ def _reward_details(reward: Any) -> dict[str, Any]:
         info["db_match"] = "yes" if reward.db_check.db_match else "no"
     if reward.action_checks:
         info["action_checks"] = [
-            {"name": c.action.name, "arguments": c.action.arguments, "met": c.action_match} for c in reward.action_checks
+            {"name": c.action.name, "arguments": c.action.arguments, "met": c.action_match}
+            for c in reward.action_checks
         ]
     if reward.communicate_checks:
         info["communicate_checks"] = [{"info": c.info, "met": c.met} for c in reward.communicate_checks]

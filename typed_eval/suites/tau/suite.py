@@ -89,7 +89,9 @@ def _row_metrics(scores: Scores) -> dict[str, float | None]:
     solved = scores.correct
     user = scores.metrics.get("tau-user-usd")
     return {
-        "tau-agent-usd-per-success": scores.totals.cost_usd / solved if solved and scores.totals.cost_usd is not None else None,
+        "tau-agent-usd-per-success": scores.totals.cost_usd / solved
+        if solved and scores.totals.cost_usd is not None
+        else None,
         "tau-user-usd-per-success": user / solved if solved and user is not None else None,
     }
 

