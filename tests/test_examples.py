@@ -66,3 +66,39 @@ def test_example_runs_from_the_command_line() -> None:
         "multiplication: 40.00 (C: 2, I: 3, M: 0)",
         "macro accuracy: 26.67, valid first try: 100.0%, corrective retries: 0, requests: 15",
     ]
+
+
+def load_support_desk() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("support_desk", REPO / "examples" / "support_desk.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_agentic_benchmark_of_a_page_is_scored_on_the_state_it_leaves_with_pass_k() -> None:
+    import evaluator
+
+    desk = load_support_desk()
+    result = asyncio.run(desk.main(FunctionModel(desk.scripted_agent)))
+    assert [(r.case_id, r.repeat, r.score) for r in result.records] == [
+        (case, repeat, 1.0) for repeat in range(3) for case in ("cancel-a1", "keep-all")
+    ]
+    assert result.records[0].output["orders"] == {"A1": "cancelled", "B2": "pending"}
+    assert [(f.k, f.value) for f in evaluator.pass_hat_k(result.records).overall] == [(1, 100.0), (2, 100.0),
+                                                                                      (3, 100.0)]  # fmt: skip
+
+    def hasty(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        """On the second trial (the run's seed 10 plus the repeat), cancels B2 when the customer names it."""
+        named = "B2" in str(getattr(messages[-1].parts[-1], "content", ""))
+        if named and info.model_settings is not None and info.model_settings.get("seed") == 11:
+            return ModelResponse(parts=[ToolCallPart("cancel_order", {"order_id": "B2"})])
+        return desk.scripted_agent(messages, info)
+
+    customer = desk.SimulatedUser(FunctionModel(desk.scripted_customer), "customer")
+    flaky = asyncio.run(evaluator.evaluate(desk.shop_task(customer), desk.CASES, FunctionModel(hasty), repeats=3,
+                                           seed=10))  # fmt: skip
+    assert [r.score for r in flaky.records if r.case_id == "keep-all"] == [1.0, 0.0, 1.0]
+    assert [r.score for r in flaky.records if r.case_id == "cancel-a1"] == [1.0, 1.0, 1.0]
+    figures = evaluator.pass_hat_k(flaky.records).overall
+    assert [(f.k, round(f.value, 2), f.tasks) for f in figures] == [(1, 83.33, 2), (2, 66.67, 2), (3, 50.0, 2)]

@@ -8,7 +8,7 @@ import re
 from tests.conftest import REPO
 
 PACKAGE = REPO / "typed_eval"
-SUITE_NAMES = re.compile(r"farel|lineage|(?<![a-z])story|promptfoo|novelty", re.IGNORECASE)
+SUITE_NAMES = re.compile(r"farel|lineage|(?<![a-z])story|promptfoo|novelty|τ|(?<![a-z])tau(?![a-z])|tau2", re.IGNORECASE)
 """The issue's `grep -rniE "farel|lineage|story|promptfoo|novelty"`, except that "story" inside another word
 ("history", a conversation's messages) names no suite."""
 
@@ -36,4 +36,6 @@ def test_the_rule_finds_a_suite_named_outside_the_suites() -> None:
     assert SUITE_NAMES.search("the story-graph suite's edges")
     assert SUITE_NAMES.search("Lineage") and SUITE_NAMES.search("promptfoo's format")
     assert SUITE_NAMES.search("the NOVELTY score")
+    assert SUITE_NAMES.search("τ-bench's orchestrator") and SUITE_NAMES.search("tau2 run") and SUITE_NAMES.search("tau")
+    assert not SUITE_NAMES.search("the status is taught")
     assert not SUITE_NAMES.search("the batch keeps each sample's message history")

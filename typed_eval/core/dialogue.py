@@ -1,14 +1,15 @@
 """A conversation between an agent with tools and a simulated user, on an environment both act on, until one stops.
 
-The loop is τ-bench's orchestrator, so the same replies give the same trajectory: the agent greets first; each step
-passes one message (the agent's or the user's text to the other, a call to the environment, the environment's results
-back to the caller); a user message holding a stop token ends it; after each step that does not go to the
-environment, `max_steps` steps or `max_errors` failed calls end it. The agent asks through the run's `Conversation`
-(paced, budgeted, its requests the sample's attempts); the user through its own model (`SimulatedUser`), counted apart.
+The loop is the orchestrator of the simulated-user benchmarks, step for step, so the same replies give the same
+trajectory: the agent greets first; each step passes one message (the agent's or the user's text to the other, a call
+to the environment, the environment's results back to the caller); a user message holding a stop token ends it; after
+each step that does not go to the environment, `max_steps` steps or `max_errors` failed calls end it. The agent asks
+through the run's `Conversation` (paced, budgeted, its requests the sample's attempts); the user through its own model
+(`SimulatedUser`), counted apart.
 
 A reply the loop cannot go on from (call arguments that are not a JSON object, an empty reply after its retries)
-ends the conversation as `agent_error` with the reason in `Transcript.failure`: τ-bench's `--skip-failed-samples`
-records such a simulation so, and scores it 0.
+ends the conversation as `agent_error` with the reason in `Transcript.failure`: those benchmarks record such a
+simulation so when they skip failed samples, and score it 0.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 AGENT_GREETING = "Hi! How can I help you today?"
-"""The agent's first message when a case has no history: τ-bench's, never asked of the model."""
+"""The agent's first message when a case has no history: the benchmarks', never asked of the model."""
 
 Requestor = Literal["assistant", "user"]
 Message = dict[str, Any]
@@ -67,7 +68,7 @@ class Environment(Protocol):
 
 @dataclass(frozen=True)
 class DialogueLimits:
-    """When a conversation stops without a stop token: τ-bench's defaults (`tau2 run`)."""
+    """When a conversation stops without a stop token: the benchmarks' defaults."""
 
     max_steps: int = 200
     max_errors: int = 10
@@ -82,7 +83,7 @@ class Transcript:
     messages: list[Message]
     termination: Termination
     failure: str | None = None
-    """Why the loop could not go on (`agent_error`), as τ-bench's skipped simulations say."""
+    """Why the loop could not go on (`agent_error`), as a skipped simulation says."""
     steps: int = 0
     errors: int = 0
     user_usage: TokenUsage = field(default_factory=TokenUsage)
@@ -140,7 +141,7 @@ class _Dialogue:
         return _message("user", reply, "the user")
 
     async def _asked(self, ask: Any) -> Reply:
-        """τ-bench asks again after an empty reply (no text, no call), `empty_retries` times."""
+        """An empty reply (no text, no call) is asked again, `empty_retries` times."""
         reply: Reply = await ask()
         for _ in range(self.limits.empty_retries):
             if reply.calls or reply.text.strip():
@@ -175,7 +176,7 @@ def _calls_as_sent(message: Message) -> list[dict[str, Any]]:
 
 
 def _agent_side(message: Message) -> Message:
-    """A message as the agent's request holds it (τ-bench's litellm messages)."""
+    """A message as the agent's request holds it (OpenAI's chat format, arguments re-encoded as JSON)."""
     if message["role"] == "tool":
         return {"role": "tool", "tool_call_id": message["id"], "content": message["content"]}
     if message["role"] == "user":
@@ -263,7 +264,7 @@ class _State:
 
 
 def _start(dialogue: _Dialogue, history: list[Message]) -> _State:
-    """Where the conversation starts, as τ-bench's orchestrator initialises it."""
+    """Where the conversation starts: after the greeting, or after the history's last message."""
     if not history:
         greeting: Message = {"role": "assistant", "content": AGENT_GREETING, "tool_calls": None}
         dialogue.trajectory.append(greeting)
@@ -293,7 +294,7 @@ def _start(dialogue: _Dialogue, history: list[Message]) -> _State:
 
 
 async def _step(dialogue: _Dialogue, state: _State) -> None:
-    """One step of τ-bench's orchestrator: the message goes to its receiver, whose answer is the next one."""
+    """One step: the message goes to its receiver, whose answer is the next one."""
     if state.to == "user":
         _received(dialogue.user_view, state.message)
         message = await dialogue.user_message()

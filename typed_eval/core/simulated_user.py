@@ -22,7 +22,7 @@ from typed_eval.schemas import Cost, TokenUsage
 __all__ = ["STOP_TOKENS", "SimulatedUser", "UserTurn"]
 
 STOP_TOKENS = ("###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###")
-"""τ-bench's: a user message holding one of them ends the conversation (done, handed to a human, out of scope)."""
+"""A user message holding one of them ends the conversation (done, handed to a human, out of scope)."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class SimulatedUser:
     stop_tokens: tuple[str, ...] = STOP_TOKENS
 
     def is_stop(self, text: str | None) -> bool:
-        """Whether a user message ends the conversation (a message with calls never does: τ-bench's rule)."""
+        """Whether a user message ends the conversation (a message with calls never does)."""
         return text is not None and any(token in text for token in self.stop_tokens)
 
     async def reply(
