@@ -31,7 +31,7 @@ CANCEL = {
 }
 CASES = [
     Case(id="cancel-a1", prompt="You want order A1 cancelled.", expected={"A1": "cancelled", "B2": "pending"}),
-    Case(id="keep-all", prompt="You only ask when B2 ships; cancel nothing.", expected={"A1": "pending", "B2": "pending"}),
+    Case(id="keep-all", prompt="You only ask when B2 ships.", expected={"A1": "pending", "B2": "pending"}),
 ]
 
 

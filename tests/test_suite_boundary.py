@@ -8,9 +8,9 @@ import re
 from tests.conftest import REPO
 
 PACKAGE = REPO / "typed_eval"
-SUITE_NAMES = re.compile(r"farel|lineage|(?<![a-z])story|promptfoo|novelty|τ|(?<![a-z])tau(?![a-z])|tau2", re.IGNORECASE)
+SUITE_NAMES = re.compile(r"farel|lineage|(?<![a-z])story|promptfoo|novelty|τ|(?<![a-z])tau(?![a-z2])|tau2", re.I)
 """The issue's `grep -rniE "farel|lineage|story|promptfoo|novelty"`, except that "story" inside another word
-("history", a conversation's messages) names no suite."""
+("history", a conversation's messages) names no suite; and τ-bench (`tau`, `tau2`, `τ`)."""
 
 
 def offenders() -> list[str]:
