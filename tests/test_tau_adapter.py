@@ -109,3 +109,25 @@ def test_only_light_modules_of_the_wheel_are_imported() -> None:
     load(["airline", "telecom"], "base", None)
     assert not [name for name in sys.modules if name.startswith(("litellm", "tau2.registry", "tau2.agent",
                                                                  "tau2.user", "tau2.orchestrator"))]  # fmt: skip
+
+
+@pytest.mark.parametrize("domain", ["airline", "retail", "telecom", "mock"])
+def test_environments_made_from_one_parsed_file_share_no_container(domain: str) -> None:
+    """Each environment's database is its own: what a conversation changes is never seen by the next one."""
+    files = DomainFiles(domain, installed_data_dir() / "domains" / domain)
+    construct = environment_constructor(files, domain_policy(files))
+    first, second = construct(), construct()
+
+    def containers(value: Any, found: set[int]) -> set[int]:
+        if hasattr(value, "__pydantic_fields__"):
+            for name in type(value).__pydantic_fields__:
+                containers(getattr(value, name), found)
+        elif isinstance(value, dict | list):
+            found.add(id(value))
+            for item in value.values() if isinstance(value, dict) else value:
+                containers(item, found)
+        return found
+
+    for side in ("tools", "user_tools"):
+        if getattr(first, side, None) is not None:
+            assert not containers(getattr(first, side).db, set()) & containers(getattr(second, side).db, set())

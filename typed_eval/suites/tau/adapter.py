@@ -98,53 +98,50 @@ def parse_task(data: Any) -> Any:
 
 def environment_constructor(files: DomainFiles, policy: str) -> Callable[..., Any]:
     """A function making a fresh environment of the domain from its files, as τ-bench's `get_environment` makes one
-    from the wheel's (the same database and tools; `policy` as `domain_policy` composes it)."""
-    if files.name == "airline":
-        airline = _module("tau2.domains.airline.data_model")
-        tools = _module("tau2.domains.airline.tools")
-        db = files.folder / "db.json"
-        return _plain(lambda: tools.AirlineTools(airline.FlightDB.load(str(db))), "airline", policy)
-    if files.name == "retail":
-        retail = _module("tau2.domains.retail.data_model")
-        tools = _module("tau2.domains.retail.tools")
-        db = files.folder / "db.json"
-        return _plain(lambda: tools.RetailTools(retail.RetailDB.load(str(db))), "retail", policy)
-    if files.name == "mock":
-        mock = _module("tau2.domains.mock.data_model")
-        tools = _module("tau2.domains.mock.tools")
-        db = files.folder / "db.json"
-        return _plain(lambda: tools.MockTools(mock.MockDB.load(str(db))), "mock", policy)
-    return _telecom(files, policy)
-
-
-def _plain(make_tools: Callable[[], Any], name: str, policy: str) -> Callable[..., Any]:
+    from the wheel's (the same database and tools; `policy` as `domain_policy` composes it). The database file is
+    parsed once: each environment validates its own database from that data (its models copy every container, so no
+    environment sees another's changes), a third of the time τ-bench spends making one."""
+    folder, name = files.folder, files.name
+    if name == "telecom":
+        return _telecom(files, policy)
+    data_model = _module(f"tau2.domains.{name}.data_model")
+    tools = _module(f"tau2.domains.{name}.tools")
+    database = {"airline": "FlightDB", "retail": "RetailDB", "mock": "MockDB"}[name]
+    toolkit = {"airline": "AirlineTools", "retail": "RetailTools", "mock": "MockTools"}[name]
+    fresh = _database(getattr(data_model, database), folder / "db.json")
     environment = _module("tau2.environment.environment")
 
     def construct(solo_mode: bool = False) -> Any:
         if solo_mode:
-            raise ValueError(f"the {name} domain has no solo mode")
-        return environment.Environment(domain_name=name, policy=policy, tools=make_tools())
+            raise ValueError(f"the suite plays the {name} domain with its user, never solo")
+        return environment.Environment(domain_name=name, policy=policy, tools=getattr(tools, toolkit)(fresh()))
 
     return construct
 
 
+def _database(model: Any, path: Path) -> Callable[[], Any]:
+    """A database of `model` made afresh each call from the file's data, parsed once (τ-bench's `load_file`)."""
+    data = _module("tau2.utils.io_utils").load_file(str(path))
+    return lambda: model.model_validate(data)
+
+
 def _telecom(files: DomainFiles, policy: str) -> Callable[..., Any]:
     telecom = _module("tau2.domains.telecom.environment")
-    data = _module("tau2.domains.telecom.data_model")
-    user_data = _module("tau2.domains.telecom.user_data_model")
     tools = _module("tau2.domains.telecom.tools")
     user_tools = _module("tau2.domains.telecom.user_tools")
+    fresh_db = _database(_module("tau2.domains.telecom.data_model").TelecomDB, files.folder / "db.toml")
+    fresh_user_db = _database(
+        _module("tau2.domains.telecom.user_data_model").TelecomUserDB, files.folder / "user_db.toml"
+    )
 
     def construct(solo_mode: bool = False) -> Any:
         if solo_mode:
             raise ValueError("the suite plays telecom with its user, never solo")
-        db = data.TelecomDB.load(str(files.folder / "db.toml"))
-        user_db = user_data.TelecomUserDB.load(str(files.folder / "user_db.toml"))
         return telecom.TelecomEnvironment(
             domain_name="telecom",
             policy=policy,
-            tools=tools.TelecomTools(db),
-            user_tools=user_tools.TelecomUserTools(user_db),
+            tools=tools.TelecomTools(fresh_db()),
+            user_tools=user_tools.TelecomUserTools(fresh_user_db()),
         )
 
     return construct
