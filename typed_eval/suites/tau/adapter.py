@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from typed_eval.core.dialogue import Message, Requestor, ToolResult
+from typed_eval.core.dialogue import DialogueFailure, Message, Requestor, ToolResult
 from typed_eval.core.errors import InputError
 
 __all__ = [
@@ -172,6 +172,10 @@ class TauEnvironment:
             id=call_id, name=name, arguments=arguments, requestor=requestor
         )
         result = self.environment.get_response(call)
+        try:  # as τ-bench's orchestrator after each step: the user's phone follows the line's state (telecom)
+            self.environment.sync_tools()
+        except Exception as exc:
+            raise DialogueFailure(f"τ-bench's environment failed after {name[:80]!r}: {exc}") from None
         return ToolResult(result.content if result.content is not None else "null", bool(result.error))
 
 
