@@ -14,7 +14,7 @@ import pytest
 from typed_eval.core.dialogue import AGENT_GREETING
 from typed_eval.suites.tau import adapter, prompts
 from typed_eval.suites.tau.adapter import DomainFiles, environment_constructor, installed_data_dir
-from typed_eval.suites.tau.data import domain_policy, load
+from typed_eval.suites.tau.data import domain_policy, load, read_bounded
 
 WHEEL = installed_data_dir().parent.parent
 """The installed `tau2` package."""
@@ -72,7 +72,7 @@ def test_trial_seeds_are_those_tau2_run_draws() -> None:
 def test_a_domains_environment_made_from_its_files_is_tau_benchs_own(domain: str) -> None:
     own = importlib.import_module(f"tau2.domains.{domain}.environment").get_environment()
     files = DomainFiles(domain, installed_data_dir() / "domains" / domain)
-    made = environment_constructor(files, domain_policy(files))()
+    made = environment_constructor(files, domain_policy(files), read_bounded)()
     assert made.get_policy() == own.get_policy()
     assert made.get_db_hash() == own.get_db_hash() and made.get_user_db_hash() == own.get_user_db_hash()
     assert [t.openai_schema for t in made.get_tools()] == [t.openai_schema for t in own.get_tools()]
@@ -94,7 +94,7 @@ def test_the_splits_hold_tau_benchs_tasks(domain: str, split: str, count: int) -
 def test_a_tool_call_is_tau_benchs_get_response_errors_included() -> None:
     task = load(["mock"], "base", None).domains[0].tasks[0]
     files = DomainFiles("mock", installed_data_dir() / "domains" / "mock")
-    environment = adapter.TauEnvironment(environment_constructor(files, domain_policy(files)), task)
+    environment = adapter.TauEnvironment(environment_constructor(files, domain_policy(files), read_bounded), task)
     assert environment.call("assistant", "c1", "get_users", {}).content.startswith('[{"user_id": "user_1"')
     failed = environment.call("assistant", "c2", "nope", {})
     assert (failed.content, failed.error) == ("Error: Tool 'nope' not found.", True)
@@ -115,7 +115,7 @@ def test_only_light_modules_of_the_wheel_are_imported() -> None:
 def test_environments_made_from_one_parsed_file_share_no_container(domain: str) -> None:
     """Each environment's database is its own: what a conversation changes is never seen by the next one."""
     files = DomainFiles(domain, installed_data_dir() / "domains" / domain)
-    construct = environment_constructor(files, domain_policy(files))
+    construct = environment_constructor(files, domain_policy(files), read_bounded)
     first, second = construct(), construct()
 
     def containers(value: Any, found: set[int]) -> set[int]:

@@ -338,3 +338,33 @@ def test_in_telecom_the_user_acts_on_their_phone_and_the_assertions_on_it_are_sc
     assertions = record.score_details["env_assertions"]
     assert [a["function"] for a in assertions] == ["assert_mobile_data_status", "assert_internet_speed"]
     assert all(a["met"] is (reward == 1.0) for a in assertions)
+
+
+def test_a_task_file_that_is_a_fifo_is_refused_without_reading_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    root = checkout(tmp_path)
+    tasks = root / "data" / "tau2" / "domains" / "mock" / "tasks.json"
+    tasks.unlink()
+    os.mkfifo(tasks)
+    monkeypatch.setattr("sys.argv", ["main.py"])
+    assert main(["run", "--suite", "tau", "-S", "domains=mock", "-S", f"data={root}", "--model", "test",
+                 "--results-dir", str(tmp_path / "r"), "--quiet"]) == 2  # fmt: skip
+    assert capsys.readouterr().err.strip() == f"main.py: error: {tasks}: missing (or not a regular file)"
+
+
+@pytest.mark.parametrize(("body", "said_part"), [(b"{not json", "Expecting property name"),
+                                                 (b'{"tasks": 5}', "tasks")])  # fmt: skip
+def test_a_database_that_is_not_tau_benchs_is_one_line(
+    tmp_path: Path, body: bytes, said_part: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = checkout(tmp_path)
+    (root / "data" / "tau2" / "domains" / "mock" / "db.json").write_bytes(body)
+    monkeypatch.setattr("sys.argv", ["main.py"])
+    assert main(["run", "--suite", "tau", "-S", "domains=mock", "-S", f"data={root}", "--model", "test",
+                 "--results-dir", str(tmp_path / "r"), "--quiet"]) == 2  # fmt: skip
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    folder = root / "data" / "tau2" / "domains" / "mock"
+    assert line.startswith(f"main.py: error: {folder}: its database is not τ-bench's: ") and said_part in line

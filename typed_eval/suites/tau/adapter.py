@@ -96,19 +96,20 @@ def parse_task(data: Any) -> Any:
     return _module("tau2.data_model.tasks").Task.model_validate(data)
 
 
-def environment_constructor(files: DomainFiles, policy: str) -> Callable[..., Any]:
+def environment_constructor(files: DomainFiles, policy: str, read: Callable[[Path], bytes]) -> Callable[..., Any]:
     """A function making a fresh environment of the domain from its files, as τ-bench's `get_environment` makes one
     from the wheel's (the same database and tools; `policy` as `domain_policy` composes it). The database file is
-    parsed once: each environment validates its own database from that data (its models copy every container, so no
-    environment sees another's changes), a third of the time τ-bench spends making one."""
+    read (with `read`, which refuses what is not a regular file of a bounded size) and parsed once: each environment
+    validates its own database from that data (its models copy every container, so no environment sees another's
+    changes), a third of the time τ-bench spends making one."""
     folder, name = files.folder, files.name
     if name == "telecom":
-        return _telecom(files, policy)
+        return _telecom(files, policy, read)
     data_model = _module(f"tau2.domains.{name}.data_model")
     tools = _module(f"tau2.domains.{name}.tools")
     database = {"airline": "FlightDB", "retail": "RetailDB", "mock": "MockDB"}[name]
     toolkit = {"airline": "AirlineTools", "retail": "RetailTools", "mock": "MockTools"}[name]
-    fresh = _database(getattr(data_model, database), folder / "db.json")
+    fresh = _database(getattr(data_model, database), read(folder / "db.json"), ".json")
     environment = _module("tau2.environment.environment")
 
     def construct(solo_mode: bool = False) -> Any:
@@ -119,20 +120,21 @@ def environment_constructor(files: DomainFiles, policy: str) -> Callable[..., An
     return construct
 
 
-def _database(model: Any, path: Path) -> Callable[[], Any]:
-    """A database of `model` made afresh each call from the file's data, parsed once (τ-bench's `load_file`)."""
-    data = _module("tau2.utils.io_utils").load_file(str(path))
+def _database(model: Any, body: bytes, suffix: str) -> Callable[[], Any]:
+    """A database of `model` made afresh each call from a file's bytes, parsed once as τ-bench's `load_file` parses
+    that kind of file (JSON, or TOML with the `toml` library)."""
+    text = body.decode("utf-8")
+    data = json.loads(text) if suffix == ".json" else _module("toml").loads(text)
     return lambda: model.model_validate(data)
 
 
-def _telecom(files: DomainFiles, policy: str) -> Callable[..., Any]:
+def _telecom(files: DomainFiles, policy: str, read: Callable[[Path], bytes]) -> Callable[..., Any]:
     telecom = _module("tau2.domains.telecom.environment")
     tools = _module("tau2.domains.telecom.tools")
     user_tools = _module("tau2.domains.telecom.user_tools")
-    fresh_db = _database(_module("tau2.domains.telecom.data_model").TelecomDB, files.folder / "db.toml")
-    fresh_user_db = _database(
-        _module("tau2.domains.telecom.user_data_model").TelecomUserDB, files.folder / "user_db.toml"
-    )
+    fresh_db = _database(_module("tau2.domains.telecom.data_model").TelecomDB, read(files.folder / "db.toml"), ".toml")
+    user_db = _module("tau2.domains.telecom.user_data_model").TelecomUserDB
+    fresh_user_db = _database(user_db, read(files.folder / "user_db.toml"), ".toml")
 
     def construct(solo_mode: bool = False) -> Any:
         if solo_mode:

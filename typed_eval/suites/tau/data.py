@@ -23,7 +23,7 @@ from typed_eval.core.errors import InputError
 from typed_eval.suites.tau import adapter
 from typed_eval.suites.tau.adapter import DOMAINS, DomainFiles
 
-__all__ = ["Domain", "TaskData", "load"]
+__all__ = ["Domain", "TaskData", "domain_policy", "load", "read_bounded"]
 
 MAX_FILE = 64 * 1024 * 1024
 """A task or split file larger than this is not τ-bench's (its largest, telecom's, is 4 MB)."""
@@ -73,7 +73,7 @@ def load(domains: Sequence[str], split: str, data: str | None) -> TaskData:
     for name in domains:
         for file in (root / "domains" / name / "tasks.json", root / "domains" / name / "split_tasks.json"):
             digest.update(f"{name}/{file.name}\0".encode())
-            digest.update(_read(file))
+            digest.update(read_bounded(file))
     return TaskData(loaded, source, version, digest.hexdigest(), str(root))
 
 
@@ -90,7 +90,7 @@ def _checkout(given: Path) -> tuple[Path, str]:
     for folder in (root, *root.parents):
         project = folder / "pyproject.toml"
         if project.is_file():
-            text = _read(project).decode("utf-8", "replace")
+            text = read_bounded(project).decode("utf-8", "replace")
             name = re.search(r'(?m)^name\s*=\s*"([^"]+)"', text)
             version = re.search(r'(?m)^version\s*=\s*"([^"]+)"', text)
             if name is None or name.group(1) != "tau2" or version is None:
@@ -102,7 +102,7 @@ def _checkout(given: Path) -> tuple[Path, str]:
     raise InputError(f"-S data={given}: no tau2-bench pyproject.toml names its release (point at the checkout)")
 
 
-def _read(path: Path) -> bytes:
+def read_bounded(path: Path) -> bytes:
     """A regular file's bytes, at most `MAX_FILE`; anything else is one line."""
     try:
         if not path.is_file():
@@ -118,7 +118,7 @@ def _read(path: Path) -> bytes:
 
 def _json(path: Path) -> Any:
     try:
-        return json.loads(_read(path))
+        return json.loads(read_bounded(path))
     except ValueError as exc:
         raise InputError(f"{path}: not JSON: {str(exc)[:120]}") from None
 
@@ -154,8 +154,12 @@ def _domain(name: str, root: Path, split: str) -> Domain:
     guidelines = root / "user_simulator" / ("simulation_guidelines_tools.md" if has_user_tools else
                                              "simulation_guidelines.md")  # fmt: skip
     policy = domain_policy(files)
-    return Domain(name, tasks, adapter.environment_constructor(files, policy), policy, _text(guidelines),
-                  has_user_tools)  # fmt: skip
+    try:
+        construct = adapter.environment_constructor(files, policy, read_bounded)
+        construct()  # a database τ-bench's models refuse is the data's fault, said once, not each case's error
+    except (ValueError, UnicodeDecodeError) as exc:  # JSON's, TOML's and pydantic's errors are ValueErrors
+        raise InputError(f"{folder}: its database is not τ-bench's: {' '.join(str(exc).split())[:160]}") from None
+    return Domain(name, tasks, construct, policy, _text(guidelines), has_user_tools)
 
 
 def domain_policy(files: DomainFiles) -> str:
@@ -168,4 +172,4 @@ def domain_policy(files: DomainFiles) -> str:
 
 
 def _text(path: Path) -> str:
-    return _read(path).decode("utf-8")
+    return read_bounded(path).decode("utf-8")

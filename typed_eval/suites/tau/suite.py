@@ -20,6 +20,7 @@ from typed_eval.core.suite import Suite, SuiteContext
 from typed_eval.core.tasks import Task
 from typed_eval.schemas import RunSummary, Scores
 from typed_eval.suites.tau import data as tau_data
+from typed_eval.suites.tau.import_command import IMPORT_TAU
 from typed_eval.suites.tau.runner import TauCases, TauScorer, TauSession, tau_case, tau_metrics
 from typed_eval.suites.tau.viewer import conversation_lines
 
@@ -131,4 +132,5 @@ TAU = Suite(
     row_metrics=_row_metrics,
     report_lines=_report_lines,
     show_answer=conversation_lines,
+    importer=IMPORT_TAU,
 )
