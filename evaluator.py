@@ -18,6 +18,9 @@ The importable core, on one page: no argument parsing, no printing.
     a, b = evaluator.analyse(result_a.records), evaluator.analyse(result_b.records)
     a.score_ci95(), evaluator.compare(a, b).p_value
 
+`pass_hat_k(records)` gives pass^1 .. pass^K of a run that posed its cases K times (`repeats=K`): the chance that k
+trials of a case all succeed, averaged over the cases, with 95% intervals, overall and per group.
+
 Everything else stays importable from its module (`typed_eval.core`, `typed_eval.engine`, `typed_eval.providers`,
 `typed_eval.suites.multiple_choice`...; see docs/library.md).
 """
@@ -32,6 +35,7 @@ from typed_eval.engine.evaluation import EvaluationResult, evaluate
 from typed_eval.engine.runs import RunOutcome, run
 from typed_eval.providers.flow import Pacer
 from typed_eval.reports.analysis import analyse, compare
+from typed_eval.reports.pass_k import pass_hat_k
 from typed_eval.schemas import Case, RunSummary, SampleRecord
 from typed_eval.store.storage import load_runs, read_records
 
@@ -54,6 +58,7 @@ __all__ = [
     "compare",
     "evaluate",
     "load_runs",
+    "pass_hat_k",
     "read_records",
     "run",
 ]

@@ -91,7 +91,8 @@ def test_runs_lists_each_stored_run_oldest_first(viewer: Viewer, runs: Runs) -> 
     found = viewer.api("/api/runs")
     started = [datetime.fromisoformat(row.pop("started_at")) for row in found]
     assert started == [runs.outcomes[name].summary.started_at for name in ("alpha", "beta", "gamma")]
-    common = {"mode": "tool", "suite": "numbers", "samples": 12, "status": "finished"}
+    common = {"mode": "tool", "suite": "numbers", "samples": 12, "status": "finished", "repeats": 1, "pass_k": []}
+    common |= {"pass_k_groups": {}}  # no repeats: no pass^k
     assert found == [
         {"run": runs.a, "model": "function:alpha", "score": 100 * 8 / 12} | common,
         {"run": runs.b, "model": "function:beta", "score": 100 * 6 / 11} | common,  # c09 failed: 11 scored

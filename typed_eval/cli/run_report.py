@@ -17,6 +17,7 @@ from typed_eval.reports.facet_profile import pair_lines, placed_lines, profile_l
 from typed_eval.reports.leaderboard import Board, RunRead, build_board, compare_runs, load_run, read_run
 from typed_eval.reports.mode_matrix import mode_comparisons
 from typed_eval.reports.mode_tables import render_modes_rich
+from typed_eval.reports.pass_k import report_lines
 from typed_eval.reports.tables import render_comparison, render_rich
 from typed_eval.schemas import LeaderboardRow, RunSummary, is_text_mode
 from typed_eval.store.storage import StoredRun
@@ -108,6 +109,8 @@ def print_report(summary: RunSummary, run_dir: Path, suite: Suite[Any] | None = 
         print(printable(line))
     if scores.metrics:
         print("metrics: " + ", ".join(f"{name} {_score(value)}" for name, value in scores.metrics.items()))
+    for line in report_lines(read.pass_k) if read.pass_k is not None and summary.status != "dnf" else []:
+        print(printable(line))
     comp, totals = scores.compliance, scores.totals
     first = f"{comp.valid_first_try:.1f}%" if comp.valid_first_try is not None else "n/a"
     after = f"{comp.valid_after_retries:.1f}%" if comp.valid_after_retries is not None else "n/a"

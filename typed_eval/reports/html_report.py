@@ -28,6 +28,7 @@ from typed_eval.reports.mode_tables import (
     group_pair_lines,
     mode_table_lines,
 )
+from typed_eval.reports.pass_k import figure_text, pass_k_cells
 from typed_eval.reports.report_figures import retries_figure, scatter
 from typed_eval.reports.tables import GroupHeader, group_headers, metric_columns, suite_title
 from typed_eval.schemas import LeaderboardRow, ModeComparison
@@ -113,13 +114,15 @@ def _section(
     chance = chances.pop() if len(chances) == 1 else None
     metrics = metric_columns(rows)
     shown = [(name, f"{name}: a figure the suite's task reports") for name in metrics]
+    passes = [(header, _PASS_K_TIP.format(k=header[5:])) for header, _ in pass_k_cells(rows)]
     return {
         "index": index,
         "name": suite_title(suite, rows),
         "about": count(len(rows), "run") + ("" if chance is None else f" · chance level {chance:.1f}"),
-        "heads": _COLUMNS[:3] + shown + _COLUMNS[3:],
+        "heads": _COLUMNS[:3] + shown + passes + _COLUMNS[3:],
         "rows": rows,
         "metrics": metrics,
+        "passes": len(passes),
         "scatter": Markup(scatter(rows, index, chance)),
         "compliance": _compliance(rows),
         "heatmap": _heatmap(rows, header),
@@ -144,6 +147,12 @@ _COLUMNS = [
     ("Latency", "median / p95 seconds per case"),
     ("Samples", "samples scored / cases in the dataset"),
 ]
+
+
+_PASS_K_TIP = (
+    "pass^{k}: the chance that {k} trials of a case all score 1, averaged over the cases (errors count as failed "
+    "trials), with its 95% bootstrap interval"
+)
 
 
 def _colour(score: float) -> tuple[str, str]:
@@ -209,6 +218,7 @@ def _run(row: LeaderboardRow, examples: Sequence[InvalidExample]) -> dict[str, o
         ("Corrective retries", str(row.corrective_retries)),
         ("Invalid outputs", ", ".join(f"{k} {n}" for k, n in row.invalid_by_kind.items()) or str(row.invalid_outputs)),
         ("Latency", "" if row.latency_median_s is None else latency),
+        ("pass^k", ", ".join(f"pass^{f.k} {figure_text(f, cases=row.pass_k[0].tasks)}" for f in row.pass_k)),
         ("Reason", row.reason or ""),
         ("File", row.path),
     ]

@@ -19,6 +19,7 @@ from typed_eval.core.scoring import ScoreBook, relaxed_score, with_relaxed_readi
 from typed_eval.core.suite import Suite, find_suites
 from typed_eval.reports.analysis import Comparison, RunAnalysis, analyse, compare, tied_with_best
 from typed_eval.reports.invalid_examples import InvalidExample, InvalidExamples
+from typed_eval.reports.pass_k import PassHatK, TrialBook
 from typed_eval.reports.stats import pareto_front
 from typed_eval.schemas import LeaderboardRow, SampleRecord, Scores, is_text_mode
 from typed_eval.store.storage import RECORDS_FILE, SUMMARY_FILE, StoredRun, latest_records, load_runs
@@ -53,6 +54,8 @@ class RunRead:
     retries: RetryEconomics | None = None
     first_attempt: Scores | None = None
     """The scores with no corrective retry, when some sample used one."""
+    pass_k: PassHatK | None = None
+    """pass^1 .. pass^K, when some case was posed more than once."""
 
 
 def installed_suites() -> dict[str, Suite[Any]]:
@@ -77,6 +80,7 @@ def read_run(
     relaxed = ScoreBook(aggregate=s.scores.aggregate) if recoverable else None
     examples = InvalidExamples()
     retries = RetryBook(s.scores.aggregate, s.settings.retries or 0)
+    trials = TrialBook()
 
     def each() -> Iterator[SampleRecord]:
         for record in latest_records(run.path, on_damaged):
@@ -84,12 +88,13 @@ def read_run(
                 relaxed.add(with_relaxed_reading(record))
             examples.add(record)
             retries.add(record)
+            trials.add(record)
             yield record
 
     declared = (suite.baseline, suite.facets) if suite is not None else (None, None)
     analysis = analyse(each(), s.scores.aggregate, *declared)
     score = relaxed.scores().score if relaxed is not None else s.scores.score if text else None
-    return RunRead(analysis, score, examples.found, retries.economics(), retries.first_attempt())
+    return RunRead(analysis, score, examples.found, retries.economics(), retries.first_attempt(), trials.repeated())
 
 
 _NUMBER = re.compile(r"(\d+)")
@@ -283,6 +288,8 @@ def _row(run: StoredRun, read: RunRead, suite: Suite[Any] | None) -> Leaderboard
         valid_after_retries=scores.compliance.valid_after_retries,
         invalid_by_kind=dict(scores.compliance.invalid_by_kind),
         score_relaxed=read.relaxed if scored else None,
+        pass_k=read.pass_k.overall if read.pass_k is not None and scored else [],
+        pass_k_groups=read.pass_k.groups if read.pass_k is not None and scored else {},
         **(asdict(read.retries) if read.retries is not None and scored else {}),
     )
 

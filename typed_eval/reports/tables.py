@@ -23,6 +23,7 @@ from typed_eval.core.terminal import json_printable, printable
 from typed_eval.reports.analysis import ALPHA, Comparison
 from typed_eval.reports.formatting import interval, metric, money_table, number, p_value, percent, signed
 from typed_eval.reports.leaderboard import installed_suites
+from typed_eval.reports.pass_k import PASS_K_NOTES, comparison_lines, csv_fields, csv_values, pass_k_cells
 from typed_eval.schemas import LeaderboardRow
 
 __all__ = [
@@ -213,13 +214,18 @@ def _repeated(rows: Sequence[LeaderboardRow]) -> list[Column]:
     return [CONSISTENCY] if any(r.repeats > 1 for r in rows) else []
 
 
+def pass_k_columns(rows: Sequence[LeaderboardRow], *, stacked: bool = False) -> list[Column]:
+    """pass^1 .. pass^K with their intervals, for rows of runs that repeat their cases; none otherwise."""
+    return [Column(header, cell) for header, cell in pass_k_cells(rows, stacked=stacked)]
+
+
 def _markdown_columns(rows: Sequence[LeaderboardRow], header: GroupHeader = str) -> list[Column]:
     """A public benchmark's columns first (Nr, Model, its score, its groups or its metrics), so its table is a
     prefix of ours, then the relaxed score."""
     return [
         NR, MODEL, _score_column(rows), *_class_columns(rows, header), *_relaxed(rows), CI, GROUP, CASES, CHANCE,
         FAVOURITE, VALID, VALID_FINAL, RETRIES, INVALID, MISSING, ERRORS, COST, PER_CORRECT, PARETO, LATENCY,
-        *_repeated(rows), NO_RETRY, RETRY_COST, USAGE, RUN,
+        *_repeated(rows), *pass_k_columns(rows), NO_RETRY, RETRY_COST, USAGE, RUN,
     ]  # fmt: skip
 
 
@@ -290,22 +296,13 @@ def render_rich(
         baselines = [CHANCE, FAVOURITE] if options else classes
         headline = [NR, GROUP, MODEL_AND_RUN, CASES, score, CI, *baselines, VALID, PER_CORRECT, LATENCY]
         _rich_table(console, name, mine, headline + _repeated(mine), wrap=True, notes=NOTES)
+        if passes := pass_k_columns(mine, stacked=True):
+            _rich_table(console, f"{name}: pass^k", mine, [NR, MODEL, CASES, *passes], wrap=True, notes=PASS_K_NOTES)
         if (classes or _relaxed(mine)) and options:
             _rich_table(console, f"{name} by group", mine, [NR, MODEL, score, *_relaxed(mine), *classes], wrap=True)
         compliance = [
-            NR,
-            MODEL,
-            VALID,
-            VALID_FINAL,
-            NO_RETRY,
-            RETRIES,
-            RETRY_COST,
-            INVALID,
-            MISSING,
-            ERRORS,
-            COST,
-            USAGE,
-        ]
+            NR, MODEL, VALID, VALID_FINAL, NO_RETRY, RETRIES, RETRY_COST, INVALID, MISSING, ERRORS, COST, USAGE,
+        ]  # fmt: skip
         _rich_table(console, f"{name}: format compliance and cost", mine, compliance, wrap=True)
 
 
@@ -430,11 +427,13 @@ def render_csv(rows: Sequence[LeaderboardRow]) -> str:
     classes = list(dict.fromkeys(name for row in rows for name in row.classes))
     metrics = [name for name in metric_columns(rows) if name not in (*CSV_FIELDS, "score_relaxed")]
     no_retry = [name for name in metrics if any(name in r.metrics_no_retry for r in rows)]
+    passes = [name for column in pass_k_columns(rows) for name in csv_fields(column.header)]
     fields = (
         CSV_FIELDS
         + (("score_relaxed",) if any(r.relaxed_column for r in rows) else ())
         + tuple(metrics)
         + tuple(f"{name}_no_retry" for name in no_retry)
+        + tuple(passes)
     )
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -447,6 +446,7 @@ def render_csv(rows: Sequence[LeaderboardRow]) -> str:
         values |= {"score_ci95_low": low, "score_ci95_high": high}
         values |= {name: r.metrics.get(name) for name in metrics}
         values |= {f"{name}_no_retry": r.metrics_no_retry.get(name, r.metrics.get(name)) for name in no_retry}
+        values |= dict.fromkeys(passes) | csv_values(r.pass_k)
         writer.writerow(
             [r.rank, *map(printable, (r.suite, r.model)), r.mode, printable(r.run_id), r.status, r.imported]
             + [number(r.score)]
@@ -467,7 +467,9 @@ def comparison_json(comparison: Comparison, a: LeaderboardRow, b: LeaderboardRow
 
 
 def _identity(row: LeaderboardRow) -> dict[str, object]:
-    return {"model": row.model, "mode": row.mode, "run_id": row.run_id, "path": row.path, "score": row.score}
+    found: dict[str, object] = {"model": row.model, "mode": row.mode, "run_id": row.run_id, "path": row.path}
+    passes = {"pass_k": [f.model_dump(mode="json") for f in row.pass_k]} if row.pass_k else {}
+    return found | {"score": row.score} | passes
 
 
 def render_comparison(comparison: Comparison, a: LeaderboardRow, b: LeaderboardRow) -> str:
@@ -487,5 +489,6 @@ def render_comparison(comparison: Comparison, a: LeaderboardRow, b: LeaderboardR
         f"{test}: p = {p_value(c.p_value)} ({verdict} at {ALPHA})",
         f"difference A - B: {signed(c.difference)} points, 95% CI {signed(c.difference_ci95[0])} to "
         f"{signed(c.difference_ci95[1])} (paired bootstrap)",
+        *comparison_lines(a.pass_k, b.pass_k),
     ]
     return printable("\n".join(lines)) + "\n"

@@ -7,7 +7,23 @@ from pydantic import BaseModel, ConfigDict, Field
 from typed_eval.schemas.record import AnswerMode
 from typed_eval.schemas.run import RunStatus
 
-__all__ = ["LeaderboardRow"]
+__all__ = ["LeaderboardRow", "PassK"]
+
+
+class PassK(BaseModel):
+    """pass^k of a run or of one of its groups: the chance that k trials of a case all succeed (score 1), estimated
+    per case as C(c, k) / C(n, k) from its n trials of which c succeeded, and averaged over the cases with k trials or
+    more (`typed_eval.reports.pass_k`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    k: int
+    value: float
+    """0-100."""
+    ci95: list[float]
+    """[low, high], 0-100: bootstrap over cases (groups kept), seeded."""
+    tasks: int
+    """The cases averaged over: those with k scored trials or more."""
 
 
 class LeaderboardRow(BaseModel):
@@ -131,3 +147,8 @@ class LeaderboardRow(BaseModel):
     score_relaxed: float | None = None
     """Text modes: the score with the suite's relaxed reading counted (a missing reply that states its answer
     another way scores what it states), as the suite's original benchmark counts it; None in other modes."""
+    pass_k: list[PassK] = Field(default_factory=list, exclude_if=lambda figures: not figures)
+    """With repeats: pass^1 .. pass^K (K: the most trials of a case), each over the cases with k trials or more;
+    empty (and left out) for a run that poses each case once or was stored without its records."""
+    pass_k_groups: dict[str, list[PassK]] = Field(default_factory=dict, exclude_if=lambda groups: not groups)
+    """With repeats: group -> its pass^1 .. pass^K, over its own cases."""

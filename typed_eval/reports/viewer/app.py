@@ -23,13 +23,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from typed_eval.core.errors import EvaluatorError, InputError
+from typed_eval.core.errors import EvaluatorError, InputError, ResultFileError
 from typed_eval.core.suite import Suite, find_suites
 from typed_eval.reports.html import asset
 from typed_eval.reports.leaderboard import Board, build_board
+from typed_eval.reports.pass_k import PassHatK, TrialBook
 from typed_eval.reports.viewer import pages
 from typed_eval.store.case_store import CaseDetail, CasePage, CaseStore, NotFoundError, RunEntry
-from typed_eval.store.storage import RECORDS_FILE, SUMMARY_FILE
+from typed_eval.store.storage import RECORDS_FILE, SUMMARY_FILE, latest_records
 
 __all__ = ["LOOPBACK_HOSTS", "create_app"]
 
@@ -73,6 +74,34 @@ class _Boards:
             return self._board
 
 
+class _PassKs:
+    """Each run's pass^k, for runs that pose their cases more than once (what `/api/runs` carries), made again only
+    when the run's records file has changed: the list of runs reads no records of a run that does not repeat."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._found: dict[str, tuple[tuple[int, int], PassHatK | None]] = {}
+
+    def get(self, entry: RunEntry) -> PassHatK | None:
+        if entry.summary.settings.repeats <= 1:
+            return None
+        stamp = _stamp(entry.run.path / RECORDS_FILE)
+        with self._lock:
+            cached = self._found.get(entry.key)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        found = None
+        if stamp != (0, 0):  # a damaged line is left out, as the leaderboard leaves it; a file gone, the figures too
+            with contextlib.suppress(ResultFileError):
+                trials = TrialBook()
+                for record in latest_records(entry.run.path, lambda _: None):
+                    trials.add(record)
+                found = trials.repeated()
+        with self._lock:
+            self._found[entry.key] = (stamp, found)
+        return found
+
+
 def _stamp(path: Path) -> tuple[int, int]:
     try:
         stat = path.stat()
@@ -85,10 +114,11 @@ def create_app(results_dir: Path, *, hosts: Sequence[str] = LOOPBACK_HOSTS) -> S
     """The viewer of the runs under `results_dir`; `hosts` are the Host header values it answers (`*` for any)."""
     store = CaseStore(results_dir)
     boards = _Boards()
+    passes = _PassKs()
     suites: dict[str, Suite[Any]] = {found.suite.name: found.suite for found in find_suites(on_error=lambda _: None)}
 
     def api_runs(request: Request) -> Response:
-        return _json([_run_json(entry) for entry in store.runs()])
+        return _json([_run_json(entry, passes.get(entry)) for entry in store.runs()])
 
     def api_cases(request: Request) -> Response:
         page = _cases(store, request)
@@ -220,8 +250,11 @@ def _cases(store: CaseStore, request: Request) -> CasePage:
     )
 
 
-def _run_json(entry: RunEntry) -> dict[str, Any]:
+def _run_json(entry: RunEntry, passes: PassHatK | None) -> dict[str, Any]:
+    """A run as `/api/runs` lists it; with repeats, its pass^1 .. pass^K overall and per group (0-100, each with its
+    95% interval and the cases it averages), else empty."""
     summary = entry.summary
+    groups = passes.groups if passes is not None else {}
     return {
         "run": entry.key,
         "model": summary.model,
@@ -231,6 +264,9 @@ def _run_json(entry: RunEntry) -> dict[str, Any]:
         "score": summary.scores.score,
         "status": entry.status,
         "started_at": summary.started_at.isoformat(),
+        "repeats": summary.settings.repeats,
+        "pass_k": [figure.model_dump(mode="json") for figure in passes.overall] if passes is not None else [],
+        "pass_k_groups": {group: [figure.model_dump(mode="json") for figure in mine] for group, mine in groups.items()},
     }
 
 

@@ -18,6 +18,7 @@ from typed_eval.reports.facet_profile import run_facet_pairs, run_profiles
 from typed_eval.reports.formatting import count, interval, metric, money, number, p_value, signed
 from typed_eval.reports.html import CellView, cell_view, render
 from typed_eval.reports.leaderboard import Board
+from typed_eval.reports.pass_k import pass_k_cells
 from typed_eval.reports.tables import metric_columns
 from typed_eval.schemas import Attempt, LeaderboardRow, SampleRecord
 from typed_eval.store.case_store import FILTERS, PER_RUN_SORTS, CaseCell, CaseDetail, CasePage, RunEntry
@@ -77,6 +78,7 @@ def _suite_board(
     suite: str, rows: Sequence[LeaderboardRow], board: Board, keys: Mapping[str, str]
 ) -> dict[str, object]:
     metrics = metric_columns(rows)
+    passes = pass_k_cells(rows)
     lines = []
     for row in rows:
         key = keys.get(row.path, "")
@@ -95,6 +97,7 @@ def _suite_board(
                 "retries": row.corrective_retries,
                 "cost": _cost(row.cost_usd),
                 "per_correct": _cost(row.cost_per_correct_usd),
+                "pass_k": [cell(row) for _, cell in passes],
                 "cases": row.cases,
                 "status": row.status,
             }
@@ -103,7 +106,7 @@ def _suite_board(
     title = rows[0].title if rows else "Score"
     profiles, facet_paired = _profiles(rows, board)
     return {"suite": suite, "title": title, "metrics": metrics, "rows": lines, "best": best, "paired": paired,
-            "profiles": profiles, "facet_pairs": facet_paired}  # fmt: skip
+            "profiles": profiles, "facet_pairs": facet_paired, "passes": [header for header, _ in passes]}  # fmt: skip
 
 
 def _profiles(rows: Sequence[LeaderboardRow], board: Board) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
