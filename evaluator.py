@@ -21,14 +21,21 @@ The importable core, on one page: no argument parsing, no printing.
 `pass_hat_k(records)` gives pass^1 .. pass^K of a run that posed its cases K times (`repeats=K`): the chance that k
 trials of a case all succeed, averaged over the cases, with 95% intervals, overall and per group.
 
+`converse(conversation, environment, user, policy=..., scenario=...)` plays a conversation between the agent under
+test (a task session's `Conversation`) and a `SimulatedUser` on any model, on an `Environment` both act on (its tools
+per requestor, each call a `ToolResult`), until the user stops or its limits say so: the transcript a final-state
+scorer reads (see docs/library.md#agents-that-talk-to-a-simulated-user).
+
 Everything else stays importable from its module (`typed_eval.core`, `typed_eval.engine`, `typed_eval.providers`,
 `typed_eval.suites.multiple_choice`...; see docs/library.md).
 """
 
 from __future__ import annotations
 
+from typed_eval.core.dialogue import Environment, ToolResult, converse
 from typed_eval.core.errors import EvaluatorError, InputError, TaskError
 from typed_eval.core.settings import RunConfig
+from typed_eval.core.simulated_user import SimulatedUser
 from typed_eval.core.suite import Suite, SuiteContext
 from typed_eval.core.tasks import Score, Task
 from typed_eval.engine.evaluation import EvaluationResult, evaluate
@@ -41,6 +48,7 @@ from typed_eval.store.storage import load_runs, read_records
 
 __all__ = [
     "Case",
+    "Environment",
     "EvaluationResult",
     "EvaluatorError",
     "InputError",
@@ -50,12 +58,15 @@ __all__ = [
     "RunSummary",
     "SampleRecord",
     "Score",
+    "SimulatedUser",
     "Suite",
     "SuiteContext",
     "Task",
     "TaskError",
+    "ToolResult",
     "analyse",
     "compare",
+    "converse",
     "evaluate",
     "load_runs",
     "pass_hat_k",

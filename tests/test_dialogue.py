@@ -12,7 +12,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 import evaluator
-from evaluator import Case, DialogueLimits, SimulatedUser, Task, ToolResult
+from evaluator import Case, SimulatedUser, Task, ToolResult
+from typed_eval.core.dialogue import DialogueLimits
 
 LAMP = {"name": "switch", "description": "Switches the lamp.", "parameters": {"type": "object", "properties": {
     "on": {"type": "boolean"}}}}  # fmt: skip

@@ -209,10 +209,10 @@ def test_the_argument_namespace_stays_in_the_cli() -> None:
 
 def test_evaluator_exports_one_page_of_names() -> None:
     assert evaluator.__all__ == [
-        "Case", "EvaluationResult", "EvaluatorError", "InputError", "Pacer", "RunConfig", "RunOutcome", "RunSummary",
-        "SampleRecord", "Score", "Suite", "SuiteContext", "Task", "TaskError", "analyse", "compare", "evaluate",
-        "load_runs", "pass_hat_k", "read_records", "run",
+        "Case", "Environment", "EvaluationResult", "EvaluatorError", "InputError", "Pacer", "RunConfig", "RunOutcome",
+        "RunSummary", "SampleRecord", "Score", "SimulatedUser", "Suite", "SuiteContext", "Task", "TaskError",
+        "ToolResult", "analyse", "compare", "converse", "evaluate", "load_runs", "pass_hat_k", "read_records", "run",
     ]  # fmt: skip
-    assert len(evaluator.__all__) <= 21
+    assert len(evaluator.__all__) <= 25
     public = {name for name in vars(evaluator) if not name.startswith("_") and name != "annotations"}
     assert public == set(evaluator.__all__)
