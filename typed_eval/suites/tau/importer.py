@@ -48,7 +48,7 @@ class TauImport:
     rescoring: Rescoring | None
 
 
-class _NotInFile(Exception):
+class MissingSimulation(Exception):
     """A (task, trial) of the run that the file has no simulation of: that sample's error."""
 
 
@@ -61,7 +61,7 @@ class _Replayed:
     async def __call__(self, case: Case, conversation: Conversation) -> dict[str, Any]:
         found = self.played.get((case.id, conversation.repeat))
         if found is None:
-            raise _NotInFile(f"the results file has no simulation of trial {conversation.repeat} of this task")
+            raise MissingSimulation(f"the results file has no simulation of trial {conversation.repeat} of this task")
         conversation.charge(found.usage, found.cost)
         return found.output
 
