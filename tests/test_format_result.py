@@ -4,6 +4,7 @@ comparisons, and each format rendered exactly (rich at a fixed width)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -441,3 +442,22 @@ def test_each_group_carries_what_its_samples_cost_and_what_a_solved_case_cost() 
         ("child", 1, 0.875, 0.875),  # a failed call's cost counts too
         ("grandparent", 0, None, None),
     ]
+
+
+def test_runs_of_a_suite_on_other_cases_are_ranked_in_their_own_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another version of a suite's data (or other parameters) makes other cases: those runs are never ranked
+    beside the others without saying so."""
+    from typed_eval.cli import main as typed_eval
+    from typed_eval.cli.leaderboard import main as format_result
+
+    for length in ("4", "8"):
+        assert typed_eval(["run", "--suite", "lineage", "-S", f"length={length}", "-S", "number=1", "--model", "test",
+                           "--results-dir", str(tmp_path), "--quiet"]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert format_result([str(tmp_path), "--format", "markdown"]) == 0
+    headings = [line for line in capsys.readouterr().out.splitlines() if line.startswith("### ")]
+    assert len(headings) == 2 and all(re.fullmatch(r"### lineage \(cases [0-9a-f]{8}\)", h) for h in headings)
+    assert format_result([str(tmp_path), "--format", "markdown", "--suite", "lineage"]) == 0
+    assert len([line for line in capsys.readouterr().out.splitlines() if line.startswith("### ")]) == 2

@@ -21,6 +21,7 @@ from typed_eval.reports.case_grid import GRID_FILTERS, GRID_LINES, GRID_TEXT, Ca
 from typed_eval.reports.formatting import count, interval, money, number
 from typed_eval.reports.html import CellView, asset, cell_view, render
 from typed_eval.reports.invalid_examples import InvalidExample
+from typed_eval.reports.leaderboard import CASE_SETS_NOTE, case_sets
 from typed_eval.reports.mode_tables import (
     GROUP_HEADERS,
     MODE_HEADERS,
@@ -118,7 +119,9 @@ def _section(
     return {
         "index": index,
         "name": suite_title(suite, rows),
-        "about": count(len(rows), "run") + ("" if chance is None else f" · chance level {chance:.1f}"),
+        "about": count(len(rows), "run")
+        + ("" if chance is None else f" · chance level {chance:.1f}")
+        + (f" · {CASE_SETS_NOTE}" if len(case_sets(rows)) > 1 else ""),
         "heads": _COLUMNS[:3] + shown + passes + _COLUMNS[3:],
         "rows": rows,
         "metrics": metrics,

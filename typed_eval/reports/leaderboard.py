@@ -25,12 +25,14 @@ from typed_eval.schemas import LeaderboardRow, SampleRecord, Scores, is_text_mod
 from typed_eval.store.storage import RECORDS_FILE, SUMMARY_FILE, StoredRun, latest_records, load_runs
 
 __all__ = [
+    "CASE_SETS_NOTE",
     "RANK_BY",
     "Board",
     "RankBy",
     "RunRead",
     "build_board",
     "build_rows",
+    "case_sets",
     "compare_runs",
     "installed_suites",
     "load_run",
@@ -380,3 +382,18 @@ def compare_runs(a: StoredRun, b: StoredRun) -> tuple[Comparison, LeaderboardRow
 def _has_records(run_dir: Path) -> bool:
     """Whether a run was stored with its records (a hand-made summary may stand alone)."""
     return (run_dir / RECORDS_FILE).is_file()
+
+
+CASE_SETS_NOTE = (
+    "Runs of this suite on other cases (another version of its data, or other parameters) are in their own table, "
+    "headed by their cases' MD5: runs are ranked only against runs on the same cases."
+)
+
+
+def case_sets(rows: Sequence[LeaderboardRow]) -> list[tuple[str, list[LeaderboardRow]]]:
+    """A suite's rows by the cases they were run on: one set with no heading when all share them, else each set
+    headed `cases <MD5 prefix>`, so runs on different task versions are never shown ranked together."""
+    sets = {md5: [r for r in rows if r.dataset_md5 == md5] for md5 in dict.fromkeys(r.dataset_md5 for r in rows)}
+    if len(sets) == 1:
+        return [("", list(rows))]
+    return [(f"cases {md5[:8]}", mine) for md5, mine in sets.items()]

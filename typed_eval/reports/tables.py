@@ -22,7 +22,7 @@ from typed_eval.core.suite import Suite
 from typed_eval.core.terminal import json_printable, printable
 from typed_eval.reports.analysis import ALPHA, Comparison
 from typed_eval.reports.formatting import interval, metric, money_table, number, p_value, percent, signed
-from typed_eval.reports.leaderboard import installed_suites
+from typed_eval.reports.leaderboard import CASE_SETS_NOTE, case_sets, installed_suites
 from typed_eval.reports.pass_k import PASS_K_NOTES, comparison_lines, csv_fields, csv_values, pass_k_cells
 from typed_eval.schemas import LeaderboardRow
 
@@ -240,13 +240,11 @@ def render_markdown(
     """
     headers = group_headers(suites)
     tables: list[tuple[str, str]] = []
-    for suite, mine in _by_suite(rows):
-        if only is not None and suite != only:
-            continue
-        columns = _markdown_columns(mine, headers(suite))
-        tables.append(
-            (suite, _markdown_table(mine, columns[: 3 + len(_class_columns(mine))] if only is not None else columns))
-        )
+    for suite, rows_of_suite in _by_suite(rows):
+        for cases, mine in case_sets(rows_of_suite) if only is None or suite == only else []:
+            columns = _markdown_columns(mine, headers(suite))
+            shown = columns[: 3 + len(_class_columns(mine))] if only is not None else columns
+            tables.append((f"{suite} ({cases})" if cases else suite, _markdown_table(mine, shown)))
     if len(tables) == 1:
         return tables[0][1]
     return "\n".join(f"### {printable(suite)}\n\n{table}" for suite, table in tables)
@@ -286,16 +284,17 @@ def render_rich(
     scores per group, then format compliance and cost, each fitting 100 columns; `wide`: one table with
     every column, as wide as it needs."""
     headers = group_headers(suites)
-    for suite, mine in _by_suite(rows):
-        name = suite_title(suite, mine)
+    for suite, mine, cases in ((s, m, c) for s, of_suite in _by_suite(rows) for c, m in case_sets(of_suite)):
+        name = suite_title(suite, mine) + (f" ({cases})" if cases else "")
+        notes = f"{NOTES} {CASE_SETS_NOTE}" if cases else NOTES
         score, classes = _score_column(mine), _class_columns(mine, headers(suite))
         if wide:
-            _rich_table(console, name, mine, _markdown_columns(mine, headers(suite)), wrap=False, notes=NOTES)
+            _rich_table(console, name, mine, _markdown_columns(mine, headers(suite)), wrap=False, notes=notes)
             continue
         options = any(r.chance is not None for r in mine)  # no options to guess among: the suite's own figures
         baselines = [CHANCE, FAVOURITE] if options else classes
         headline = [NR, GROUP, MODEL_AND_RUN, CASES, score, CI, *baselines, VALID, PER_CORRECT, LATENCY]
-        _rich_table(console, name, mine, headline + _repeated(mine), wrap=True, notes=NOTES)
+        _rich_table(console, name, mine, headline + _repeated(mine), wrap=True, notes=notes)
         if passes := pass_k_columns(mine, stacked=True):
             _rich_table(console, f"{name}: pass^k", mine, [NR, MODEL, CASES, *passes], wrap=True, notes=PASS_K_NOTES)
         if (classes or _relaxed(mine)) and options:
