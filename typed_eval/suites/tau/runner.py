@@ -220,8 +220,8 @@ def _reward_details(reward: Any) -> dict[str, Any]:
 
 
 def tau_metrics(sums: Mapping[str, float]) -> dict[str, float]:
-    """The run's simulator spending and its conversations by how they ended."""
-    metrics = {f"tau-ended-{reason}": float(sums.get(f"ended_{reason}", 0)) for reason in TERMINATIONS}
+    """The run's simulator spending and its conversations by how they ended (the ways some ended)."""
+    metrics = {f"tau-ended-{r}": float(sums[f"ended_{r}"]) for r in TERMINATIONS if sums.get(f"ended_{r}")}
     metrics["tau-user-requests"] = float(sums.get("user_requests", 0))
     metrics["tau-user-usd"] = float(sums.get("user_cost_usd", 0))
     return metrics
