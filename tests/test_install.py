@@ -86,5 +86,5 @@ def test_the_console_script_runs_as_main_py_does(tmp_path: Path) -> None:
     assert (bad.returncode, bad.stderr) == (
         2,
         "typed-eval: error: unknown suite 'nope': use bfcl, case-file, farel, lineage, novelty, pydantic-evals, "
-        "schemas, story-graph, suite-file, or a file (.json .py .yaml .yml)\n",
+        "schemas, story-graph, suite-file, tau, or a file (.json .py .yaml .yml)\n",
     )  # fmt: skip

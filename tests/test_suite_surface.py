@@ -101,7 +101,7 @@ def test_suites_name_shows_list_parameters_secrets_and_files() -> None:
     ]
     assert one_line_error(cli("main.py", "suites", "nosuch")) == (
         "main.py: error: unknown suite 'nosuch': use bfcl, case-file, farel, lineage, novelty, pydantic-evals, "
-        "schemas, story-graph, suite-file, or a file (.json .py .yaml .yml)"
+        "schemas, story-graph, suite-file, tau, or a file (.json .py .yaml .yml)"
     )
 
 
@@ -124,7 +124,7 @@ def test_the_suites_flags_are_other_spellings_of_their_parameters(tmp_path: Path
 
 def test_import_runs_the_importer_the_suite_declares(tmp_path: Path) -> None:
     assert one_line_error(cli("main.py", "import", "story-graph", "x")) == (
-        "main.py: error: no importer for suite 'story-graph': use farel or lineage"
+        "main.py: error: no importer for suite 'story-graph': use farel or lineage or tau"
     )
     usage = cli("main.py", "import", "lineage", "--help")
     assert (usage.returncode, usage.stdout.splitlines()[0]) == (

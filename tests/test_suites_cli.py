@@ -545,7 +545,7 @@ def test_bad_suite_file_is_one_line(name: str, tmp_path: Path) -> None:
         (
             ["--suite", "nope"],
             "unknown suite 'nope': use bfcl, case-file, farel, lineage, novelty, pydantic-evals, schemas, story-graph, "
-            "suite-file, or a file (.json .py .yaml .yml)",
+            "suite-file, tau, or a file (.json .py .yaml .yml)",
         ),
         (
             ["--suite", "story-graph", "--quizzes", "x.csv"],
