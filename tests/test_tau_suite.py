@@ -3,6 +3,7 @@ plays both the agent and the simulated user, on τ-bench's own mock domain, scor
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -100,8 +101,9 @@ def test_golden_conversations_get_tau_bench_reward_and_the_conversation_is_store
     # τ-bench's defaults on every request: temperature 0 and trial 0's seed, tools to the agent only
     assert {(r["temperature"], r["seed"]) for r in server.requests} == {(0.0, 626729)}
     agent_requests = [r for r in server.requests if is_agent(r)]
-    assert {t["function"]["name"] for t in agent_requests[0]["tools"]} == {
-        "create_task", "get_users", "update_task_status", "transfer_to_human_agents"}  # fmt: skip
+    own = importlib.import_module("tau2.domains.mock.environment").get_environment().get_tools()
+    sent = {t["function"]["name"]: t["function"] for t in agent_requests[0]["tools"]}
+    assert sent == {t.name: t.openai_schema["function"] for t in own}  # τ-bench's, as they are
     assert all("tools" not in r for r in server.requests if not is_agent(r))
     assert agent_requests[0]["messages"][1] == {"role": "assistant", "content": "Hi! How can I help you today?"}
 

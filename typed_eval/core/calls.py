@@ -8,6 +8,7 @@ when it called nothing. A case may be posed as its own conversation (`Task.messa
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -26,7 +27,8 @@ from pydantic_ai import (
     UserPromptPart,
 )
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.models import Model, ModelRequestContext
+from pydantic_ai.profiles import ModelProfile
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -53,6 +55,7 @@ __all__ = [
     "last_calls",
     "reply_of",
     "resent_calls",
+    "schemas_as_given",
     "tool_definitions",
 ]
 
@@ -305,3 +308,11 @@ def tool_definitions(functions: Sequence[Mapping[str, Any]]) -> list[ToolDefinit
         )
         for doc in functions
     ]
+
+
+def schemas_as_given(model: Model) -> Model:
+    """A copy of `model` that sends functions' JSON schemas as given: without its profile's schema transformer,
+    which rewrites them for the provider's strict mode (OpenAI's drops every `title`, `$schema`, `discriminator`)."""
+    clone = copy.copy(model)
+    vars(clone)["profile"] = {**model.profile, **ModelProfile(json_schema_transformer=None)}
+    return clone

@@ -16,7 +16,7 @@ from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings, merge_model_settings
 
 from typed_eval.core.attempts import UserPrices, sample_cost, sample_usage
-from typed_eval.core.calls import ChatMessage, Reply, chat_history, reply_of, tool_definitions
+from typed_eval.core.calls import ChatMessage, Reply, chat_history, reply_of, schemas_as_given, tool_definitions
 from typed_eval.schemas import Cost, TokenUsage
 
 __all__ = ["STOP_TOKENS", "SimulatedUser", "UserTurn"]
@@ -59,10 +59,10 @@ class SimulatedUser:
             function_tools=tool_definitions(functions), native_tools=[], output_tools=[], allow_text_output=True
         )
         settings = merge_model_settings(self.settings, ModelSettings(seed=seed) if seed is not None else None)
-        history = chat_history(messages)
+        history, model = chat_history(messages), schemas_as_given(self.model)
         response = await model_request(
-            self.model,
-            self.model.prepare_messages(history, parameters),
+            model,
+            model.prepare_messages(history, parameters),
             model_settings=settings,
             model_request_parameters=parameters,
         )

@@ -45,6 +45,7 @@ from typed_eval.core.calls import (
     last_calls,
     reply_of,
     resent_calls,
+    schemas_as_given,
     tool_definitions,
 )
 from typed_eval.core.errors import CaseScoringError, EvaluatorError, failure_line
@@ -189,6 +190,7 @@ class Poser:
         toolsets = [CaseFunctions(task.functions, self.retries)] if self.calls and task.functions else None
         self.instructions = instructions = task.instructions_for(self.mode)
         self.requests = DirectRequests(model)
+        self.exchanges = DirectRequests(schemas_as_given(model))
         self._new_agent = functools.partial(
             Agent[Case, Any],
             model,
@@ -398,7 +400,7 @@ class Poser:
         own = ModelSettings(seed=seed) if seed is not None else self._settings_for(turns.repeat)
         settings = merge_model_settings(self.model_settings or None, own)
         parameters = plain_parameters(tool_definitions(functions))
-        response = await self.requests.reply(chat_history(messages), settings, parameters)
+        response = await self.exchanges.reply(chat_history(messages), settings, parameters)
         reply = reply_of(response)
         usage = sample_usage([response])
         cost = sample_cost([response], usage, local=self.local, prices=self.prices)
