@@ -75,13 +75,13 @@ def test_errors_missing_and_refusals_are_failed_trials_and_a_repeat_never_posed_
         trial("y", 0, "correct"),
         trial("y", 1, "incorrect"),
         trial("y", 1, "correct"),  # posed again (`--retry-errors`, a resume): the newest counts
-        # y's repeats 2 and 3 were never posed (the run stopped): no trial, so y has no pass^3 or pass^4
+        # y's repeats 2 and 3 were never posed (the run stopped): no trial, so K is y's 2 trials
         trial("z", 0, "correct", excluded=True),  # left out of the score: no task
         trial("z", 1, "correct", excluded=True),
     ]
     found = pass_hat_k(records)
-    # x: 1 of 4 (1/4, 0, 0, 0); y: 2 of 2 (1, 1)
-    assert values(found.overall) == [(1, 62.5, 2), (2, 50.0, 2), (3, 0.0, 1), (4, 0.0, 1)]
+    # x: 1 of 4 (1/4, 0); y: 2 of 2 (1, 1)
+    assert values(found.overall) == [(1, 62.5, 2), (2, 50.0, 2)]
     assert (found.trials, found.successes) == (6, 3)
 
 
@@ -178,16 +178,12 @@ def test_csv_and_markdown_carry_each_figure_and_its_interval(tmp_path: Path) -> 
     ]  # fmt: skip
 
 
-def test_a_case_with_fewer_trials_is_left_out_and_the_cell_says_so(tmp_path: Path) -> None:
+def test_pass_k_goes_up_to_the_fewest_trials_of_a_case_as_tau_bench_caps_it(tmp_path: Path) -> None:
     given = [Answer("a", "child", 1, repeat=r) for r in range(3)] + [Answer("b", "child", 2, repeat=r) for r in (0, 1)]
     store(tmp_path, "stopped", given, repeats=3, status="partial")
     (line,) = csv.DictReader(io.StringIO(board(tmp_path, "csv")))
-    assert [(line[f"pass^{k}"], line[f"pass^{k}_tasks"]) for k in (1, 2, 3)] == [
-        ("50.0", "2"), ("50.0", "2"), ("100.0", "1"),
-    ]  # fmt: skip
-    table = board(tmp_path, "markdown").splitlines()
-    heads = [cell.strip() for cell in table[0].split("|")]
-    assert table[2].split("|")[heads.index("pass^3")].strip() == "100.00 (100.0-100.0) over 1 case"
+    assert [(line[f"pass^{k}"], line[f"pass^{k}_tasks"]) for k in (1, 2)] == [("50.0", "2"), ("50.0", "2")]
+    assert "pass^3" not in line
 
 
 def test_the_html_report_shows_pass_k_columns(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib
+import json
 from typing import Any
 
 import pytest
@@ -131,3 +132,34 @@ def test_environments_made_from_one_parsed_file_share_no_container(domain: str) 
     for side in ("tools", "user_tools"):
         if getattr(first, side, None) is not None:
             assert not containers(getattr(first, side).db, set()) & containers(getattr(second, side).db, set())
+
+
+@pytest.mark.parametrize("trials", [[4, 4, 4], [4, 3, 4]])
+def test_pass_k_is_tau_benchs_own_metric(trials: list[int]) -> None:
+    """`evaluator.pass_hat_k` on records and τ-bench's `compute_metrics` on the same rewards as its `Results` agree,
+    a task with fewer trials (a stopped run) capping K as τ-bench caps it."""
+    import random
+
+    from tau2.data_model.simulation import AgentInfo, Info, Results, RewardInfo, SimulationRun, UserInfo
+    from tau2.environment.environment import EnvironmentInfo
+    from tau2.metrics.agent_metrics import compute_metrics
+
+    from evaluator import pass_hat_k
+    from tests.test_pass_k import trial
+
+    tasks = json.loads((installed_data_dir() / "domains" / "mock" / "tasks.json").read_text())[:3]
+    draws = random.Random(7)
+    rewards = {(t["id"], r): float(draws.random() < 0.6) for t, n in zip(tasks, trials, strict=True) for r in range(n)}
+    simulations = [
+        SimulationRun(id=f"{task}-{trial}", task_id=task, start_time="", end_time="", duration=1.0, trial=trial,
+                      termination_reason="user_stop", reward_info=RewardInfo(reward=reward), messages=[])
+        for (task, trial), reward in rewards.items()
+    ]  # fmt: skip
+    info = Info(git_commit="", num_trials=max(trials), max_steps=200, max_errors=10,
+                user_info=UserInfo(implementation="user_simulator"), agent_info=AgentInfo(implementation="llm_agent"),
+                environment_info=EnvironmentInfo(domain_name="mock", policy=""))  # fmt: skip
+    theirs = compute_metrics(Results(info=info, tasks=tasks, simulations=simulations)).pass_hat_ks
+    records = [trial(task, index, "correct" if reward else "incorrect") for (task, index), reward in rewards.items()]
+    ours = {figure.k: figure.value / 100 for figure in pass_hat_k(records).overall}
+    assert sorted(ours) == sorted(theirs) == list(range(1, min(trials) + 1))
+    assert all(abs(ours[k] - theirs[k]) < 1e-12 for k in ours)

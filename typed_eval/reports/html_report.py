@@ -221,7 +221,7 @@ def _run(row: LeaderboardRow, examples: Sequence[InvalidExample]) -> dict[str, o
         ("Corrective retries", str(row.corrective_retries)),
         ("Invalid outputs", ", ".join(f"{k} {n}" for k, n in row.invalid_by_kind.items()) or str(row.invalid_outputs)),
         ("Latency", "" if row.latency_median_s is None else latency),
-        ("pass^k", ", ".join(f"pass^{f.k} {figure_text(f, cases=row.pass_k[0].tasks)}" for f in row.pass_k)),
+        ("pass^k", ", ".join(f"pass^{f.k} {figure_text(f)}" for f in row.pass_k)),
         ("Reason", row.reason or ""),
         ("File", row.path),
     ]

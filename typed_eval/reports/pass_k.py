@@ -14,8 +14,8 @@ What a trial is, as that benchmark counts its simulations (each has a reward, a 
   which the score leaves out: pass^k asks whether the task got done, and it did not;
 - a repeat that was never posed (a run stopped before it) has no record and is no trial; a case left out of the score
   (`excluded`) is no task;
-- pass^k is defined for k up to a case's trials: a case with fewer than k trials is left out of pass^k, and each
-  figure says how many cases it averages (`tasks`).
+- pass^k goes up to the fewest trials of any case, as its authors set K when a task has fewer trials than the
+  others (a stopped run): every figure averages every case, and says how many (`tasks`).
 
 Each figure comes with a 95% interval: the project's stratified bootstrap over cases (`stats.bootstrap_ci`: cases
 resampled within their groups, 2,000 resamples, seed 0), so the same records always give the same interval.
@@ -122,12 +122,12 @@ class TrialBook:
 
 
 def _figures(counts_by_group: Mapping[str, Counter[tuple[int, int]]], resamples: int, seed: int) -> list[PassK]:
-    """pass^1 .. pass^K of the cases counted per group by their (trials, successes): the exact mean over the cases
-    with k trials or more, and the stratified bootstrap interval of that mean."""
+    """pass^1 .. pass^K of the cases counted per group by their (trials, successes), K the fewest trials of a case:
+    the exact mean over the cases, and the stratified bootstrap interval of that mean."""
     groups = counts_by_group.items()
-    most = max((n for _, counts in groups for n, _ in counts), default=0)
+    fewest = min((n for _, counts in groups for n, _ in counts), default=0)
     figures: list[PassK] = []
-    for k in range(1, most + 1):
+    for k in range(1, fewest + 1):
         kept = {group: [(n, c, times) for (n, c), times in found.items() if n >= k] for group, found in groups}
         tasks = sum(times for counts in kept.values() for _, _, times in counts)
         total = sum((times * task_pass_k(n, c, k) for counts in kept.values() for n, c, times in counts), Fraction())
@@ -149,12 +149,10 @@ def pass_hat_k(records: Iterable[SampleRecord], *, resamples: int = 2000, seed: 
     return book.result(resamples=resamples, seed=seed)
 
 
-def figure_text(figure: PassK, *, between: str = "-", cases: int | None = None, stacked: bool = False) -> str:
-    """`16.67 (5.0-30.0)`: the figure and its interval; with `cases` (the run's), the cases it averages when fewer;
-    `stacked`: a line each (a terminal table's narrow column)."""
+def figure_text(figure: PassK, *, between: str = "-", stacked: bool = False) -> str:
+    """`16.67 (5.0-30.0)`: the figure and its interval; `stacked`: a line each (a terminal table's narrow column)."""
     space = "\n" if stacked else " "
-    fewer = f"{space}over {count(figure.tasks, 'case')}" if cases is not None and figure.tasks < cases else ""
-    return f"{number(figure.value)}{space}({interval(figure.ci95, between=between)}){fewer}"
+    return f"{number(figure.value)}{space}({interval(figure.ci95, between=between)})"
 
 
 def report_lines(found: PassHatK) -> list[str]:
@@ -162,7 +160,7 @@ def report_lines(found: PassHatK) -> list[str]:
     if not found.overall:
         return []
     cases = found.overall[0].tasks
-    figures = ", ".join(f"pass^{f.k} {figure_text(f, between=' to ', cases=cases)}" for f in found.overall)
+    figures = ", ".join(f"pass^{f.k} {figure_text(f, between=' to ')}" for f in found.overall)
     lines = [
         f"pass^k over {cases} cases, {found.trials} trials ({found.successes} with score 1; errors and refused "
         f"schemas count as failed trials), 95% bootstrap intervals: {figures}"
@@ -187,7 +185,8 @@ def comparison_lines(a: Sequence[PassK], b: Sequence[PassK]) -> list[str]:
 
 PASS_K_NOTES = (
     "pass^k: the chance that k trials of a case all score 1, C(c,k)/C(n,k) from its n trials of which c did, averaged "
-    "over the cases with k trials or more, with its 95% bootstrap interval; errors count as failed trials."
+    "over the cases (k up to the fewest trials of a case), with its 95% bootstrap interval; errors count as failed "
+    "trials."
 )
 """Under the tables that show pass^k."""
 
@@ -205,7 +204,7 @@ def _cell(k: int, stacked: bool) -> Callable[[LeaderboardRow], str]:
     def cell(row: LeaderboardRow) -> str:
         if k > len(row.pass_k):
             return ""
-        return figure_text(row.pass_k[k - 1], cases=row.pass_k[0].tasks, stacked=stacked)
+        return figure_text(row.pass_k[k - 1], stacked=stacked)
 
     return cell
 

@@ -148,7 +148,7 @@ class LeaderboardRow(BaseModel):
     """Text modes: the score with the suite's relaxed reading counted (a missing reply that states its answer
     another way scores what it states), as the suite's original benchmark counts it; None in other modes."""
     pass_k: list[PassK] = Field(default_factory=list, exclude_if=lambda figures: not figures)
-    """With repeats: pass^1 .. pass^K (K: the most trials of a case), each over the cases with k trials or more;
-    empty (and left out) for a run that poses each case once or was stored without its records."""
+    """With repeats: pass^1 .. pass^K (K: the fewest trials of a case, as the metric's authors set it), each over
+    every case; empty (and left out) for a run that poses each case once or was stored without its records."""
     pass_k_groups: dict[str, list[PassK]] = Field(default_factory=dict, exclude_if=lambda groups: not groups)
     """With repeats: group -> its pass^1 .. pass^K, over its own cases."""
