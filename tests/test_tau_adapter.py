@@ -163,3 +163,25 @@ def test_pass_k_is_tau_benchs_own_metric(trials: list[int]) -> None:
     ours = {figure.k: figure.value / 100 for figure in pass_hat_k(records).overall}
     assert sorted(ours) == sorted(theirs) == list(range(1, min(trials) + 1))
     assert all(abs(ours[k] - theirs[k]) < 1e-12 for k in ours)
+
+
+@pytest.mark.parametrize(
+    ("expression", "content", "error"),
+    [
+        ("2 + 3 * 4", "14.0", False),
+        ("2 ** 10 / 4", "256.0", False),
+        ("9**9**9**9", "Error: the expression raises to a power over 1000, or a power to a power", True),
+        ("(2**999)**999", "Error: the expression raises to a power over 1000, or a power to a power", True),
+        ("2 ** (3 + 4)", "128.0", False),
+        ("2 ** (999 * 999)", "Error: the expression raises to a power over 1000, or a power to a power", True),
+        ("import os", "Error: Invalid characters in expression", True),
+    ],
+)
+def test_calculate_is_tau_benchs_but_a_power_that_would_never_end_is_a_tool_error(
+    expression: str, content: str, error: bool
+) -> None:
+    task = load(["airline"], "base", None).domains[0].tasks[0]
+    files = DomainFiles("airline", installed_data_dir() / "domains" / "airline")
+    environment = adapter.TauEnvironment(environment_constructor(files, domain_policy(files), read_bounded), task)
+    result = environment.call("assistant", "c1", "calculate", {"expression": expression})
+    assert (result.content, result.error) == (content, error)

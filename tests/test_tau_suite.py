@@ -197,6 +197,11 @@ def test_the_simulated_user_on_its_own_server_is_counted_apart_and_its_key_never
             "-S data=/nonexistent/tau2-bench: not a folder (a tau2-bench checkout)",
         ),
         (["-S", "max_steps=0"], "suite tau: max_steps=0: Input should be greater than or equal to 1"),
+        (["-S", "domains=mock", "-S", "tasks=create_task_1,nope"], "-S tasks: no task 'nope' in mock (base split)"),
+        (
+            ["-S", "domains=mock", "-S", "user_base_url=http://127.0.0.1:9/v1"],
+            "-S user_base_url and -S user_api_key are the user model's: name it with -S user_model",
+        ),
     ],
 )
 def test_bad_parameters_are_one_line_and_exit_2(
@@ -370,3 +375,27 @@ def test_a_database_that_is_not_tau_benchs_is_one_line(
     (line,) = capsys.readouterr().err.strip().splitlines()
     folder = root / "data" / "tau2" / "domains" / "mock"
     assert line.startswith(f"main.py: error: {folder}: its database is not τ-bench's: ") and said_part in line
+
+
+def test_a_user_server_that_echoes_the_request_never_gets_the_users_key_stored(tmp_path: Path) -> None:
+    from tests.fake_openai import Fault
+
+    def user(request: dict[str, Any]) -> Any:
+        if "Important Meeting" in request["messages"][0]["content"]:
+            return player(golden)(request)
+        return Fault(status=400, echo=True)  # the other task's user: an error quoting the request's headers
+
+    with FakeOpenAI(user) as user_server:
+        code, _, records = run_tau(
+            tmp_path, player(golden), "-S", "user_model=openai:user-model", "-S", f"user_base_url={user_server.url}",
+            "-S", "user_api_key=sk-user-secret-456", "--concurrency", "1")  # fmt: skip
+    assert code == 0
+    assert [(r.case_id, r.status) for r in records] == [("mock/create_task_1", "correct"), ("mock/update_task_1",
+                                                                                          "error")]  # fmt: skip
+    record = records[1]
+    assert record.error is not None
+    said = "SimulatedUserFailed: the simulated user openai:user-model failed: ModelRequestRejectedError: status_code"
+    assert record.error.startswith(said)
+    assert "[REDACTED]" in record.error
+    stored = "".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
+    assert "sk-user-secret-456" not in stored

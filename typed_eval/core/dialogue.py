@@ -15,7 +15,7 @@ simulation so when they skip failed samples, and score it 0.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -32,6 +32,7 @@ __all__ = [
     "Environment",
     "Message",
     "Requestor",
+    "Termination",
     "ToolResult",
     "Transcript",
     "converse",
@@ -143,7 +144,7 @@ class _Dialogue:
         reply = await self._asked(ask)
         return _message("user", reply, "the user")
 
-    async def _asked(self, ask: Any) -> Reply:
+    async def _asked(self, ask: Callable[[], Awaitable[Reply]]) -> Reply:
         """An empty reply (no text, no call) is asked again, `empty_retries` times."""
         reply: Reply = await ask()
         for _ in range(self.limits.empty_retries):
@@ -160,7 +161,7 @@ def _message(role: Requestor, reply: Reply, who: str) -> Message:
     for call in reply.calls:
         try:
             arguments = json.loads(call.arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             arguments = None
         if not isinstance(arguments, dict):
             shown = call.arguments if len(call.arguments) <= 200 else call.arguments[:200] + "..."

@@ -17,12 +17,17 @@ from pydantic_ai.settings import ModelSettings, merge_model_settings
 
 from typed_eval.core.attempts import UserPrices, sample_cost, sample_usage
 from typed_eval.core.calls import ChatMessage, Reply, chat_history, reply_of, schemas_as_given, tool_definitions
+from typed_eval.core.secrets import Redactor
 from typed_eval.schemas import Cost, TokenUsage
 
-__all__ = ["STOP_TOKENS", "SimulatedUser", "UserTurn"]
+__all__ = ["STOP_TOKENS", "SimulatedUser", "SimulatedUserFailed", "UserTurn"]
 
 STOP_TOKENS = ("###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###")
 """A user message holding one of them ends the conversation (done, handed to a human, out of scope)."""
+
+
+class SimulatedUserFailed(Exception):
+    """A request of the simulated user failed (its server, its key): the sample's error, said with no secret."""
 
 
 @dataclass(frozen=True)
@@ -60,16 +65,15 @@ class SimulatedUser:
         )
         settings = merge_model_settings(self.settings, ModelSettings(seed=seed) if seed is not None else None)
         history, model = chat_history(messages), schemas_as_given(self.model)
-        response = await model_request(
-            model,
-            model.prepare_messages(history, parameters),
-            model_settings=settings,
-            model_request_parameters=parameters,
-        )
+        try:
+            response = await model_request(
+                model,
+                model.prepare_messages(history, parameters),
+                model_settings=settings,
+                model_request_parameters=parameters,
+            )
+        except Exception as exc:  # its server may echo the user's own key or URL, which the run's redactor never saw
+            said = Redactor.for_run(model=self.model)(" ".join(str(exc).split()))
+            raise SimulatedUserFailed(f"the simulated user {self.name} failed: {type(exc).__name__}: {said}") from None
         usage = sample_usage([response])
         return UserTurn(reply_of(response), usage, sample_cost([response], usage, local=self.local, prices=self.prices))
-
-    def with_settings(self, settings: ModelSettings | None) -> SimulatedUser:
-        """The same user asked with `settings` over its own."""
-        merged = merge_model_settings(self.settings, settings)
-        return SimulatedUser(self.model, self.name, merged, self.local, self.prices, self.stop_tokens)

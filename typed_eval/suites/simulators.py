@@ -69,7 +69,7 @@ async def simulated(
         if spec == "test":
             prepared = replace(run_model, resolved=replace(run_model.resolved, model=TestModel(
                 custom_output_text=session.test_user), name="test", local=True))  # fmt: skip
-        elif session.user_model is not None and spec != run_model.resolved.name:
+        elif session.user_model is not None and (spec != run_model.resolved.name or any(session.user_endpoint)):
             base_url, api_key = session.user_endpoint
             try:
                 prepared = await stack.enter_async_context(

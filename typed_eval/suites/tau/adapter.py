@@ -8,9 +8,12 @@ communication evaluators; never `tau2.registry`, its agents, its user simulator 
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib
 import importlib.metadata
 import json
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +69,17 @@ def _quiet() -> None:
 
 
 def _module(name: str) -> ModuleType:
+    """A module of the wheel. Its `tau2.utils.utils` loads a `.env` found above the wheel into this process's
+    environment as it is imported (keys, base URLs): loaded here with that call made a no-op, and nothing else."""
+    if "tau2.utils.utils" not in sys.modules:
+        import dotenv
+
+        load_dotenv = dotenv.load_dotenv
+        dotenv.load_dotenv = lambda *_, **__: False
+        try:
+            importlib.import_module("tau2.utils.utils")
+        finally:
+            dotenv.load_dotenv = load_dotenv
     return importlib.import_module(name)
 
 
@@ -115,9 +129,64 @@ def environment_constructor(files: DomainFiles, policy: str, read: Callable[[Pat
     def construct(solo_mode: bool = False) -> Any:
         if solo_mode:
             raise ValueError(f"the suite plays the {name} domain with its user, never solo")
-        return environment.Environment(domain_name=name, policy=policy, tools=getattr(tools, toolkit)(fresh()))
+        return environment.Environment(
+            domain_name=name, policy=policy, tools=_bounded(getattr(tools, toolkit)(fresh()))
+        )
 
     return construct
+
+
+MAX_EXPONENT = 1_000
+"""The largest power `calculate` is asked to raise to: any answer needs far less, and `9**9**9**9` never ends."""
+
+
+def _bounded(toolkit: Any) -> Any:
+    """The toolkit with its `calculate` tool (airline, retail: Python's `eval` of digits and operators) refusing a
+    power whose exponent is not a number up to `MAX_EXPONENT`, or whose base holds a power, as a tool error; every
+    other expression is τ-bench's own `calculate`."""
+    own = getattr(toolkit, "calculate", None)
+    if own is None:
+        return toolkit
+
+    @functools.wraps(own)
+    def calculate(expression: str) -> str:
+        if "**" in str(expression):
+            _check_powers(str(expression))
+        return str(own(expression))
+
+    toolkit.calculate = calculate
+    return toolkit
+
+
+def _check_powers(expression: str) -> None:
+    """Raise on a power to a power, or to an exponent over `MAX_EXPONENT` (an exponent with no power in it is worked
+    out here from its numbers and operators, never evaluated as code)."""
+    try:
+        tree = ast.parse(expression, mode="eval")
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return  # τ-bench's own `calculate` says what is wrong with it
+    powers = [n for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow)]
+    for node in powers:
+        nested = any(inner is not node and inner in powers for inner in ast.walk(node))
+        exponent = None if nested else _arithmetic(node.right)
+        if exponent is None or abs(exponent) > MAX_EXPONENT:
+            raise ValueError(f"the expression raises to a power over {MAX_EXPONENT}, or a power to a power")
+
+
+def _arithmetic(node: ast.AST) -> float | None:
+    """A tree of numbers, `+ - * /` and signs worked out (None: anything else, or a division by zero)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        value = _arithmetic(node.operand)
+        return None if value is None else (-value if isinstance(node.op, ast.USub) else value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.Mult | ast.Div):
+        left, right = _arithmetic(node.left), _arithmetic(node.right)
+        if left is None or right is None or (isinstance(node.op, ast.Div) and right == 0):
+            return None
+        operations = {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right}
+        return operations.get(type(node.op), left / right if right else None)
+    return None
 
 
 def _database(model: Any, body: bytes, suffix: str) -> Callable[[], Any]:
@@ -173,12 +242,15 @@ class TauEnvironment:
         call = _module("tau2.data_model.message").ToolCall(
             id=call_id, name=name, arguments=arguments, requestor=requestor
         )
-        result = self.environment.get_response(call)
-        try:  # as τ-bench's orchestrator after each step: the user's phone follows the line's state (telecom)
-            self.environment.sync_tools()
+        try:  # a tool's exception is its error result; what raises past that (its result's JSON, the phone's sync
+            result = self.environment.get_response(call)  # after each step, as τ-bench's orchestrator syncs
+            self.environment.sync_tools()  # it: telecom) fails the simulation, as it fails τ-bench's
         except Exception as exc:
-            raise DialogueFailure(f"τ-bench's environment failed after {name[:80]!r}: {exc}") from None
-        return ToolResult(result.content if result.content is not None else "null", bool(result.error))
+            text = " ".join(str(exc).split())[:200]
+            raise DialogueFailure(
+                f"τ-bench's environment failed on {name[:80]!r}: {type(exc).__name__}: {text}"
+            ) from None
+        return ToolResult(str(result.content), bool(result.error))
 
 
 def _functions(tools: Sequence[Any]) -> list[dict[str, Any]]:

