@@ -252,3 +252,47 @@ def test_a_conversation_goes_on_from_a_history_whose_last_message_says_who_speak
         "Earlier question", "Earlier answer", "Now switch it on", "Done.", "###STOP###"]  # fmt: skip
     contents = [getattr(p, "content", None) for m in agent_seen[0] for p in m.parts]
     assert contents == ["POLICY", "Earlier question", "Earlier answer", "Now switch it on"]
+
+
+def test_a_user_stop_on_the_last_allowed_step_ends_as_max_steps_and_both_limits_as_too_many_errors() -> None:
+    """After each step the limits are checked in τ-bench's order, whatever ended it: steps, then errors."""
+
+    def agent(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return text("Anything else?")
+
+    def stops_third(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return text("###STOP###" if len(messages) >= 5 else "More.")
+
+    stopped = played(agent, stops_third, Room(), limits=DialogueLimits(max_steps=5)).records[0].output
+    assert (stopped["termination_reason"], stopped["steps"]) == ("max_steps", 5)
+    assert stopped["messages"][-1]["content"] == "###STOP###"
+
+    def failing(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return call("explode", "{}", f"x{len(messages)}")
+
+    both = played(failing, stops_third, Room(), limits=DialogueLimits(max_steps=3, max_errors=1)).records[0].output
+    assert (both["termination_reason"], both["steps"], both["errors"]) == ("too_many_errors", 3, 1)
+
+
+def test_a_history_ending_in_the_users_own_call_result_goes_back_to_the_user() -> None:
+    room = Room()
+    user_seen: list[list[ModelMessage]] = []
+
+    def agent(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return text("Glad it works.")
+
+    def user(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        user_seen.append(messages)
+        return text("It works. ###STOP###" if len(user_seen) > 1 else "Rebooted, still broken?")
+
+    history = [
+        {"role": "assistant", "content": "Please reboot.", "tool_calls": None},
+        {"role": "user", "content": None, "tool_calls": [{"id": "u0", "name": "reboot", "arguments": {}}]},
+        {"role": "tool", "id": "u0", "content": "rebooted", "requestor": "user", "error": False},
+    ]
+    output = played(agent, user, room, history=history).records[0].output
+    assert [getattr(p, "content", None) for m in user_seen[0] for p in m.parts] == [
+        "SCENARIO", "Please reboot.", None, "rebooted"]  # fmt: skip
+    assert output["termination_reason"] == "user_stop"
+    assert [m["content"] for m in output["messages"][3:]] == [
+        "Rebooted, still broken?", "Glad it works.", "It works. ###STOP###"]  # fmt: skip
