@@ -21,7 +21,7 @@ from typing import Any
 PHASES = (
     ("evaluation: databases loaded", ("EnvironmentEvaluator.calculate_reward", "evaluate_simulation",
      "combined_reward"), ("DB.load", "load_file", ".load (tau2/domains", "FlightDB", "RetailDB", "TelecomDB",
-     "_validated")),
+     "_validated", "_database.<locals>")),
     ("evaluation: databases hashed", ("EnvironmentEvaluator.calculate_reward",), ("get_db_hash", "get_dict_hash")),
     ("evaluation: trajectory replayed, golden actions", ("EnvironmentEvaluator.calculate_reward",), ()),
     ("evaluation: actions, communication, rest", ("evaluate_simulation", "combined_reward", "TauScorer.__call__"), ()),
