@@ -30,7 +30,17 @@ from typed_eval.providers.resolve import ResolvedModel, without_forced_tool_choi
 from typed_eval.schemas import Cost, TokenUsage
 from typed_eval.suites.case_files.assertions import Graded
 
-__all__ = ["JUDGE_INSTRUCTIONS", "Judge", "JudgeVerdict", "Judging", "Ruling", "judge_name", "judged", "open_judge"]
+__all__ = [
+    "JUDGE_INSTRUCTIONS",
+    "Judge",
+    "JudgeVerdict",
+    "Judging",
+    "Ruling",
+    "asked_as_the_run",
+    "judge_name",
+    "judged",
+    "open_judge",
+]
 
 JUDGE_INSTRUCTIONS = (
     "You grade an output against a rubric. Read the output, then decide how far it meets the rubric: score 1 when "
@@ -224,16 +234,7 @@ async def open_judge(
                 if exc.parameter == "model":  # the judge's model, not the run's
                     exc.parameter = "judge_model"
                 raise
-        model = prepared.resolved.model
-        if prepared.tool_choice == "auto":
-            model = without_forced_tool_choice(model)
-        settings = ModelSettings()
-        if temperature is not None:
-            settings["temperature"] = temperature
-        if prepared.max_tokens is not None:
-            settings["max_tokens"] = prepared.max_tokens
-        if request_timeout is not None:
-            settings["timeout"] = request_timeout
+        model, settings = asked_as_the_run(prepared, temperature, request_timeout)
         yield Judge(
             model,
             prepared.resolved.name,
@@ -241,3 +242,21 @@ async def open_judge(
             prices=prices if prepared is run_model else None,
             model_settings=settings,
         )
+
+
+def asked_as_the_run(
+    prepared: PreparedModel, temperature: float | None, request_timeout: float | None
+) -> tuple[Model, ModelSettings]:
+    """A second model of a run (a judge, a simulated user) and the settings it is asked with: the run's temperature,
+    timeout and answer cap, its tool choice left to it where the server refuses a forced one."""
+    model = prepared.resolved.model
+    if prepared.tool_choice == "auto":
+        model = without_forced_tool_choice(model)
+    settings = ModelSettings()
+    if temperature is not None:
+        settings["temperature"] = temperature
+    if prepared.max_tokens is not None:
+        settings["max_tokens"] = prepared.max_tokens
+    if request_timeout is not None:
+        settings["timeout"] = request_timeout
+    return model, settings

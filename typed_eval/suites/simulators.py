@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic_ai.models.test import TestModel
-from pydantic_ai.settings import ModelSettings
 
 from typed_eval.core.attempts import UserPrices
 from typed_eval.core.errors import EvaluatorError
@@ -22,7 +21,7 @@ from typed_eval.core.settings import RunConfig
 from typed_eval.core.simulated_user import SimulatedUser
 from typed_eval.core.tasks import Task
 from typed_eval.providers.models import PreparedModel, open_model
-from typed_eval.providers.resolve import without_forced_tool_choice
+from typed_eval.suites.judge import asked_as_the_run
 
 __all__ = ["Simulating", "simulated"]
 
@@ -84,16 +83,7 @@ async def simulated(
                 if exc.parameter in ("model", "base_url"):  # the user's model, not the run's
                     exc.parameter = "user_model"
                 raise
-        model = prepared.resolved.model
-        if prepared.tool_choice == "auto":
-            model = without_forced_tool_choice(model)
-        settings = ModelSettings()
-        if temperature is not None:
-            settings["temperature"] = temperature
-        if prepared.max_tokens is not None:
-            settings["max_tokens"] = prepared.max_tokens
-        if request_timeout is not None:
-            settings["timeout"] = request_timeout
+        model, settings = asked_as_the_run(prepared, temperature, request_timeout)
         user = SimulatedUser(
             model,
             prepared.resolved.name,
