@@ -185,3 +185,59 @@ def test_calculate_is_tau_benchs_but_a_power_that_would_never_end_is_a_tool_erro
     environment = adapter.TauEnvironment(environment_constructor(files, domain_policy(files), read_bounded), task)
     result = environment.call("assistant", "c1", "calculate", {"expression": expression})
     assert (result.content, result.error) == (content, error)
+
+
+def test_the_environment_rule_followed_is_calculate_rewards_as_installed() -> None:
+    """`_environment_reward` follows `EnvironmentEvaluator.calculate_reward` with the gold side's hashes kept per
+    task: a change to that function changes this digest, and the rule must be read again."""
+    source = function_source("evaluator/evaluator_env.py", "calculate_reward")
+    assert hashlib.sha256(source.encode()).hexdigest() == "9414cc9d86e0f3c824fc80b6533b3f722496e35c85b20c2c4c3627511c30ee41"
+
+
+def played(construct: adapter.EnvironmentMaker, task: Any, actions: list[Any]) -> list[Any]:
+    """A trajectory making `actions` in order on the task's environment, each call followed by its result."""
+    environment = adapter.TauEnvironment(construct, task)
+    messages: list[Any] = []
+    for index, action in enumerate(actions):
+        call = {"id": f"c{index}", "name": action.name, "arguments": action.arguments}
+        messages.append({"role": action.requestor, "content": None, "tool_calls": [call]})
+        result = environment.call(action.requestor, f"c{index}", action.name, action.arguments)
+        messages.append({"role": "tool", "id": f"c{index}", "content": result.content, "requestor": action.requestor,
+                         "error": result.error})  # fmt: skip
+    return adapter.tau2_messages(messages)
+
+
+@pytest.mark.parametrize("domain", ["mock", "telecom", "retail"])
+def test_the_environment_check_is_tau_benchs_and_a_tasks_golden_actions_are_replayed_once(
+    domain: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over a domain's first tasks with golden actions, played whole and short of their last action: the database
+    check and environment assertions equal τ-bench's own `EnvironmentEvaluator`'s; a second evaluation of a task
+    replays no golden action; a mismatch says where the database differs."""
+    from tau2.evaluator.evaluator_env import EnvironmentEvaluator
+
+    loaded = load([domain], "base", None).domains[0]
+    construct = loaded.construct
+    replays: list[str] = []
+    replay = construct.gold
+    monkeypatch.setattr(construct, "gold", lambda task: replays.append(task.id) or replay(task))
+    expected, outcomes = [], []
+    for task in [t for t in loaded.tasks if t.evaluation_criteria and t.evaluation_criteria.actions][:3]:
+        expected.append(task.id)  # its hashes, once
+        golden = list(task.evaluation_criteria.actions)
+        for actions in (golden, golden[:-1]):
+            trajectory = played(construct, task, actions)
+            try:
+                theirs = EnvironmentEvaluator.calculate_reward(construct, task, trajectory)
+            except ValueError as exc:  # an environment assertion on what is not there raises in τ-bench: in ours too
+                with pytest.raises(ValueError, match=f"^{exc}$"):
+                    adapter.combined_reward(construct, task, trajectory, "user_stop", None)
+                outcomes.append(None)
+                continue
+            ours = adapter.combined_reward(construct, task, trajectory, "user_stop", None)
+            assert (ours.reward.db_check, ours.reward.env_assertions) == (theirs.db_check, theirs.env_assertions)
+            assert bool(ours.difference) == (not theirs.db_check.db_match)
+            expected += [] if theirs.db_check.db_match else [task.id]  # the gold database, to say where it differs
+            outcomes.append(theirs.db_check.db_match)
+    assert replays == expected
+    assert True in outcomes and False in outcomes

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import gc
 import json
 import os
 import signal
@@ -86,7 +87,8 @@ class WorkerPool:
         self._workers: list[_Worker] = []
         self._codes: dict[int, int] = {}
         owner = os.getpid()
-        sys.stdout.flush()
+        gc.freeze()  # what the command made so far (its cases, a suite's data) stays shared with the workers: their
+        sys.stdout.flush()  # collections never write to those pages, so a fork copies none of them
         sys.stderr.flush()
         try:
             for _ in range(count - 1):

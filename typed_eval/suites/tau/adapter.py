@@ -8,8 +8,6 @@ communication evaluators; never `tau2.registry`, its agents, its user simulator 
 
 from __future__ import annotations
 
-import ast
-import functools
 import importlib
 import importlib.metadata
 import json
@@ -20,13 +18,19 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
 from typed_eval.core.dialogue import DialogueFailure, Message, Requestor, ToolResult
 from typed_eval.core.errors import InputError
+from typed_eval.suites.tau.calculator import bounded_calculator
 
 __all__ = [
     "DOMAINS",
     "TAU2_VERSION",
     "DomainFiles",
+    "EnvironmentMaker",
+    "Evaluation",
     "TauEnvironment",
     "check_installed",
     "combined_reward",
@@ -110,12 +114,59 @@ def parse_task(data: Any) -> Any:
     return _module("tau2.data_model.tasks").Task.model_validate(data)
 
 
-def environment_constructor(files: DomainFiles, policy: str, read: Callable[[Path], bytes]) -> Callable[..., Any]:
-    """A function making a fresh environment of the domain from its files, as τ-bench's `get_environment` makes one
-    from the wheel's (the same database and tools; `policy` as `domain_policy` composes it). The database file is
-    read (with `read`, which refuses what is not a regular file of a bounded size) and parsed once: each environment
-    validates its own database from that data (its models copy every container, so no environment sees another's
-    changes), a third of the time τ-bench spends making one."""
+class EnvironmentMaker:
+    """A domain's fresh environments, made as τ-bench's environment constructor makes them (called with τ-bench's
+    `solo_mode`, which the suite never plays), and each task's gold database hashes: the database the task's golden
+    actions leave is the same in every trial, so they are replayed once per task, where τ-bench replays them in
+    every evaluation (a third of the environments it makes)."""
+
+    def __init__(self, name: str, make: Callable[[], Any]) -> None:
+        self._name, self._make = name, make
+        self._gold: dict[str, tuple[str, str | None]] = {}
+
+    def __call__(self, solo_mode: bool = False) -> Any:
+        if solo_mode:
+            raise ValueError(f"the suite plays the {self._name} domain with its user, never solo")
+        return self._make()
+
+    def gold(self, task: Any) -> Any:
+        """A fresh environment in the task's initial state with its golden actions made (one that fails leaves the
+        database as it is, as in τ-bench)."""
+        environment = self()
+        data, actions, history = _initial(task)
+        environment.set_state(initialization_data=data, initialization_actions=actions, message_history=history)
+        for action in task.evaluation_criteria.actions or []:
+            try:
+                environment.make_tool_call(tool_name=action.name, requestor=action.requestor, **action.arguments)
+            except Exception:  # τ-bench logs it and goes on
+                continue
+        return environment
+
+    def gold_hashes(self, task: Any) -> tuple[str, str | None]:
+        """The gold environment's agent and user database hashes, kept per task (its initial state and criteria:
+        an imported file's task of another version is another task)."""
+        key = task.model_dump_json(include={"id", "initial_state", "evaluation_criteria"})
+        known = self._gold.get(key)
+        if known is None:
+            gold = self.gold(task)
+            known = self._gold[key] = (gold.get_db_hash(), gold.get_user_db_hash())
+        return known
+
+
+def _initial(task: Any) -> tuple[Any, Any, list[Any]]:
+    """A task's initialization data, initialization actions and message history (empty without an initial state)."""
+    initial = task.initial_state
+    if initial is None:
+        return None, None, []
+    return initial.initialization_data, initial.initialization_actions, list(initial.message_history or [])
+
+
+def environment_constructor(files: DomainFiles, policy: str, read: Callable[[Path], bytes]) -> EnvironmentMaker:
+    """What makes fresh environments of the domain from its files, as τ-bench's `get_environment` makes one from the
+    wheel's (the same database and tools; `policy` as `domain_policy` composes it). The database file is read (with
+    `read`, which refuses what is not a regular file of a bounded size) and parsed once: each environment validates
+    its own database from that data (its models copy every container, so no environment sees another's changes),
+    a third of the time τ-bench spends making one."""
     folder, name = files.folder, files.name
     if name == "telecom":
         return _telecom(files, policy, read)
@@ -126,67 +177,11 @@ def environment_constructor(files: DomainFiles, policy: str, read: Callable[[Pat
     fresh = _database(getattr(data_model, database), read(folder / "db.json"), ".json")
     environment = _module("tau2.environment.environment")
 
-    def construct(solo_mode: bool = False) -> Any:
-        if solo_mode:
-            raise ValueError(f"the suite plays the {name} domain with its user, never solo")
-        return environment.Environment(
-            domain_name=name, policy=policy, tools=_bounded(getattr(tools, toolkit)(fresh()))
-        )
+    def make() -> Any:
+        toolkit_made = bounded_calculator(getattr(tools, toolkit)(fresh()))
+        return environment.Environment(domain_name=name, policy=policy, tools=toolkit_made)
 
-    return construct
-
-
-MAX_EXPONENT = 1_000
-"""The largest power `calculate` is asked to raise to: any answer needs far less, and `9**9**9**9` never ends."""
-
-
-def _bounded(toolkit: Any) -> Any:
-    """The toolkit with its `calculate` tool (airline, retail: Python's `eval` of digits and operators) refusing a
-    power whose exponent is not a number up to `MAX_EXPONENT`, or whose base holds a power, as a tool error; every
-    other expression is τ-bench's own `calculate`."""
-    own = getattr(toolkit, "calculate", None)
-    if own is None:
-        return toolkit
-
-    @functools.wraps(own)
-    def calculate(expression: str) -> str:
-        if "**" in str(expression):
-            _check_powers(str(expression))
-        return str(own(expression))
-
-    toolkit.calculate = calculate
-    return toolkit
-
-
-def _check_powers(expression: str) -> None:
-    """Raise on a power to a power, or to an exponent over `MAX_EXPONENT` (an exponent with no power in it is worked
-    out here from its numbers and operators, never evaluated as code)."""
-    try:
-        tree = ast.parse(expression, mode="eval")
-    except (SyntaxError, RecursionError, MemoryError, ValueError):
-        return  # τ-bench's own `calculate` says what is wrong with it
-    powers = [n for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow)]
-    for node in powers:
-        nested = any(inner is not node and inner in powers for inner in ast.walk(node))
-        exponent = None if nested else _arithmetic(node.right)
-        if exponent is None or abs(exponent) > MAX_EXPONENT:
-            raise ValueError(f"the expression raises to a power over {MAX_EXPONENT}, or a power to a power")
-
-
-def _arithmetic(node: ast.AST) -> float | None:
-    """A tree of numbers, `+ - * /` and signs worked out (None: anything else, or a division by zero)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
-        return float(node.value)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        value = _arithmetic(node.operand)
-        return None if value is None else (-value if isinstance(node.op, ast.USub) else value)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.Mult | ast.Div):
-        left, right = _arithmetic(node.left), _arithmetic(node.right)
-        if left is None or right is None or (isinstance(node.op, ast.Div) and right == 0):
-            return None
-        operations = {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right}
-        return operations.get(type(node.op), left / right if right else None)
-    return None
+    return EnvironmentMaker(name, make)
 
 
 def _database(model: Any, body: bytes, suffix: str) -> Callable[[], Any]:
@@ -197,39 +192,32 @@ def _database(model: Any, body: bytes, suffix: str) -> Callable[[], Any]:
     return lambda: model.model_validate(data)
 
 
-def _telecom(files: DomainFiles, policy: str, read: Callable[[Path], bytes]) -> Callable[..., Any]:
+def _telecom(files: DomainFiles, policy: str, read: Callable[[Path], bytes]) -> EnvironmentMaker:
     telecom = _module("tau2.domains.telecom.environment")
     tools = _module("tau2.domains.telecom.tools")
     user_tools = _module("tau2.domains.telecom.user_tools")
     fresh_db = _database(_module("tau2.domains.telecom.data_model").TelecomDB, read(files.folder / "db.toml"), ".toml")
     user_db = _module("tau2.domains.telecom.user_data_model").TelecomUserDB
     fresh_user_db = _database(user_db, read(files.folder / "user_db.toml"), ".toml")
-
-    def construct(solo_mode: bool = False) -> Any:
-        if solo_mode:
-            raise ValueError("the suite plays telecom with its user, never solo")
-        return telecom.TelecomEnvironment(
+    return EnvironmentMaker(
+        "telecom",
+        lambda: telecom.TelecomEnvironment(
             domain_name="telecom",
             policy=policy,
             tools=tools.TelecomTools(fresh_db()),
             user_tools=user_tools.TelecomUserTools(fresh_user_db()),
-        )
-
-    return construct
+        ),
+    )
 
 
 class TauEnvironment:
     """One case's τ-bench environment, set to the task's initial state, whose calls are τ-bench's own
     `get_response` (an exception in a tool is an error result shown to the caller, as τ-bench shows it)."""
 
-    def __init__(self, construct: Callable[..., Any], task: Any) -> None:
+    def __init__(self, construct: EnvironmentMaker, task: Any) -> None:
         self.environment = construct()
-        initial = task.initial_state
-        self.environment.set_state(
-            initialization_data=initial.initialization_data if initial is not None else None,
-            initialization_actions=initial.initialization_actions if initial is not None else None,
-            message_history=list(initial.message_history or []) if initial is not None else [],
-        )
+        data, actions, history = _initial(task)
+        self.environment.set_state(initialization_data=data, initialization_actions=actions, message_history=history)
         self._tools = {
             "assistant": _functions(self.environment.get_tools()),
             "user": _functions(self.environment.get_user_tools()) if self.environment.user_tools else [],
@@ -319,13 +307,21 @@ class Judged:
     checks: list[tuple[str, bool, str]]
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """τ-bench's reward info of a simulation, and where its database differs from the gold one (when it does)."""
+
+    reward: Any
+    difference: list[str]
+
+
 def combined_reward(
-    construct: Callable[..., Any],
+    construct: EnvironmentMaker,
     task: Any,
     trajectory: list[Any],
     termination: str,
     nl_checks: Judged | None,
-) -> Any:
+) -> Evaluation:
     """τ-bench's `evaluate_simulation` (evaluation type `all`, or `all_with_nl_assertions` given the judge's checks):
     a conversation that did not end by a stop scores 0; each part of the task's reward basis multiplies the reward.
     Raises what τ-bench's evaluators raise (a replayed call whose result differs, a golden action's own error)."""
@@ -333,12 +329,11 @@ def combined_reward(
     tasks = _module("tau2.data_model.tasks")
     if termination not in ("agent_stop", "user_stop"):
         note = f"Simulation terminated prematurely. Termination reason: {termination}"
-        return simulation.RewardInfo(reward=0.0, reward_basis=None, info={"note": note})
+        return Evaluation(simulation.RewardInfo(reward=0.0, reward_basis=None, info={"note": note}), [])
     if task.evaluation_criteria is None:
-        return simulation.RewardInfo(reward=1.0, reward_basis=None, info={"note": "No evaluation criteria"})
-    env = _module("tau2.evaluator.evaluator_env").EnvironmentEvaluator.calculate_reward(
-        environment_constructor=construct, task=task, full_trajectory=trajectory, solo_mode=False
-    )
+        note = "No evaluation criteria"
+        return Evaluation(simulation.RewardInfo(reward=1.0, reward_basis=None, info={"note": note}), [])
+    env, predicted = _environment_reward(construct, task, trajectory)
     action = _module("tau2.evaluator.evaluator_action").ActionEvaluator.calculate_reward(
         task=task, full_trajectory=trajectory
     )
@@ -361,7 +356,7 @@ def combined_reward(
     if basis & {kinds.COMMUNICATE}:
         breakdown.update(communicate.reward_breakdown or {})
         reward *= communicate.reward
-    return simulation.RewardInfo(
+    info = simulation.RewardInfo(
         reward=reward,
         db_check=env.db_check,
         env_assertions=env.env_assertions,
@@ -377,6 +372,37 @@ def combined_reward(
             "action": action.info,
         },
     )
+    mismatched = predicted is not None and env.db_check is not None and not env.db_check.db_match
+    return Evaluation(info, database_difference(predicted, construct.gold(task)) if mismatched else [])
+
+
+def _environment_reward(construct: EnvironmentMaker, task: Any, trajectory: list[Any]) -> tuple[Any, Any]:
+    """τ-bench's `EnvironmentEvaluator.calculate_reward` rule for rule, the gold side's hashes those of the task
+    (`EnvironmentMaker.gold_hashes`); with the environment the trajectory was replayed on (None: no replay)."""
+    simulation = _module("tau2.data_model.simulation")
+    kinds = _module("tau2.data_model.tasks").RewardType
+    criteria = task.evaluation_criteria
+    if criteria.actions is None and criteria.env_assertions is None:
+        check, note = simulation.DBCheck(db_match=True, db_reward=1.0), "No expected actions or env assertions"
+        return simulation.RewardInfo(reward=1.0, db_check=check, info={"note": note}), None
+    data, actions, _ = _initial(task)
+    predicted = construct()
+    predicted.set_state(initialization_data=data, initialization_actions=actions, message_history=trajectory)
+    match = construct.gold_hashes(task) == (predicted.get_db_hash(), predicted.get_user_db_hash())
+    db_check = simulation.DBCheck(db_match=match, db_reward=1.0 if match else 0.0)
+    checks, assertions_reward = [], 1.0
+    for assertion in criteria.env_assertions or []:
+        met = predicted.run_env_assertion(assertion, raise_assertion_error=False)
+        checks.append(simulation.EnvAssertionCheck(env_assertion=assertion, met=met, reward=1.0 if met else 0.0))
+        assertions_reward *= 1.0 if met else 0.0
+    reward, breakdown = 1.0, dict[Any, float]()
+    for kind, part in ((kinds.DB, db_check.db_reward), (kinds.ENV_ASSERTION, assertions_reward)):
+        if kind in criteria.reward_basis:
+            breakdown[kind] = part
+            reward *= part
+    info = simulation.RewardInfo(reward=reward, db_check=db_check, env_assertions=checks,
+                                 reward_basis=criteria.reward_basis, reward_breakdown=breakdown)  # fmt: skip
+    return info, predicted
 
 
 def _nl_reward(simulation: ModuleType, tasks: ModuleType, task: Any, judged: Judged) -> Any:
@@ -390,36 +416,26 @@ def _nl_reward(simulation: ModuleType, tasks: ModuleType, task: Any, judged: Jud
     return simulation.RewardInfo(reward=reward, nl_assertions=checks, reward_breakdown={kind: reward})
 
 
-def database_difference(construct: Callable[..., Any], task: Any, trajectory: list[Any], most: int = 40) -> list[str]:
+def database_difference(predicted: Any, gold: Any, most: int = 40) -> list[str]:
     """Where the database the conversation left differs from the one the task's golden actions leave: each
-    differing path with both values (at most `most`), as the viewer shows a failed database check."""
-    predicted, gold = construct(), construct()
-    initial = task.initial_state
-    data = initial.initialization_data if initial is not None else None
-    actions = initial.initialization_actions if initial is not None else None
-    history = list(initial.message_history or []) if initial is not None else []
-    predicted.set_state(initialization_data=data, initialization_actions=actions, message_history=trajectory)
-    gold.set_state(initialization_data=data, initialization_actions=actions, message_history=history)
-    for action in task.evaluation_criteria.actions or []:
-        try:
-            gold.make_tool_call(tool_name=action.name, requestor=action.requestor, **action.arguments)
-        except Exception:  # as τ-bench: a golden action that fails leaves the database as it is
-            continue
+    differing path with both values (at most `most`), as the viewer shows a failed database check. Only the
+    records that differ are written out, never the whole database."""
     found: list[str] = []
     for side in ("tools", "user_tools"):
         left, right = getattr(predicted, side, None), getattr(gold, side, None)
-        if left is None or right is None:
-            continue
-        _diff(left.db.model_dump(mode="json"), right.db.model_dump(mode="json"), side.replace("_tools", ""), found)
+        if left is not None and right is not None:
+            _diff(left.db, right.db, side.replace("_tools", ""), found)
     return found[:most]
 
 
 def _diff(got: Any, expected: Any, path: str, found: list[str]) -> None:
     if len(found) > 200 or got == expected:
         return
+    if isinstance(got, BaseModel) and type(got) is type(expected):
+        got, expected = dict(got), dict(expected)
     if isinstance(got, dict) and isinstance(expected, dict):
         for key in sorted(set(got) | set(expected), key=str):
-            _diff(got.get(key, "(absent)"), expected.get(key, "(absent)"), f"{path}.{key}", found)
+            _diff(got.get(key, _ABSENT), expected.get(key, _ABSENT), f"{path}.{key}", found)
         return
     if isinstance(got, list) and isinstance(expected, list) and len(got) == len(expected):
         for index, (a, b) in enumerate(zip(got, expected, strict=True)):
@@ -428,6 +444,9 @@ def _diff(got: Any, expected: Any, path: str, found: list[str]) -> None:
     found.append(f"{path}: {_short(got)} (expected {_short(expected)})")
 
 
+_ABSENT = "(absent)"
+
+
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    text = json.dumps(to_jsonable_python(value), ensure_ascii=False, default=str)
     return text if len(text) <= 120 else text[:120] + "..."

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ class Domain:
 
     name: str
     tasks: list[Any]
-    construct: Callable[..., Any]
+    construct: adapter.EnvironmentMaker
     policy: str
     guidelines: str
     """The user simulator's guidelines: with tools (telecom: the user acts on their phone) or without."""

@@ -10,9 +10,10 @@ reason, as `tau2 run --skip-failed-samples` records it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, get_args
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, Field
 
@@ -33,6 +34,8 @@ from typed_eval.suites.tau.prompts import (
 )
 
 __all__ = ["TERMINATIONS", "TauCases", "TauScorer", "TauSession", "tau_case", "tau_metrics"]
+
+T = TypeVar("T")
 
 TERMINATIONS = (*get_args(Termination), "judge_stop")
 """τ-bench's termination reasons (`judge_stop`: NVIDIA's stuck-agent judge, in imported files): each is counted over
@@ -60,9 +63,21 @@ class TauCases:
     tasks: Mapping[str, tuple[Domain, Any]]
     seed: int
     limits: DialogueLimits
+    turn: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     def get(self, case: Case) -> tuple[Domain, Any]:
         return self.tasks[case.id]
+
+    async def in_turn(self, work: Callable[..., T], *args: Any) -> T:
+        """`work` on τ-bench's environments (making one, replaying a trajectory, hashing a database) in a thread,
+        one at a time: it holds the GIL throughout, so conversations in flight gain nothing from overlapping it,
+        while each would hold a database's worth of memory (the airline one's is tens of MB)."""
+
+        def in_order() -> T:
+            with self.turn:
+                return work(*args)
+
+        return await asyncio.to_thread(in_order)
 
 
 def tau_case(domain: Domain, task: Any) -> Case:
@@ -109,7 +124,7 @@ class TauSession:
         domain, task = self.cases.get(case)
         seed = trial_seed(self.cases.seed, conversation.repeat)
         try:  # a task whose initial state τ-bench's environment refuses: that simulation fails, as in τ-bench
-            environment = await asyncio.to_thread(adapter.TauEnvironment, domain.construct, task)
+            environment = await self.cases.in_turn(adapter.TauEnvironment, domain.construct, task)
         except Exception as exc:
             failure = f"τ-bench's environment refused the task's initial state: {type(exc).__name__}: {exc}"
             failed = Transcript([], "agent_error", " ".join(failure.split())[:400])
@@ -162,17 +177,16 @@ class TauScorer:
             judged, usage, cost = await self._judged(task, output["messages"])
         try:
             trajectory = adapter.tau2_messages(output["messages"])
-            reward = await asyncio.to_thread(adapter.combined_reward, domain.construct, task, trajectory, ended,
-                                             judged)  # fmt: skip
+            evaluation = await self.cases.in_turn(adapter.combined_reward, domain.construct, task, trajectory,
+                                                  ended, judged)  # fmt: skip
         except Exception as exc:  # τ-bench's evaluator raised: as a simulation that failed, scored 0; the run goes on
             failure = f"τ-bench's evaluator failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
             details = {"termination_reason": "agent_error", "failure": failure, **spent}
             return Score(0.0, {**details, "ended_agent_error": 1}, usage, cost)
+        reward = evaluation.reward
         details = {"termination_reason": ended, f"ended_{ended}": 1, **_reward_details(reward), **spent}
-        if reward.db_check is not None and not reward.db_check.db_match:
-            details["database_difference"] = await asyncio.to_thread(
-                adapter.database_difference, domain.construct, task, trajectory
-            )
+        if evaluation.difference:
+            details["database_difference"] = evaluation.difference
         return Score(float(reward.reward), details, usage, cost)
 
     async def _judged(self, task: Any, messages: list[dict[str, Any]]) -> tuple[adapter.Judged, Any, Any]:
