@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import farel_bench
+from tests.cli_run import run_cli
 from tests.conftest import PUBLISHED_CSV, PUBLISHED_MD5, PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, answer_key, completion, text, tool_call
 from typed_eval.schemas import RunSummary, SampleRecord
@@ -28,16 +29,7 @@ def clean_env() -> dict[str, str]:
 
 
 def cli(script: str, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PYTHON, script, *args],
-        cwd=REPO,
-        input=stdin.decode() if stdin is not None else None,
-        capture_output=True,
-        text=True,
-        env=clean_env(),
-        timeout=300,
-        check=False,
-    )
+    return run_cli(script, *args, stdin=stdin, env=clean_env())
 
 
 def only_run(results: Path) -> Path:

@@ -1,0 +1,137 @@
+"""The commands run in this process, as a user runs them: `run_cli("main.py", "run", ...)` calls the script's
+`main(argv)` with its arguments, standard input, environment and working folder, and returns what a separate process
+would (`subprocess.CompletedProcess`: exit status, standard output and error), in milliseconds where starting Python
+took 1.5 s. Warnings print as a plain interpreter prints them, and an exception that escapes the command is its
+traceback on stderr with exit status 1, so a test that a command fails in one line still fails on a traceback.
+
+A test about processes themselves (signals, `--workers`, a server started and stopped, the console scripts) starts
+one with `subprocess`, as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+import traceback
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Literal, overload
+
+from tests.conftest import PYTHON, REPO
+
+__all__ = ["run_cli"]
+
+
+def _entry(script: str) -> Callable[[Sequence[str]], int | None]:
+    """The `main` of a top-level script (or of `-m module`)."""
+    name = Path(script).name
+    if name == "main.py":
+        from typed_eval.cli import main
+
+        return main
+    if name == "format_result.py":
+        from typed_eval.cli.leaderboard import main as leaderboard
+
+        return leaderboard
+    if name == "farel_bench.py":
+        from farel_bench import main as generate
+
+        return generate
+    raise ValueError(f"no in-process entry for {script}")
+
+
+class _Output(io.TextIOWrapper):
+    """A text stream over bytes, like a process's piped standard output (no terminal: rich writes plain text)."""
+
+    def __init__(self) -> None:
+        super().__init__(io.BytesIO(), encoding="utf-8", errors="backslashreplace", newline="\n", write_through=True)
+
+    def isatty(self) -> bool:
+        return False
+
+    def value(self) -> bytes:
+        self.flush()
+        buffer = self.buffer
+        assert isinstance(buffer, io.BytesIO)
+        return buffer.getvalue()
+
+
+@contextlib.contextmanager
+def _environment(env: Mapping[str, str] | None) -> Iterator[None]:
+    saved = dict(os.environ)
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@overload
+def run_cli(
+    script: str,
+    *args: str,
+    stdin: str | bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | str = REPO,
+    text: Literal[True] = True,
+) -> subprocess.CompletedProcess[str]: ...
+
+
+@overload
+def run_cli(
+    script: str,
+    *args: str,
+    stdin: str | bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | str = REPO,
+    text: Literal[False],
+) -> subprocess.CompletedProcess[bytes]: ...
+
+
+def run_cli(
+    script: str,
+    *args: str,
+    stdin: str | bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | str = REPO,
+    text: bool = True,
+) -> subprocess.CompletedProcess[str] | subprocess.CompletedProcess[bytes]:
+    """`python SCRIPT ARGS...` run in this process: `env` replaces the environment for the command's time (None:
+    this one's), `cwd` is its working folder; `text` False gives stdout and stderr as bytes."""
+    entry = _entry(script)
+    out, err = _Output(), _Output()
+    given = stdin.encode() if isinstance(stdin, str) else (stdin or b"")
+    streams = (sys.stdin, sys.stdout, sys.stderr, sys.argv)
+    here = os.getcwd()
+    code: int
+    with _environment(env), warnings.catch_warnings():
+        warnings.resetwarnings()
+        warnings.simplefilter("default")
+        sys.stdin = io.TextIOWrapper(io.BytesIO(given), encoding="utf-8")
+        sys.stdout, sys.stderr, sys.argv = out, err, [script, *args]
+        try:
+            os.chdir(cwd)
+            try:
+                returned = entry(list(args))
+                code = int(returned or 0)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                if isinstance(exc.code, str):
+                    print(exc.code, file=sys.stderr)
+            except Exception:
+                traceback.print_exc()
+                code = 1
+        finally:
+            sys.stdin, sys.stdout, sys.stderr, sys.argv = streams
+            os.chdir(here)
+    command = [PYTHON, script, *args]
+    if text:
+        return subprocess.CompletedProcess(command, code, out.value().decode(), err.value().decode())
+    return subprocess.CompletedProcess(command, code, out.value(), err.value())
