@@ -22,6 +22,7 @@ from pydantic_ai.usage import RequestUsage
 import evaluator
 import farel_bench
 from evaluator import Case, Task
+from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from tests.fake_batches import FakeBatches, function_call, is_retry, prompt_of
 from typed_eval.core.attempts import sample_cost, sample_usage
@@ -41,9 +42,7 @@ def quiz_of(body: dict[str, Any]) -> Any:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    return subprocess.run([PYTHON, "main.py", *args], cwd=REPO, capture_output=True, text=True, env=env, timeout=300,
-                          check=False)  # fmt: skip
+    return run_cli("main.py", *args, env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"})
 
 
 def batch_run(fake: FakeBatches, results: Path, *extra: str) -> list[str]:
@@ -55,9 +54,8 @@ def provider_batch_run(model: str, provider_env: dict[str, str], results: Path) 
     """`main.py run --batch` of a provider's model on 9 quizzes, its SDK pointed at a fake by `provider_env` (no
     other provider key or URL taken from this environment)."""
     kept = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "GOOGLE_", "GEMINI_"))}
-    return subprocess.run([PYTHON, "main.py", "run", "--model", model, "--limit", "9", "--results-dir", str(results),
-                           "--quiet", "--batch", *FAST], cwd=REPO, capture_output=True, text=True,
-                          env=kept | provider_env, timeout=300, check=False)  # fmt: skip
+    return run_cli("main.py", "run", "--model", model, "--limit", "9", "--results-dir", str(results), "--quiet",
+                   "--batch", *FAST, env=kept | provider_env)  # fmt: skip
 
 
 def stored(results: Path) -> tuple[RunSummary, dict[str, SampleRecord]]:
@@ -113,8 +111,8 @@ def test_a_batch_run_counts_every_request_fault_and_follow_up_batch(tmp_path: Pa
         assert (record.cost.source, record.cost.batch_price) == ("genai-prices", "genai-prices batch price")
     run_dir = next(tmp_path.rglob("summary.json")).parent
     assert SECRET not in "".join(p.read_text() for p in run_dir.iterdir() if p.is_file())
-    rows = subprocess.run([PYTHON, "format_result.py", str(tmp_path), "--format", "json"], cwd=REPO,
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    rows = run_cli("format_result.py", str(tmp_path), "--format", "json")
+    assert rows.returncode == 0, rows.stderr
     (row,) = json.loads(rows.stdout)
     assert (row["batch"], row["requests"], row["errors"]) == (True, 9, 1)
 

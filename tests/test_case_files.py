@@ -22,7 +22,8 @@ from pydantic_ai.usage import RequestUsage
 
 import evaluator
 from evaluator import Case, EvaluationResult, RunSummary, SampleRecord
-from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
+from tests.cli_run import run_cli
+from tests.conftest import FAREL_FIXTURES, REPO
 from typed_eval.core.attempts import UserPrices
 from typed_eval.core.errors import EvaluatorError, TaskError
 from typed_eval.core.scoring import score_records
@@ -537,8 +538,7 @@ def test_test_model_answers_every_case_offline() -> None:
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return subprocess.run([PYTHON, "main.py", *args], cwd=REPO, capture_output=True, text=True, env=env,
-                          timeout=300, check=False)  # fmt: skip
+    return run_cli("main.py", *args, env=env)
 
 
 def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
@@ -571,8 +571,8 @@ def test_the_example_runs_from_the_command_line_with_test_model(tmp_path: Path) 
     assert [records[case_id].mode for case_id in sorted(records)] == [
         "text", "text", "text", "text", "tool", "text", "tool"]  # fmt: skip
     assert records["test-006"].score_details["assertions"][0]["judge"] == "test"  # type: ignore[index]
-    rows = subprocess.run([PYTHON, "format_result.py", str(results), "--format", "json"], cwd=REPO,
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    rows = run_cli("format_result.py", str(results), "--format", "json")
+    rows.check_returncode()
     (row,) = json.loads(rows.stdout)
     assert (row["suite"], row["cases"], row["complete"]) == ("complex_cases", 7, True)
     assert row["score"] == pytest.approx(TEST_MODEL_SCORE, abs=1e-12)

@@ -1,7 +1,7 @@
 """Runs that meet a flaky server, get killed or interrupted, run out of budget, or repeat themselves.
 
-Every test drives `main.py` as a subprocess against a loopback server that fails on purpose, and checks
-exact final counts.
+Every test drives `main.py` as a user runs it (in this process; a child process where it is killed or interrupted)
+against a loopback server that fails on purpose, and checks exact final counts.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import farel_bench
+from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
 from typed_eval.schemas import Quiz, RunSummary, SampleRecord
@@ -50,9 +51,7 @@ class Flaky:
 
 
 def main_py(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PYTHON, "main.py", "run", *args], cwd=REPO, capture_output=True, text=True, timeout=300, check=False
-    )
+    return run_cli("main.py", "run", *args)
 
 
 def stored(results: Path) -> tuple[RunSummary, list[SampleRecord]]:
@@ -134,13 +133,8 @@ def test_a_call_that_keeps_failing_is_an_error_and_the_run_goes_on(tmp_path: Pat
     }  # fmt: skip
     assert (summary.status, summary.scores.errors, summary.scores.correct) == ("finished", 2, 7)
     assert summary.scores.compliance.invalid_outputs == 0
-    board = subprocess.run(
-        [PYTHON, "format_result.py", str(tmp_path), "--format", "json"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    board = run_cli("format_result.py", str(tmp_path), "--format", "json")
+    assert board.returncode == 0, board.stderr
     assert json.loads(board.stdout)[0]["errors"] == 2
 
 
@@ -183,7 +177,7 @@ def test_killed_run_resumes_to_the_same_summary(tmp_path: Path) -> None:
             "partial",
             "running: not finished (resume it to carry on)",
         )
-        resumed = subprocess.run([*command, "--resume"], cwd=REPO, capture_output=True, text=True, timeout=300)
+        resumed = run_cli("main.py", *command[2:], "--resume")
     assert resumed.returncode == 0, resumed.stderr
     whole_summary, whole_records = stored(tmp_path / "whole")
     cut_summary, cut_records = stored(tmp_path / "cut")
@@ -278,7 +272,7 @@ def test_ctrl_c_finishes_requests_in_flight_and_exits_130(tmp_path: Path) -> Non
         assert (summary.status, summary.reason) == ("partial", "interrupted by the user")
         assert 5 <= len(records) < 45
         assert sum(flaky.calls.values()) == len(records)  # in-flight requests finished; nothing new was sent
-        resumed = subprocess.run([*command, "--resume"], cwd=REPO, capture_output=True, text=True, timeout=300)
+        resumed = run_cli("main.py", *command[2:], "--resume")
     assert resumed.returncode == 0, resumed.stderr
     summary, records = stored(tmp_path)
     assert (summary.status, len(records), summary.scores.correct) == ("finished", 45, 45)

@@ -20,6 +20,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 import evaluator
 import farel_bench
+from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
 from tests.fake_provider import Bucket, Rationed
@@ -35,10 +36,13 @@ def right(request: dict[str, Any]) -> dict[str, Any]:
     return completion(tool_call({"answer": KEY(request).correct}))
 
 
-def main_py(server: FakeOpenAI, results: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--results-dir", str(results),
-               "--quiet", *args]  # fmt: skip
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+def main_py(server: FakeOpenAI, results: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """`main.py run` in this process, or with `process` (a run forking `--workers`) as a process of its own."""
+    command = ["run", "--model", "m", "--base-url", server.url, "--results-dir", str(results), "--quiet", *args]
+    if process:
+        return subprocess.run([PYTHON, "main.py", *command], cwd=REPO, capture_output=True, text=True, timeout=300,
+                              check=False)  # fmt: skip
+    return run_cli("main.py", *command)
 
 
 def stored(results: Path) -> tuple[RunSummary, list[SampleRecord]]:
@@ -175,7 +179,8 @@ def test_the_workers_of_a_run_keep_one_pace(tmp_path: Path) -> None:
         return right(request)
 
     with FakeOpenAI(reply) as server:
-        done = main_py(server, tmp_path, "--limit", "60", "--concurrency", "8", "--workers", "2", "--rpm", "600")
+        done = main_py(server, tmp_path, "--limit", "60", "--concurrency", "8", "--workers", "2", "--rpm", "600",
+                       process=True)  # fmt: skip
     assert done.returncode == 0, done.stderr
     summary, _ = stored(tmp_path)
     assert (summary.scores.samples, summary.settings.workers, summary.settings.rpm) == (60, 2, 600.0)
@@ -227,8 +232,7 @@ def test_absurd_headers_are_clamped_said_and_do_not_stop_the_run(tmp_path: Path)
     ],
 )
 def test_bad_pacing_flags_are_one_line(flag: str, value: str, says: str) -> None:
-    done = subprocess.run([PYTHON, "main.py", "run", "--model", "test", flag, value], cwd=REPO, capture_output=True,
-                          text=True, timeout=60, check=False)  # fmt: skip
+    done = run_cli("main.py", "run", "--model", "test", flag, value)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [f"main.py run: error: {says} (see --help)"]
 

@@ -20,6 +20,7 @@ import pytest
 
 import evaluator
 import farel_bench
+from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from typed_eval.schemas import RunSummary, SampleRecord
 from typed_eval.suites.farel.suite import FAREL_TASK
@@ -44,9 +45,7 @@ def llama_servers() -> set[int]:
 
 
 def run_main(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PYTHON, "main.py", "run", *args], cwd=REPO, capture_output=True, text=True, timeout=900, check=False
-    )
+    return run_cli("main.py", "run", *args)
 
 
 def stored(results: Path) -> tuple[RunSummary, list[SampleRecord]]:
@@ -88,13 +87,9 @@ def test_the_default_run_compares_tool_and_tag_mode_and_says_what_the_scores_mea
 
 
 def test_any_gguf_file_and_gemma_are_selectable(tmp_path: Path) -> None:
-    smollm2 = (
-        subprocess.run(
-            [PYTHON, "main.py", "models", "--provider", "local"], cwd=REPO, capture_output=True, text=True, check=True
-        )
-        .stdout.splitlines()[0]
-        .split("\t")[1]
-    )
+    listed = run_cli("main.py", "models", "--provider", "local")
+    listed.check_returncode()
+    smollm2 = listed.stdout.splitlines()[0].split("\t")[1]
     done = run_main(
         "--model",
         f"local:{smollm2}",

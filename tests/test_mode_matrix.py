@@ -15,7 +15,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 import evaluator
-from tests.conftest import PYTHON, REPO
+from tests.cli_run import run_cli
 from typed_eval.core.attempts import UserPrices
 from typed_eval.reports.mode_matrix import mode_comparisons
 from typed_eval.store.storage import load_runs
@@ -76,8 +76,8 @@ def test_each_mode_of_a_model_is_scored_and_every_pair_compared_exactly(tmp_path
     }  # fmt: skip
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, *args], cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+def cli(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(script, *args)
 
 
 def test_the_command_line_poses_several_modes_and_prints_the_table(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from pydantic_ai.usage import RequestUsage
 
 import evaluator
 from evaluator import Case, RunSummary, SampleRecord
+from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, embeddings, text, tool_call
 from typed_eval.core.attempts import UserPrices
@@ -300,8 +301,7 @@ def test_an_embeddings_endpoint_on_a_loopback_server() -> None:
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return subprocess.run([PYTHON, "main.py", *args], cwd=REPO, capture_output=True, text=True,
-                          env=clean | (env or {}), timeout=300, check=False)  # fmt: skip
+    return run_cli("main.py", *args, env=clean | (env or {}))
 
 
 def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
@@ -388,8 +388,8 @@ def test_a_model_judge_and_embeddings_served_over_http(tmp_path: Path) -> None:
     assert (totals.requests, totals.input_tokens, totals.output_tokens) == (9, 6 * 100 + (6 + 7 + 8), 6 * 10)
     assert (totals.cost_usd, totals.cost_sources) == (0.0, ["local"])
     assert (summary.settings.judge_model, summary.dataset.params["embedding_model"]) == ("fake-model", "fake-embed")
-    rows = subprocess.run([PYTHON, "format_result.py", str(results), "--format", "json"], cwd=REPO,
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    rows = run_cli("format_result.py", str(results), "--format", "json")
+    rows.check_returncode()
     (row,) = json.loads(rows.stdout)
     assert (row["score"], row["metrics"]) == (100.0, {"novelty": 3.0, "answers": 3.0, "stop_cap": 1.0})
 
@@ -411,12 +411,14 @@ def test_with_cache_a_second_run_asks_the_servers_nothing(tmp_path: Path) -> Non
         args = ("run", "--suite", "novelty", "--model", "fake-model", "--base-url", server.url, "--questions",
                 str(questions), "--max-answers", "3", "--embedding-model", "fake-embed", "--embedding-base-url",
                 server.url, "--cache", "--results-dir", str(results), "--quiet")  # fmt: skip
+        runs: list[set[Path]] = []
         for _ in range(2):
             done = cli(*args)
             assert done.returncode == 0, done.stderr
+            runs.append(set(results.rglob("summary.json")))
         asked = (len(server.requests), len(calls))
     assert asked == (6, 3)  # the first run's 3 answers, 3 verdicts and 3 embeddings; the second's all cached
-    second = max(results.rglob("summary.json"), key=lambda p: RunSummary.model_validate_json(p.read_text()).run_id)
+    (second,) = runs[1] - runs[0]  # its folder (run ids started in the same second sort by their random part)
     assert RunSummary.model_validate_json(second.read_text()).scores.totals.cache_hits == 9
 
 

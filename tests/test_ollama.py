@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import farel_bench
-from tests.conftest import PYTHON, REPO
+from tests.cli_run import run_cli
 from tests.fake_openai import FakeOpenAI, Route, answer_key, completion, tool_call
 from typed_eval.core.errors import ModelSetupError
 from typed_eval.schemas import RunSummary
@@ -65,9 +65,7 @@ def answering(request: dict[str, Any]) -> dict[str, Any]:
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if k != "OLLAMA_BASE_URL"} | (env or {})
-    return subprocess.run(
-        [PYTHON, "main.py", *args], cwd=REPO, capture_output=True, text=True, env=environment, timeout=300, check=False
-    )
+    return run_cli("main.py", *args, env=environment)
 
 
 def host_of(server: FakeOpenAI) -> str:

@@ -17,6 +17,7 @@ from pydantic_ai.models.openrouter import OpenRouterModel
 from pydantic_ai.providers.openrouter import OpenRouterProvider
 
 import farel_bench
+from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Route, answer_key, completion, text, tool_call
 from typed_eval.core.errors import ModelSetupError
@@ -133,9 +134,17 @@ PRICE_DATA = [{"id": "openai", "name": "OpenAI", "api_pattern": r"https://api\.o
 """Price data as genai-prices publishes it, with a price no release ever had: $1,000 / $2,000 per million."""
 
 
+class QuietFiles(SimpleHTTPRequestHandler):
+    """Serves the folder's files without a line on stderr per request (which a command run in this process would
+    find in its own standard error)."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
 def test_update_prices_prices_the_run_with_the_downloaded_data_and_says_so(tmp_path: Path) -> None:
     (tmp_path / "data.json").write_text(json.dumps(PRICE_DATA))
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
+    handler = functools.partial(QuietFiles, directory=str(tmp_path))
     prices = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=prices.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{prices.server_address[1]}/data.json"
@@ -146,21 +155,20 @@ def test_update_prices_prices_the_run_with_the_downloaded_data_and_says_so(tmp_p
         with FakeOpenAI(lambda r: completion(tool_call({"answer": key(r).correct}), model="gpt-4o-mini")) as server:
             for name, extra in (("installed", ()), ("updated", ("--update-prices", url))):
                 results = tmp_path / name
-                done = subprocess.run(
-                    [PYTHON, "main.py", "run", "--model", "gpt-4o-mini", "--base-url", server.url, "--api-key", "k",
-                     "--limit", "2", "--results-dir", str(results), "--quiet", *extra],
-                    cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
-                )  # fmt: skip
+                command = ["run", "--model", "gpt-4o-mini", "--base-url", server.url, "--api-key", "k", "--limit", "2",
+                           "--results-dir", str(results), "--quiet", *extra]  # fmt: skip
+                if extra:  # the downloaded prices stay genai-prices' for the rest of a process: a process of its own
+                    done = subprocess.run([PYTHON, "main.py", *command], cwd=REPO, capture_output=True, text=True,
+                                          timeout=300, check=False)  # fmt: skip
+                else:
+                    done = run_cli("main.py", *command)
                 assert done.returncode == 0, done.stderr
                 (summary,) = results.rglob("summary.json")
                 lines = (summary.parent / "samples.jsonl").read_text().splitlines()
                 costs = [SampleRecord.model_validate_json(line).cost.usd for line in lines]
                 runs[name] = (RunSummary.model_validate_json(summary.read_text()), costs)
-        missing = subprocess.run(
-            [PYTHON, "main.py", "run", "--model", "test", "--results-dir", str(tmp_path / "no"), "--quiet",
-             "--update-prices", url.replace("data.json", "gone.json")],
-            cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
+        missing = run_cli("main.py", "run", "--model", "test", "--results-dir", str(tmp_path / "no"), "--quiet",
+                          "--update-prices", url.replace("data.json", "gone.json"))  # fmt: skip
     finally:
         prices.shutdown()
         prices.server_close()
@@ -174,7 +182,6 @@ def test_update_prices_prices_the_run_with_the_downloaded_data_and_says_so(tmp_p
     assert not (tmp_path / "no").exists()
     for bad, message in [("http://127.0.0.1:abc/x", "not a URL (its port is not a number)"),
                          ("ftp://127.0.0.1/data.json", "give an http(s) URL of genai-prices' data")]:  # fmt: skip
-        refused = subprocess.run([PYTHON, "main.py", "run", "--model", "test", "--results-dir", str(tmp_path / "no"),
-                                  "--quiet", "--update-prices", bad], cwd=REPO, capture_output=True, text=True,
-                                 timeout=300, check=False)  # fmt: skip
+        refused = run_cli("main.py", "run", "--model", "test", "--results-dir", str(tmp_path / "no"), "--quiet",
+                          "--update-prices", bad)  # fmt: skip
         assert (refused.returncode, refused.stderr) == (2, f"main.py: error: --update-prices: {message}\n")

@@ -11,10 +11,12 @@ retry made two model requests on both sides."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 import json
 import os
-import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +48,7 @@ from pydantic_evals.evaluators import (
 )
 from pydantic_evals.reporting import EvaluationReportAdapter
 
-from tests.conftest import PYTHON, REPO
+from tests.cli_run import run_cli
 from tests.fake_openai import FakeOpenAI, completion, prompt_of, tool_call
 
 EVALUATORS_MODULE = '''
@@ -97,6 +99,22 @@ def reply(request: dict[str, Any]) -> dict[str, Any]:
     if asked == RETRIED and not any(m["role"] == "tool" for m in request["messages"]):
         return completion(tool_call({"city": "Madrid", "population": "many"}, name="final_result"))
     return completion(tool_call(REPLIES[asked], name="final_result"))
+
+
+@contextlib.contextmanager
+def importable(folder: Path) -> Iterator[None]:
+    """`folder` on the import path for the command's time, as PYTHONPATH puts it for a new process: its modules
+    imported afresh from it, and forgotten after (each test's folder holds its own)."""
+    for script in folder.glob("*.py"):
+        sys.modules.pop(script.stem, None)
+    sys.path.insert(0, str(folder))
+    importlib.invalidate_caches()
+    try:
+        yield
+    finally:
+        sys.path.remove(str(folder))
+        for script in folder.glob("*.py"):
+            sys.modules.pop(script.stem, None)
 
 
 def write_dataset(folder: Path, suffix: str) -> Path:
@@ -196,12 +214,11 @@ def test_each_case_s_results_equal_pydantic_evals_own(tmp_path: Path, suffix: st
     path = write_dataset(tmp_path, suffix)
     runs = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    with FakeOpenAI(reply) as server:
-        done = subprocess.run(
-            [PYTHON, "main.py", "run", "--dataset", str(path), "--output-type", "cross_evals:Answer",
-             "--evaluators", "cross_evals", "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test",
-             "--results-dir", str(runs), "--concurrency", "1"],
-            cwd=REPO, capture_output=True, timeout=300, check=False, env=env,
+    with FakeOpenAI(reply) as server, importable(tmp_path):
+        done = run_cli(
+            "main.py", "run", "--dataset", str(path), "--output-type", "cross_evals:Answer",
+            "--evaluators", "cross_evals", "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test",
+            "--results-dir", str(runs), "--concurrency", "1", env=env, text=False,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr.decode()
         expected = theirs(path, tmp_path, server.url)
@@ -250,10 +267,8 @@ def test_each_case_s_results_equal_pydantic_evals_own(tmp_path: Path, suffix: st
     assert "headline: the mean over the cases of the share of each case's assertions that passed, in percent" in (
         done.stdout.decode()
     )
-    exported = subprocess.run(
-        [PYTHON, "format_result.py", "--format", "pydantic-evals", str(run_dir)],
-        cwd=REPO, capture_output=True, timeout=120, check=True,
-    )  # fmt: skip
+    exported = run_cli("format_result.py", "--format", "pydantic-evals", str(run_dir), text=False)
+    exported.check_returncode()
     report = EvaluationReportAdapter.validate_json(exported.stdout)
     assert {case.name: _results(case.assertions, case.scores, case.labels) for case in report.cases} == expected
     assert report.dataset_name == "capitals" and report.failures == []

@@ -5,9 +5,13 @@ one dataset compared in the leaderboard with the paired test."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import os
 import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +21,7 @@ pytest.importorskip("pydantic_evals")
 
 from pydantic_evals.reporting import EvaluationReportAdapter
 
-from tests.conftest import PYTHON, REPO
+from tests.cli_run import run_cli
 from tests.fake_openai import FakeOpenAI, completion, prompt_of, text, tool_call
 from typed_eval.core.suite import AnswerLine, answer_lines
 from typed_eval.schemas import SampleRecord
@@ -78,15 +82,31 @@ evaluators:
 """
 
 
+@contextlib.contextmanager
+def importable(folder: Path) -> Iterator[None]:
+    """`folder` on the import path for the command's time, as PYTHONPATH puts it for a new process: its modules
+    imported afresh from it, and forgotten after (each test's folder holds its own)."""
+    for script in folder.glob("*.py"):
+        sys.modules.pop(script.stem, None)
+    sys.path.insert(0, str(folder))
+    importlib.invalidate_caches()
+    try:
+        yield
+    finally:
+        sys.path.remove(str(folder))
+        for script in folder.glob("*.py"):
+            sys.modules.pop(script.stem, None)
+
+
 def run_main(
     args: list[str], tmp_path: Path, server: FakeOpenAI | None = None, model: str = "fake-model"
 ) -> subprocess.CompletedProcess[str]:
     where = ["--base-url", server.url, "--api-key", "sk-test"] if server is not None else []
-    return subprocess.run(
-        [PYTHON, "main.py", "run", *args, "--model", model, *where, "--results-dir", str(tmp_path / "runs")],
-        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
-        env={**os.environ, "PYTHONPATH": str(tmp_path)},
-    )  # fmt: skip
+    with importable(tmp_path):
+        return run_cli(
+            "main.py", "run", *args, "--model", model, *where, "--results-dir", str(tmp_path / "runs"),
+            env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        )  # fmt: skip
 
 
 def records(tmp_path: Path, model: str = "fake-model") -> list[dict[str, Any]]:
@@ -164,10 +184,8 @@ def test_an_evaluator_that_raises_or_hangs_is_that_case_s_error_and_the_run_goes
         done.stdout
     )
     (run_dir,) = (tmp_path / "runs" / "fake-model").iterdir()
-    exported = subprocess.run(
-        [PYTHON, "format_result.py", "--format", "pydantic-evals", str(run_dir)],
-        cwd=REPO, capture_output=True, timeout=60, check=True,
-    )  # fmt: skip
+    exported = run_cli("format_result.py", "--format", "pydantic-evals", str(run_dir), text=False)
+    exported.check_returncode()
     report = EvaluationReportAdapter.validate_json(exported.stdout)
     assert [case.name for case in report.cases] == ["fine"]
     assert sorted((f.name, f.error_message) for f in report.failures) == [
@@ -217,10 +235,8 @@ def test_the_judge_is_the_command_line_s_and_a_text_run_with_repeats_exports_as_
     ]
     (run_dir,) = (tmp_path / "runs" / "fake-model").iterdir()
     assert json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["settings"]["judge_model"] == "test"
-    exported = subprocess.run(
-        [PYTHON, "format_result.py", "--format", "pydantic-evals", str(run_dir)],
-        cwd=REPO, capture_output=True, timeout=60, check=True,
-    )  # fmt: skip
+    exported = run_cli("format_result.py", "--format", "pydantic-evals", str(run_dir), text=False)
+    exported.check_returncode()
     report = EvaluationReportAdapter.validate_json(exported.stdout)
     assert sorted((c.name, c.source_case_name) for c in report.cases) == [
         ("one [1/2]", "one"), ("one [2/2]", "one"), ("three [1/2]", "three"), ("three [2/2]", "three"),
@@ -239,10 +255,8 @@ def test_two_runs_of_one_dataset_compare_with_the_paired_test(tmp_path: Path) ->
         assert run_main(["--dataset", str(path), "--mode", "text"], tmp_path, bad, model="bad").returncode == 0
     (a,) = (tmp_path / "runs" / "good").iterdir()
     (b,) = (tmp_path / "runs" / "bad").iterdir()
-    compared = subprocess.run(
-        [PYTHON, "format_result.py", "--compare", str(a), str(b), "--format", "json"],
-        cwd=REPO, capture_output=True, timeout=60, check=True,
-    )  # fmt: skip
+    compared = run_cli("format_result.py", "--compare", str(a), str(b), "--format", "json", text=False)
+    compared.check_returncode()
     comparison = json.loads(compared.stdout)
     assert (comparison["paired"], comparison["a_better"], comparison["b_better"]) == (3, 3, 0)
     assert (comparison["test"], comparison["p_value"], comparison["difference"]) == ("sign", 0.25, 250 / 3)
@@ -282,17 +296,16 @@ def test_a_scorer_taking_seconds_is_timed_and_its_case_scoring_error_is_that_cas
 
 
 def test_a_run_of_any_suite_exports_as_an_evaluation_report_with_its_score(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [PYTHON, "main.py", "run", "--model", "test", "--mode", "tag", "--limit", "3", "--quiet",
-         "--results-dir", str(tmp_path / "runs")],
-        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+    done = run_cli(
+        "main.py", "run", "--model", "test", "--mode", "tag", "--limit", "3", "--quiet",
+        "--results-dir", str(tmp_path / "runs"),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     (run_dir,) = (tmp_path / "runs" / "test").iterdir()
-    exported = subprocess.run(
-        [PYTHON, "format_result.py", "--format", "pydantic-evals", str(run_dir), "-o", str(tmp_path / "report.json")],
-        cwd=REPO, capture_output=True, timeout=60, check=True,
-    )  # fmt: skip
+    exported = run_cli(
+        "format_result.py", "--format", "pydantic-evals", str(run_dir), "-o", str(tmp_path / "report.json"), text=False
+    )
+    exported.check_returncode()
     assert exported.stdout == b""
     report = EvaluationReportAdapter.validate_json((tmp_path / "report.json").read_bytes())
     stored = {r["case_id"]: r for r in records(tmp_path, "test")}

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import PYTHON, REPO
+from tests.cli_run import run_cli
+from tests.conftest import REPO
 from typed_eval.store.storage import load_runs, read_records
 
 RUNS = Path("tests/fixtures/stored_runs")
@@ -21,9 +21,7 @@ PAIR = (str(RUNS / "test/20261125T151806Z-tool-012a"), str(RUNS / "replay_deepse
 
 
 def printed(*args: str) -> str:
-    done = subprocess.run(
-        [PYTHON, "format_result.py", *args], cwd=REPO, capture_output=True, text=True, timeout=300, check=False
-    )
+    done = run_cli("format_result.py", *args)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -31,6 +31,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import evaluator
 import farel_bench
+from tests.cli_run import run_cli
 from tests.conftest import REPO
 from tests.fake_openai import FakeOpenAI, answer_key, completion, tool_call
 from typed_eval.core.tasks import TextReader
@@ -143,11 +144,18 @@ def otel_env(endpoint: str, **extra: str) -> dict[str, str]:
     }
 
 
-def main_run(server: FakeOpenAI, results: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
+def main_run(
+    server: FakeOpenAI, results: Path, env: dict[str, str], *extra: str, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`main.py run` in this process, or with `process` as a process of its own: a run forking `--workers`, or one
+    whose warning is logged (no handler: a fresh interpreter prints it on stderr; here pytest's handlers take it)."""
     base_url = server.url.replace("http://", f"http://tracer:{URL_PASSWORD}@")
-    command = [sys.executable, "main.py", "run", "--model", "fake-model", "--base-url", base_url, "--api-key", API_KEY,
+    command = ["run", "--model", "fake-model", "--base-url", base_url, "--api-key", API_KEY,
                "--results-dir", str(results), "--quiet", *extra]  # fmt: skip
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env, timeout=300, check=False)
+    if process:
+        return subprocess.run([sys.executable, "main.py", *command], cwd=REPO, capture_output=True, text=True,
+                              env=env, timeout=300, check=False)  # fmt: skip
+    return run_cli("main.py", *command, env=env)
 
 
 def records(results: Path) -> dict[str, SampleRecord]:
@@ -274,7 +282,7 @@ def call_case(receiver: Receiver, span: Span) -> str:
 def test_the_spans_of_worker_processes_go_under_the_run_span_of_their_owner(tmp_path: Path, receiver: Receiver) -> None:
     with FakeOpenAI(answering(latency_s=0.05)) as server:
         done = main_run(server, tmp_path, otel_env(receiver.url), "--limit", "45", "--trace", "--concurrency", "1",
-                        "--workers", "2")  # fmt: skip
+                        "--workers", "2", process=True)  # fmt: skip
     assert (done.returncode, done.stderr) == (0, "")
     (run,) = receiver.named("evaluate {name}")
     cases = receiver.named("case: {case_name}")
@@ -388,11 +396,11 @@ def test_an_endpoint_that_refuses_or_hangs_costs_one_warning_and_a_bounded_wait(
     env = otel_env(with_password, OTEL_EXPORTER_OTLP_TIMEOUT="60")  # the exporter would wait a minute a batch
     cases = "45" if workers > 1 else "20"
     run = ("--limit", cases, "--concurrency", "1", "--workers", str(workers))
-    with FakeOpenAI(answering(latency_s=0.02)) as server:
+    with FakeOpenAI(answering(latency_s=0.02)) as server:  # processes: the warning is logged
         started = time.monotonic()
-        untraced = main_run(server, tmp_path / "untraced", env, *run)
+        untraced = main_run(server, tmp_path / "untraced", env, *run, process=True)
         untraced_s, started = time.monotonic() - started, time.monotonic()
-        done = main_run(server, tmp_path / "traced", env, *run, "--trace")
+        done = main_run(server, tmp_path / "traced", env, *run, "--trace", process=True)
         traced_s = time.monotonic() - started
     assert (untraced.returncode, done.returncode) == (0, 0)
     assert done.stderr.splitlines() == [  # one line for the run, however many processes posed it

@@ -6,7 +6,6 @@ is no DNF. Any other 400 stays an `error`. Against a loopback OpenAI-compatible 
 from __future__ import annotations
 
 import json
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 from pydantic_ai import ModelHTTPError
 
 import farel_bench
-from tests.conftest import PYTHON, REPO
+from tests.cli_run import run_cli
 from tests.fake_openai import FakeOpenAI, answer_key, completion, tool_call
 from typed_eval.core.counted_score import counted_score
 from typed_eval.core.scoring import score_records
@@ -140,11 +139,11 @@ def test_refused_schemas_are_unsupported_sent_once_counted_and_never_posed_again
         return completion(tool_call({"answer": quiz.correct}))
 
     runs = tmp_path / "runs"
-    command = [PYTHON, "main.py", "run", "--model", "fake-model", "--base-url", "", "--api-key", "sk-test",
+    command = ["run", "--model", "fake-model", "--base-url", "", "--api-key", "sk-test",
                "--mode", "tool", "--limit", "6", "--concurrency", "1", "--results-dir", str(runs)]  # fmt: skip
     with FakeOpenAI(reply) as server:
         command[command.index("--base-url") + 1] = server.url
-        done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+        done = run_cli("main.py", *command)
         assert done.returncode == 0, done.stderr
         asked = Counter(KEY(request).id for request in server.requests)
         assert asked == Counter({quiz.id: 1 for quiz in QUIZZES})  # each refusal sent once: no retry, no resend
@@ -179,8 +178,7 @@ def test_refused_schemas_are_unsupported_sent_once_counted_and_never_posed_again
         ]
 
         fixed = True
-        again = subprocess.run([*command, "--retry-errors"], cwd=REPO, capture_output=True, text=True, timeout=300,
-                               check=False)  # fmt: skip
+        again = run_cli("main.py", *command, "--retry-errors")
         assert again.returncode == 0, again.stderr
         asked = Counter(KEY(request).id for request in server.requests)
     from typed_eval.store.case_store import CaseStore  # imported here, as in test_html_report (duckdb and gc.freeze)
@@ -195,8 +193,7 @@ def test_refused_schemas_are_unsupported_sent_once_counted_and_never_posed_again
     (stored,) = load_runs(runs)
     scores = stored.summary.scores
     assert (scores.samples, scores.correct, scores.errors, scores.unsupported) == (6, 4, 0, 2)
-    board = subprocess.run(
-        [PYTHON, "format_result.py", str(runs), "--format", "json"], cwd=REPO, capture_output=True, check=True
-    )
+    board = run_cli("format_result.py", str(runs), "--format", "json")
+    assert board.returncode == 0, board.stderr
     (row,) = json.loads(board.stdout)
     assert (row["samples"], row["correct"], row["errors"], row["unsupported"]) == (6, 4, 0, 2)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import copy
 import json
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import format_result
-from tests.conftest import PYTHON, REPO
+from tests.cli_run import run_cli
+from tests.conftest import REPO
 from typed_eval.core.errors import ResultFileError
 from typed_eval.core.scoring import score_records
 from typed_eval.schemas import SampleRecord
@@ -174,8 +174,7 @@ def test_a_newer_schema_and_a_broken_v1_summary_are_one_line_errors(tmp_path: Pa
 def test_the_leaderboard_reads_v1_runs_from_the_command_line(tmp_path: Path) -> None:
     shutil.copytree(SHIPPED / "minimax-01", tmp_path / "minimax-01")
     v1_run(tmp_path / "old-model" / "old", RECORDS)
-    done = subprocess.run([PYTHON, "format_result.py", str(tmp_path), "--format", "json"], cwd=REPO,
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    done = run_cli("format_result.py", str(tmp_path), "--format", "json")
     assert done.returncode == 0, done.stderr
     assert [(r["rank"], r["model"], round(r["score"], 2)) for r in json.loads(done.stdout)] == [
         (1, "minimax-01", 85.56), (None, "old-model", 50.0),  # 6 records of 450 cases: not ranked
