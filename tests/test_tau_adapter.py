@@ -191,7 +191,8 @@ def test_the_environment_rule_followed_is_calculate_rewards_as_installed() -> No
     """`_environment_reward` follows `EnvironmentEvaluator.calculate_reward` with the gold side's hashes kept per
     task: a change to that function changes this digest, and the rule must be read again."""
     source = function_source("evaluator/evaluator_env.py", "calculate_reward")
-    assert hashlib.sha256(source.encode()).hexdigest() == "9414cc9d86e0f3c824fc80b6533b3f722496e35c85b20c2c4c3627511c30ee41"
+    digest = hashlib.sha256(source.encode()).hexdigest()
+    assert digest == "9414cc9d86e0f3c824fc80b6533b3f722496e35c85b20c2c4c3627511c30ee41"
 
 
 def played(construct: adapter.EnvironmentMaker, task: Any, actions: list[Any]) -> list[Any]:
