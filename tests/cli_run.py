@@ -11,6 +11,7 @@ one with `subprocess`, as before.
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import os
 import subprocess
@@ -131,6 +132,7 @@ def run_cli(
         finally:
             sys.stdin, sys.stdout, sys.stderr, sys.argv = streams
             os.chdir(here)
+            gc.collect()  # what the command left in reference cycles (a pool of worker processes) ends with it
     command = [PYTHON, script, *args]
     if text:
         return subprocess.CompletedProcess(command, code, out.value().decode(), err.value().decode())

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, text
 from typed_eval.schemas import Case
@@ -211,21 +212,17 @@ def run(
     tmp_path: Path, reply: Callable[[dict[str, Any]], dict[str, Any]], mode: str, *, blocked: tuple[str, ...] = ()
 ) -> tuple[FakeOpenAI, subprocess.CompletedProcess[bytes]]:
     """`main.py run` of the sample's Java and JavaScript cases against a loopback server, the `blocked` modules
-    unimportable."""
-    start = ["main.py"]
-    if blocked:
-        block = f"sys.modules.update(dict.fromkeys({blocked!r}))"
-        start = [
-            "-c",
-            f"import runpy, sys; {block}; sys.argv[0] = 'main.py'; runpy.run_path('main.py', run_name='__main__')",
-        ]
+    unimportable. With none blocked it runs in this process; blocking needs a fresh interpreter, where no module
+    that might import them is loaded yet."""
     with FakeOpenAI(reply) as server:
-        done = subprocess.run(
-            [PYTHON, *start, "run", "--suite", "bfcl", "-S", "data=sample", "-S", f"categories={','.join(CATEGORIES)}",
-             "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test", "--results-dir", str(tmp_path),
-             "--quiet", "--retries", "0", "--mode", mode],
-            cwd=REPO, capture_output=True, timeout=300, check=False,
-        )  # fmt: skip
+        args = ["run", "--suite", "bfcl", "-S", "data=sample", "-S", f"categories={','.join(CATEGORIES)}",
+                "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test", "--results-dir",
+                str(tmp_path), "--quiet", "--retries", "0", "--mode", mode]  # fmt: skip
+        if not blocked:
+            return server, run_cli("main.py", *args, text=False)
+        block = f"sys.modules.update(dict.fromkeys({blocked!r}))"
+        start = f"import runpy, sys; {block}; sys.argv[0] = 'main.py'; runpy.run_path('main.py', run_name='__main__')"
+        done = subprocess.run([PYTHON, "-c", start, *args], cwd=REPO, capture_output=True, timeout=300, check=False)
     return server, done
 
 

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from tests.conftest import PYTHON, REPO
+from tests.cli_run import run_cli
+from tests.conftest import REPO
 from tests.fake_openai import FakeOpenAI, completion, text
 from typed_eval.core.money import money
 from typed_eval.core.suite import AnswerLine, answer_lines
@@ -98,14 +99,20 @@ def case_of(request: dict[str, Any]) -> str:
 
 def run(tmp_path: Path, reply: Callable[[dict[str, Any]], dict[str, Any]], *args: str) -> tuple[FakeOpenAI, str]:
     with FakeOpenAI(reply) as server:
-        done = subprocess.run(
-            [PYTHON, "main.py", "run", "--suite", "bfcl", "-S", "data=sample", "--model", "fake-model",
-             "--base-url", server.url, "--api-key", "sk-test", "--results-dir", str(tmp_path), "--quiet",
-             "--retries", "0", *args],
-            cwd=REPO, capture_output=True, timeout=300, check=False,
+        done = run_cli(
+            "main.py", "run", "--suite", "bfcl", "-S", "data=sample", "--model", "fake-model",
+            "--base-url", server.url, "--api-key", "sk-test", "--results-dir", str(tmp_path), "--quiet",
+            "--retries", "0", *args, text=False,
         )  # fmt: skip
     assert done.returncode == 0, done.stderr.decode()
     return server, done.stdout.decode()
+
+
+def format_result(*args: str) -> subprocess.CompletedProcess[bytes]:
+    """`format_result.py ARGS...`, which must succeed (as `check=True` would have it)."""
+    done = run_cli("format_result.py", *args, text=False)
+    done.check_returncode()
+    return done
 
 
 def stored(tmp_path: Path) -> dict[str, dict[str, Any]]:
@@ -172,9 +179,7 @@ def test_function_calling_mode_sends_bfcl_requests_and_stores_bfcl_verdicts(tmp_
         "backend_workers": 2,
         "backend_timeout": 30.0,
     }
-    leaderboard = subprocess.run(
-        [PYTHON, "format_result.py", str(tmp_path), "--format", "json"], cwd=REPO, capture_output=True, check=True
-    )
+    leaderboard = format_result(str(tmp_path), "--format", "json")
     (row,) = json.loads(leaderboard.stdout)
     assert row["metrics"] == {
         "bfcl-simple_python": 40.0,
@@ -294,22 +299,16 @@ def test_the_first_attempt_is_scored_as_bfcl_scores_it_beside_the_score_after_re
         "with no corrective retry, BFCL: non-live 0.00, live 0.00, irrelevance N/A, multi-turn 0.00, overall 5.00 "
         "(overall counts groups not run as 0; groups present: non_live, irrelevance)"
     ) in lines
-    leaderboard = subprocess.run(
-        [PYTHON, "format_result.py", str(tmp_path), "--format", "json"], cwd=REPO, capture_output=True, check=True
-    )
+    leaderboard = format_result(str(tmp_path), "--format", "json")
     (row,) = json.loads(leaderboard.stdout)
     assert (row["metrics"]["bfcl-simple_python"], row["metrics"]["bfcl-irrelevance"]) == (20.0, 80.0)
     assert (row["metrics_no_retry"]["bfcl-simple_python"], row["metrics_no_retry"]["bfcl-irrelevance"]) == (0.0, 100.0)
     assert row["score_by_retries"] == [50.0, 50.0]
-    table = subprocess.run(
-        [PYTHON, "format_result.py", str(tmp_path), "--format", "csv"], cwd=REPO, capture_output=True, check=True
-    )
+    table = format_result(str(tmp_path), "--format", "csv")
     header, values = (line.split(",") for line in table.stdout.decode().splitlines())
     assert dict(zip(header, values, strict=True))["bfcl-irrelevance_no_retry"] == "100.0"
     page = tmp_path / "report.html"
-    subprocess.run(
-        [PYTHON, "format_result.py", str(tmp_path), "--format", "html", "-o", str(page)], cwd=REPO, check=True
-    )
+    format_result(str(tmp_path), "--format", "html", "-o", str(page))
     assert 'title="had no corrective retry been allowed">no retry 100.00</span>' in page.read_text()
     with TestClient(create_app(tmp_path, hosts=("testserver",))) as viewer:
         board = viewer.get("/").text
@@ -326,20 +325,14 @@ def test_both_modes_end_with_the_paired_function_calling_against_prompt_effect_p
         tmp_path, reply, "-S", "categories=simple_python,irrelevance", "--mode", "tool", "--mode", "text", "--quiet"
     )
     assert "bfcl · fake-model: modes compared group by group (Holm over each pair's groups)" in out
-    modes = subprocess.run(
-        [PYTHON, "format_result.py", str(tmp_path), "--modes", "--format", "json"],
-        cwd=REPO, capture_output=True, check=True,
-    )  # fmt: skip
+    modes = format_result(str(tmp_path), "--modes", "--format", "json")
     ((pair,),) = [c["versus"] for c in json.loads(modes.stdout)]
     assert (pair["a"], pair["b"], pair["paired"], pair["only_a"], pair["only_b"]) == ("tool", "text", 10, 1, 1)
     assert [
         (g["group"], g["paired"], g["only_a"], g["only_b"], g["p_value"], g["p_holm"], g["difference"])
         for g in pair["by_group"]
     ] == [("simple_python", 5, 0, 1, 1.0, 1.0, -20.0), ("irrelevance", 5, 1, 0, 1.0, 1.0, 20.0)]
-    table = subprocess.run(
-        [PYTHON, "format_result.py", str(tmp_path), "--modes", "--format", "csv"],
-        cwd=REPO, capture_output=True, check=True,
-    )  # fmt: skip
+    table = format_result(str(tmp_path), "--modes", "--format", "csv")
     lines = table.stdout.decode().splitlines()
     assert lines[0].endswith(",best_mode,group")
     assert [line.rsplit(",", 1)[1] for line in lines[1:]] == ["", "simple_python", "irrelevance"]
@@ -354,10 +347,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         ("categories=nosuch", "main.py: error: unknown BFCL category 'nosuch'; the categories are all, single_turn, "),
         (f"data={folder}", f"main.py: error: {folder}/BFCL_v4_multiple.json:1: not a JSON object ("),
     ]:
-        done = subprocess.run(
-            [PYTHON, "main.py", "run", "--suite", "bfcl", "-S", "categories=multiple", "-S", setting, "--model", "test",
-             "--results-dir", str(tmp_path / "runs")],
-            cwd=REPO, capture_output=True, timeout=300, check=False,
+        done = run_cli(
+            "main.py", "run", "--suite", "bfcl", "-S", "categories=multiple", "-S", setting, "--model", "test",
+            "--results-dir", str(tmp_path / "runs"), text=False,
         )  # fmt: skip
         lines = done.stderr.decode().splitlines()
         assert (done.returncode, len(lines)) == (2, 1)
@@ -424,9 +416,7 @@ def test_multi_turn_cases_are_played_on_bfcl_s_backends_through_the_command_line
         AnswerLine("  text: Done."),
         AnswerLine("  ground truth: touch(file_name='DataSet1.csv')"),
     ]
-    leaderboard = subprocess.run(
-        [PYTHON, "format_result.py", str(tmp_path), "--format", "json"], cwd=REPO, capture_output=True, check=True
-    )
+    leaderboard = format_result(str(tmp_path), "--format", "json")
     (row,) = json.loads(leaderboard.stdout)
     assert (row["metrics"]["bfcl-multi_turn_base"], row["metrics"]["bfcl-mt-missing_call"]) == (83.33, 1.0)
     requests = sum(r["usage"]["requests"] for r in records.values())
@@ -437,7 +427,7 @@ def test_multi_turn_cases_are_played_on_bfcl_s_backends_through_the_command_line
     solved = row["metrics"]["bfcl-mt-solved-usd"]  # every case's cost, failed ones too, over the 5 solved
     assert solved == pytest.approx(0.002 * requests / 5)
     assert f"BFCL multi-turn, cost of a solved case: {money(solved)} (base {money(solved)})" in out.splitlines()
-    table = subprocess.run([PYTHON, "format_result.py", str(tmp_path)], cwd=REPO, capture_output=True, check=True)
+    table = format_result(str(tmp_path))
     assert money(solved) in table.stdout.decode()
 
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
-from tests.conftest import PYTHON, REPO
+from tests.cli_run import run_cli
 from tests.fake_openai import FakeOpenAI, completion, text
 from typed_eval.core.suite import CaseFacets
 from typed_eval.reports.analysis import analyse
@@ -242,11 +241,10 @@ def two_modes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]
         (data / name).parent.mkdir(parents=True, exist_ok=True)
         (data / f"{name}.json").write_text(json.dumps(schema), encoding="utf-8")
     with FakeOpenAI(answer) as server:
-        done = subprocess.run(
-            [PYTHON, "main.py", "run", "--suite", "schemas", "-S", f"path={data}", "--mode", "native", "--mode",
-             "text", "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test", "--results-dir",
-             str(folder / "runs"), "--retries", "0"],
-            cwd=REPO, capture_output=True, timeout=300, check=False,
+        done = run_cli(
+            "main.py", "run", "--suite", "schemas", "-S", f"path={data}", "--mode", "native", "--mode",
+            "text", "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test", "--results-dir",
+            str(folder / "runs"), "--retries", "0", text=False,
         )  # fmt: skip
     assert done.returncode == 0, done.stderr.decode()
     return folder / "runs", done.stdout.decode().splitlines()
@@ -320,11 +318,10 @@ def test_an_own_schema_run_alone_is_placed_on_the_profile_of_the_model_s_benchma
     shutil.copytree(two_modes[0], runs)
     (tmp_path / "mine.json").write_text(json.dumps(MINE), encoding="utf-8")
     with FakeOpenAI(answer) as server:
-        done = subprocess.run(
-            [PYTHON, "main.py", "run", "--suite", "schemas", "-S", f"path={tmp_path / 'mine.json'}", "--mode",
-             "native", "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test", "--results-dir",
-             str(runs), "--retries", "0"],
-            cwd=REPO, capture_output=True, timeout=300, check=False,
+        done = run_cli(
+            "main.py", "run", "--suite", "schemas", "-S", f"path={tmp_path / 'mine.json'}", "--mode",
+            "native", "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test", "--results-dir",
+            str(runs), "--retries", "0", text=False,
         )  # fmt: skip
     assert done.returncode == 0, done.stderr.decode()
     out = done.stdout.decode().splitlines()
@@ -341,10 +338,7 @@ def test_an_own_schema_run_alone_is_placed_on_the_profile_of_the_model_s_benchma
 
 def test_the_html_report_has_the_profile_tables(two_modes: tuple[Path, list[str]], tmp_path: Path) -> None:
     page = tmp_path / "board.html"
-    subprocess.run(
-        [PYTHON, "format_result.py", str(two_modes[0]), "--format", "html", "-o", str(page)],
-        cwd=REPO, capture_output=True, timeout=300, check=True,
-    )  # fmt: skip
+    run_cli("format_result.py", str(two_modes[0]), "--format", "html", "-o", str(page)).check_returncode()
     tables = re.findall(r'<table class="sortable profile">.*?<tbody>(.*?)</tbody>', page.read_text(), re.S)
     rows = [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td>(.*?)</td>", row)] for t in tables
             for row in re.findall(r"<tr>(.*?)</tr>", t)]  # fmt: skip
@@ -377,11 +371,10 @@ def test_the_figures_are_also_given_as_they_were_on_the_first_attempt(tmp_path: 
         return completion(text(json.dumps(first if len(request["messages"]) == 6 else again)))
 
     with FakeOpenAI(reply) as server:
-        done = subprocess.run(
-            [PYTHON, "main.py", "run", "--suite", "schemas", "-S", f"path={tmp_path / 'data'}", "--mode", "native",
-             "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test", "--results-dir",
-             str(tmp_path / "runs"), "--retries", "1"],
-            cwd=REPO, capture_output=True, timeout=300, check=False,
+        done = run_cli(
+            "main.py", "run", "--suite", "schemas", "-S", f"path={tmp_path / 'data'}", "--mode", "native",
+            "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test", "--results-dir",
+            str(tmp_path / "runs"), "--retries", "1", text=False,
         )  # fmt: skip
     assert done.returncode == 0, done.stderr.decode()
     out = [line for line in done.stdout.decode().splitlines() if "JSONSchemaBench: overall" in line

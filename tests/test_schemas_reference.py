@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PYTHON, REPO
+from tests.cli_run import run_cli
+from tests.conftest import REPO
 from typed_eval.schemas import RunSummary
 from typed_eval.suites.schemas.metrics import coverage, schemas_report_lines
 
@@ -85,11 +85,10 @@ def test_coverage_and_compliance_per_set_and_mode_equal_the_reference(
     for case_id, _ in HELD_OUT:
         (data / case_id).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(SAMPLE / f"{case_id}.json", data / f"{case_id}.json")
-    done = subprocess.run(
-        [PYTHON, "main.py", "run", "--suite", "schemas", "-S", f"path={data}", "--mode", "all", "--model", "mock",
-         "--base-url", mock.url, "--api-key", "sk-test", "--results-dir", str(tmp_path / "runs"),
-         "--retries", str(retries)],
-        cwd=REPO, capture_output=True, timeout=300, check=False,
+    done = run_cli(
+        "main.py", "run", "--suite", "schemas", "-S", f"path={data}", "--mode", "all", "--model", "mock",
+        "--base-url", mock.url, "--api-key", "sk-test", "--results-dir", str(tmp_path / "runs"),
+        "--retries", str(retries), text=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     entries = [entry for _, entry in HELD_OUT]

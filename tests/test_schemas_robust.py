@@ -6,14 +6,13 @@ as a user runs it; and a text-mode corrective retry carries the validator's mess
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import PYTHON, REPO
+from tests.cli_run import run_cli
 from tests.fake_openai import FakeOpenAI, Route, completion, text
 from typed_eval.schemas import Case
 from typed_eval.suites.schemas.outputs import sent_schema
@@ -172,11 +171,10 @@ def test_bad_input_through_main_py_each_case_s_error_with_its_reason_nothing_fet
         schemas["Github_easy/url"] = {"type": "object", "properties": {"a": {"$ref": server.url + "/a.json"}}}
         folder = write(tmp_path / "data", schemas)
         started = time.perf_counter()
-        done = subprocess.run(
-            [PYTHON, "main.py", "run", "--suite", "schemas", "-S", f"path={folder}", "--mode", "text",
-             "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test",
-             "--results-dir", str(tmp_path / "runs"), "--retries", "1"],
-            cwd=REPO, capture_output=True, timeout=300, check=False,
+        done = run_cli(
+            "main.py", "run", "--suite", "schemas", "-S", f"path={folder}", "--mode", "text",
+            "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test",
+            "--results-dir", str(tmp_path / "runs"), "--retries", "1", text=False,
         )  # fmt: skip
         elapsed = time.perf_counter() - started
     assert done.returncode == 0, done.stderr.decode()[-2000:]

@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlsplit
 import duckdb
 import pytest
 
+from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from typed_eval.core.datasets import Dataset
 from typed_eval.suites.schemas.data import text_case
@@ -174,10 +175,16 @@ def test_jsonschemabench_is_downloaded_once_at_the_pinned_commit_then_read_from_
 
 
 def run_schemas(tmp_path: Path, *settings: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`main.py run --suite schemas`, in this process unless given `env` (Hugging Face settings): then in a process
+    of its own, as huggingface_hub reads HF_ENDPOINT and HF_HOME once, when first imported
+    (`huggingface_hub.constants`), so in this process they would be whatever they were then."""
+    args = ["run", "--suite", "schemas", *(arg for s in settings for arg in ("-S", s)), "--model", "test",
+            "--results-dir", str(tmp_path / "runs")]  # fmt: skip
+    if env is None:
+        return run_cli("main.py", *args, env=without_hf())
     return subprocess.run(
-        [PYTHON, "main.py", "run", "--suite", "schemas", *(arg for s in settings for arg in ("-S", s)),
-         "--model", "test", "--results-dir", str(tmp_path / "runs")],
-        cwd=REPO, capture_output=True, text=True, timeout=300, check=False, env={**without_hf(), **(env or {})},
+        [PYTHON, "main.py", *args], cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+        env={**without_hf(), **env},
     )  # fmt: skip
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from pydantic_ai import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import evaluator
-from tests.conftest import PYTHON, REPO
+from tests.cli_run import run_cli
 from tests.fake_openai import FakeOpenAI, completion, text
 from typed_eval.core.datasets import Dataset
 from typed_eval.core.errors import InputError
@@ -392,11 +391,10 @@ def test_a_run_on_the_command_line_reports_the_benchmark_s_figures(tmp_path: Pat
         return completion(text(json.dumps(answers[schema])))
 
     with FakeOpenAI(reply) as server:
-        done = subprocess.run(
-            [PYTHON, "main.py", "run", "--suite", "schemas", "-S", f"path={folder}", "--mode", "native",
-             "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test",
-             "--results-dir", str(tmp_path / "runs"), "--retries", "0"],
-            cwd=REPO, capture_output=True, timeout=300, check=False,
+        done = run_cli(
+            "main.py", "run", "--suite", "schemas", "-S", f"path={folder}", "--mode", "native",
+            "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test",
+            "--results-dir", str(tmp_path / "runs"), "--retries", "0", text=False,
         )  # fmt: skip
     assert done.returncode == 0, done.stderr.decode()
     out = done.stdout.decode().splitlines()
@@ -408,10 +406,8 @@ def test_a_run_on_the_command_line_reports_the_benchmark_s_figures(tmp_path: Pat
         "JSONSchemaBench: overall         66.67      33.33       50.00  (3, 1, 1)",
         "JSONSchemaBench: failed calls left out of the figures (not refused schemas): 1",
     ]
-    board = subprocess.run(
-        [PYTHON, "format_result.py", str(tmp_path / "runs"), "--format", "json"],
-        cwd=REPO, capture_output=True, check=True,
-    )  # fmt: skip
+    board = run_cli("format_result.py", str(tmp_path / "runs"), "--format", "json")
+    board.check_returncode()
     (row,) = json.loads(board.stdout)
     assert row["metrics"] == {
         "schemas-declared_coverage": 66.67,
@@ -454,10 +450,9 @@ def test_a_run_on_the_command_line_reports_the_benchmark_s_figures(tmp_path: Pat
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, setting: str, message: str) -> None:
     (tmp_path / "empty").mkdir()
     names = {"missing": tmp_path / "missing", "empty": tmp_path / "empty"}
-    done = subprocess.run(
-        [PYTHON, "main.py", "run", "--suite", "schemas", "-S", setting.format(**names), "--model", "test",
-         "--results-dir", str(tmp_path / "runs")],
-        cwd=REPO, capture_output=True, timeout=300, check=False,
+    done = run_cli(
+        "main.py", "run", "--suite", "schemas", "-S", setting.format(**names), "--model", "test",
+        "--results-dir", str(tmp_path / "runs"), text=False,
     )  # fmt: skip
     lines = done.stderr.decode().splitlines()
     assert (done.returncode, len(lines)) == (2, 1), lines
