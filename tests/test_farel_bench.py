@@ -9,11 +9,12 @@ import pytest
 
 import farel_bench
 from farel_bench import FarelFormatError, family_tree, generate, read_csv, relation_name
-from tests.conftest import PUBLISHED_CSV, PUBLISHED_MD5, PYTHON, REPO
+from tests.cli_run import run_cli
+from tests.conftest import PUBLISHED_CSV, PUBLISHED_MD5
 
 
 def run_generator(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([PYTHON, "farel_bench.py", *args], cwd=REPO, capture_output=True, check=False)
+    return run_cli("farel_bench.py", *args, text=False)
 
 
 def test_published_dataset_is_reproduced_byte_for_byte() -> None:

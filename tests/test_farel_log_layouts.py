@@ -12,7 +12,7 @@ import pytest
 
 import evaluator
 import farel_bench
-from tests.conftest import PYTHON, REPO
+from tests.cli_run import run_cli
 from typed_eval.core.errors import InputError
 from typed_eval.schemas import RunSummary
 from typed_eval.suites.farel.logs import match_replies, parse_log
@@ -93,8 +93,8 @@ LAYOUTS: dict[str, tuple[Callable[[], str], str, list[str]]] = {
 """Each layout's log, the layout it is parsed as, and the replies matched to the three quizzes."""
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, *args], cwd=REPO, capture_output=True, text=True, check=False, timeout=300)
+def cli(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(script, *args)
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

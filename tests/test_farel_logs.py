@@ -12,7 +12,8 @@ import pytest
 
 import evaluator
 import farel_bench
-from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
+from tests.cli_run import run_cli
+from tests.conftest import FAREL_FIXTURES
 from typed_eval.schemas import RunSettings, RunSummary
 from typed_eval.store.storage import read_records
 from typed_eval.suites.farel.importer import import_log_file
@@ -24,8 +25,8 @@ PUBLISHED_FAREL = {"deepseek-r1": 99.78, "deepseek-v3": 96.44, "minimax-01": 85.
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, *args], cwd=REPO, capture_output=True, text=True, check=False, timeout=300)
+def cli(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(script, *args)
 
 
 @pytest.fixture(scope="module")

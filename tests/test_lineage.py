@@ -22,7 +22,8 @@ import pytest
 from pydantic_ai import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from tests.conftest import FAREL_FIXTURES, PUBLISHED_MD5, PYTHON, REPO
+from tests.cli_run import run_cli
+from tests.conftest import FAREL_FIXTURES, PUBLISHED_MD5
 from tests.fake_openai import FakeOpenAI, completion, prompt_of, text
 from typed_eval.engine.evaluation import evaluate
 from typed_eval.schemas import Case, RunSettings, RunSummary, SampleRecord
@@ -47,9 +48,7 @@ def clean_env() -> dict[str, str]:
 
 
 def cli(script: str, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [PYTHON, script, *args], cwd=REPO, capture_output=True, env=clean_env(), timeout=300, check=False
-    )
+    return run_cli(script, *args, env=clean_env(), text=False)
 
 
 def out(done: subprocess.CompletedProcess[bytes]) -> list[str]:

@@ -22,6 +22,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import evaluator
 from evaluator import Case, EvaluationResult, RunSummary, SampleRecord
+from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO, without_usage
 from typed_eval.schemas import AnswerMode, Attempt
 
@@ -67,7 +68,13 @@ def clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in drop}
 
 
+IN_PROCESS = ("main.py", "format_result.py")
+"""The commands run_cli runs in this process; examples/invoice_bench.py has no entry there and starts a process."""
+
+
 def cli(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    if script in IN_PROCESS:
+        return run_cli(script, *args, env=clean_env())
     return subprocess.run(
         [PYTHON, script, *args], cwd=REPO, capture_output=True, text=True, env=clean_env(), timeout=300, check=False
     )
