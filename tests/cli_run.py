@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import io
 import os
 import subprocess
@@ -63,13 +64,30 @@ class _Output(io.TextIOWrapper):
 
 @contextlib.contextmanager
 def _environment(env: Mapping[str, str] | None) -> Iterator[None]:
+    """`env` as the environment, and its PYTHONPATH's folders first on the import path, as a new process has them:
+    the modules of those folders imported afresh from them and forgotten after (each test's folder holds its own)."""
     saved = dict(os.environ)
+    folders = [folder for folder in (env or {}).get("PYTHONPATH", "").split(os.pathsep) if folder]
+
+    def forget() -> None:
+        places = {Path(folder).resolve() for folder in folders}
+        for name, module in list(sys.modules.items()):
+            where = getattr(module, "__file__", None)
+            if where is not None and Path(where).resolve().parent in places:
+                del sys.modules[name]
+
     try:
         if env is not None:
             os.environ.clear()
             os.environ.update(env)
+        forget()
+        sys.path[:0] = folders
+        importlib.invalidate_caches()
         yield
     finally:
+        for folder in folders:
+            sys.path.remove(folder)
+        forget()
         os.environ.clear()
         os.environ.update(saved)
 

@@ -11,12 +11,9 @@ retry made two model requests on both sides."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import importlib
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -99,22 +96,6 @@ def reply(request: dict[str, Any]) -> dict[str, Any]:
     if asked == RETRIED and not any(m["role"] == "tool" for m in request["messages"]):
         return completion(tool_call({"city": "Madrid", "population": "many"}, name="final_result"))
     return completion(tool_call(REPLIES[asked], name="final_result"))
-
-
-@contextlib.contextmanager
-def importable(folder: Path) -> Iterator[None]:
-    """`folder` on the import path for the command's time, as PYTHONPATH puts it for a new process: its modules
-    imported afresh from it, and forgotten after (each test's folder holds its own)."""
-    for script in folder.glob("*.py"):
-        sys.modules.pop(script.stem, None)
-    sys.path.insert(0, str(folder))
-    importlib.invalidate_caches()
-    try:
-        yield
-    finally:
-        sys.path.remove(str(folder))
-        for script in folder.glob("*.py"):
-            sys.modules.pop(script.stem, None)
 
 
 def write_dataset(folder: Path, suffix: str) -> Path:
@@ -214,7 +195,7 @@ def test_each_case_s_results_equal_pydantic_evals_own(tmp_path: Path, suffix: st
     path = write_dataset(tmp_path, suffix)
     runs = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    with FakeOpenAI(reply) as server, importable(tmp_path):
+    with FakeOpenAI(reply) as server:
         done = run_cli(
             "main.py", "run", "--dataset", str(path), "--output-type", "cross_evals:Answer",
             "--evaluators", "cross_evals", "--model", "fake-model", "--base-url", server.url, "--api-key", "sk-test",

@@ -5,13 +5,9 @@ one dataset compared in the leaderboard with the paired test."""
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import json
 import os
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,31 +78,14 @@ evaluators:
 """
 
 
-@contextlib.contextmanager
-def importable(folder: Path) -> Iterator[None]:
-    """`folder` on the import path for the command's time, as PYTHONPATH puts it for a new process: its modules
-    imported afresh from it, and forgotten after (each test's folder holds its own)."""
-    for script in folder.glob("*.py"):
-        sys.modules.pop(script.stem, None)
-    sys.path.insert(0, str(folder))
-    importlib.invalidate_caches()
-    try:
-        yield
-    finally:
-        sys.path.remove(str(folder))
-        for script in folder.glob("*.py"):
-            sys.modules.pop(script.stem, None)
-
-
 def run_main(
     args: list[str], tmp_path: Path, server: FakeOpenAI | None = None, model: str = "fake-model"
 ) -> subprocess.CompletedProcess[str]:
     where = ["--base-url", server.url, "--api-key", "sk-test"] if server is not None else []
-    with importable(tmp_path):
-        return run_cli(
-            "main.py", "run", *args, "--model", model, *where, "--results-dir", str(tmp_path / "runs"),
-            env={**os.environ, "PYTHONPATH": str(tmp_path)},
-        )  # fmt: skip
+    return run_cli(
+        "main.py", "run", *args, "--model", model, *where, "--results-dir", str(tmp_path / "runs"),
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )  # fmt: skip
 
 
 def records(tmp_path: Path, model: str = "fake-model") -> list[dict[str, Any]]:
