@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator import RunSummary, SampleRecord
+from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, prompt_of, text
 from typed_eval.suites.case_files.checks import CHECK_TIME_LIMIT_S
@@ -35,8 +36,7 @@ def command(path: Path, url: str, results: Path, *extra: str) -> list[str]:
 
 
 def run(path: Path, url: str, results: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command(path, url, results, *extra), cwd=REPO, capture_output=True, text=True,
-                          timeout=300, check=False)  # fmt: skip
+    return run_cli(*command(path, url, results, *extra)[1:])
 
 
 def records(results: Path) -> dict[str, SampleRecord]:
@@ -176,8 +176,7 @@ def test_python_that_exits_or_interrupts_fails_that_assertion_and_the_run_goes_o
 
 
 def one_line_refusal(path: Path) -> str:
-    done = subprocess.run(command(path, "http://127.0.0.1:9/v1", path.parent / "results"), cwd=REPO,
-                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    done = run(path, "http://127.0.0.1:9/v1", path.parent / "results")
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     (line,) = done.stderr.strip().splitlines()

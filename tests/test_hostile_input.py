@@ -20,6 +20,7 @@ from pydantic_ai.usage import RequestUsage
 from rich.console import Console
 
 import evaluator
+from tests.cli_run import run_cli
 from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, completion, embeddings, tool_call
 from tests.test_format_result import answers, store
@@ -32,8 +33,13 @@ from typed_eval.suites.lineage.suite import generate as lineage_generate
 from typed_eval.suites.novelty.suite import NoveltyOutput, NoveltySettings, novelty_dataset, novelty_task
 
 
-def cli(*args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, *args], cwd=REPO, input=stdin, capture_output=True, text=True, timeout=timeout,
+def cli(script: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return run_cli(script, *args, stdin=stdin)
+
+
+def python_c(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -c CODE ARGS` in a fresh interpreter: what it measures is that process's own memory."""
+    return subprocess.run([PYTHON, "-c", code, *args], cwd=REPO, capture_output=True, text=True, timeout=120,
                           check=False)  # fmt: skip
 
 
@@ -357,7 +363,7 @@ def test_a_message_list_of_12_mb_is_read_in_bounded_memory(tmp_path: Path) -> No
     log = tmp_path / "long.log"
     log.write_text(repr(turns) + "\n<ANSWER>1</ANSWER>\n", encoding="utf-8")
     assert 11_000_000 < log.stat().st_size < 13_000_000
-    done = cli("-c", MEMORY_OF_PARSE, str(log))
+    done = python_c(MEMORY_OF_PARSE, str(log))
     assert done.returncode == 0, done.stderr
     entries, head, grown = done.stdout.rsplit(" ", 1)[0], quiz[:25], int(done.stdout.split()[-1])
     assert entries == f"1 {head}"
@@ -472,7 +478,7 @@ def test_a_suite_files_cases_generator_is_pulled_lazily(tmp_path: Path) -> None:
     """120,000 cases of 807 characters (97 MB of prompts): the dataset is surveyed and posed a case at a time."""
     suite = tmp_path / "big.py"
     suite.write_text(BIG_SUITE)
-    done = cli("-c", MEMORY_OF_SUITE, str(suite))
+    done = python_c(MEMORY_OF_SUITE, str(suite))
     assert done.returncode == 0, done.stderr
     shown, grown = done.stdout.rsplit(" ", 1)[0], int(done.stdout.split()[-1])
     assert shown == (

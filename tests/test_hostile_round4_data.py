@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, prompt_of, text
 from tests.plugin_packages import install_package, run_with
@@ -22,8 +23,15 @@ from tests.test_v1_runs import RECORDS, v1_record, v1_run
 from tests.viewer_runs import Viewer
 
 
-def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False)
+def cli(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(script, *args)
+
+
+def in_a_process(script: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`python SCRIPT ARGS` as a child killed after `timeout`: for a command that, were its guard gone, would wait
+    forever or fill the memory (a FIFO with no writer, /dev/zero, a dataset of a billion cases)."""
+    return subprocess.run([PYTHON, script, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+                          check=False)  # fmt: skip
 
 
 def board(results: Path) -> tuple[int, list[tuple[str, float]], list[str]]:
@@ -113,7 +121,11 @@ def test_the_viewer_lists_each_unreadable_run_with_its_reason_and_serves_the_res
 # --- 6: a case-file var naming a file that never ends, a pipe, a device or a folder --------------------------------
 
 
-def case_file_run(folder: Path, var: str, tests_from: str | None = None) -> subprocess.CompletedProcess[str]:
+def case_file_run(
+    folder: Path, var: str, tests_from: str | None = None, *, unbounded: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`main.py run` of a case file whose one test's var is `var` (or whose tests are read from `tests_from`); in a
+    child killed after 60 s when the file named is `unbounded` (a FIFO, a device)."""
     path = folder / "cases.yaml"
     tests = (
         f"tests: {tests_from}\n"
@@ -121,8 +133,8 @@ def case_file_run(folder: Path, var: str, tests_from: str | None = None) -> subp
         else f"tests:\n  - vars: {{q: '{var}'}}\n    assert: [{{type: contains, value: x}}]\n"
     )
     path.write_text("prompts: ['{{q}}']\n" + tests, encoding="utf-8")
-    return cli("main.py", "run", "--suite", str(path), "--model", "test", "--results-dir", str(folder / "r"),
-               timeout=60)  # fmt: skip
+    args = ("run", "--suite", str(path), "--model", "test", "--results-dir", str(folder / "r"))
+    return in_a_process("main.py", *args) if unbounded else cli("main.py", *args)
 
 
 @pytest.mark.parametrize(
@@ -144,7 +156,7 @@ def test_a_var_file_that_is_not_a_bounded_regular_file_is_one_line_naming_the_va
     for name in ("huge.txt", "huge.yaml"):
         with (tmp_path / name).open("wb") as huge:
             huge.truncate(16 * 1024 * 1024 + 1)  # sparse: one byte past the cap
-    done = case_file_run(tmp_path, var)
+    done = case_file_run(tmp_path, var, unbounded=var in ("file:///dev/zero", "file://pipe"))
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [f"main.py: error: case file {tmp_path}/cases.yaml: test 1, var q: {said}"]
     assert not (tmp_path / "r").exists()
@@ -161,7 +173,7 @@ def test_a_var_file_of_exactly_the_cap_is_read(tmp_path: Path) -> None:
 
 def test_a_tests_file_that_is_a_fifo_is_one_line(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "tests.yaml")
-    done = case_file_run(tmp_path, "", tests_from="file://tests.yaml")
+    done = case_file_run(tmp_path, "", tests_from="file://tests.yaml", unbounded=True)
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
         f"main.py: error: case file {tmp_path}/tests.yaml is a FIFO, not a regular file: name a file"
@@ -188,8 +200,8 @@ def test_a_tests_file_that_is_a_fifo_is_one_line(tmp_path: Path) -> None:
 def test_a_size_that_would_generate_for_days_is_one_line_naming_the_bound(
     suite: str, said: str, tmp_path: Path
 ) -> None:
-    done = cli("main.py", "run", "--suite", *suite.split(), "--limit", "5", "--model", "test", "--results-dir",
-               str(tmp_path / "r"), timeout=60)  # fmt: skip
+    done = in_a_process("main.py", "run", "--suite", *suite.split(), "--limit", "5", "--model", "test",
+                        "--results-dir", str(tmp_path / "r"))  # fmt: skip
     assert (done.returncode, done.stderr.splitlines()) == (2, [f"main.py: error: {said}"])
     assert not (tmp_path / "r").exists()
 
@@ -223,7 +235,7 @@ def test_a_limited_run_leaves_the_source_once_its_cases_are_found() -> None:
 
 def test_a_long_generation_says_how_far_it_is(tmp_path: Path) -> None:
     done = cli("main.py", "run", "--suite", "story-graph", "--count", "20000", "--limit", "2", "--model", "test",
-               "--results-dir", str(tmp_path), "--quiet", timeout=300)  # fmt: skip
+               "--results-dir", str(tmp_path), "--quiet")  # fmt: skip
     assert done.returncode == 0, done.stderr
     said = done.stderr.splitlines()
     assert said, "nothing was said while 20,000 stories were generated"

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import farel_bench
+from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
 from tests.fake_provider import Rationed
@@ -30,11 +31,20 @@ def right(request: dict[str, Any]) -> dict[str, Any]:
     return completion(tool_call({"answer": KEY(request).correct}))
 
 
+def run_args(server: FakeOpenAI, results: Path, *args: str) -> list[str]:
+    return ["main.py", "run", "--model", "m", "--base-url", server.url, "--api-key", "k", "--results-dir",
+            str(results), *args]  # fmt: skip
+
+
 def run_py(server: FakeOpenAI, results: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`main.py run` against `server` as a user types it."""
-    command = [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--api-key", "k",
-               "--results-dir", str(results), *args]  # fmt: skip
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    return run_cli(*run_args(server, results, *args))
+
+
+def run_py_process(server: FakeOpenAI, results: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`main.py run` against `server` in a child process: for `--workers`, which start processes of their own."""
+    return subprocess.run([PYTHON, *run_args(server, results, *args)], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, check=False)  # fmt: skip
 
 
 def stored(results: Path) -> tuple[RunSummary, list[SampleRecord]]:
@@ -169,7 +179,7 @@ UNREADABLE_NOTE = "usage that cannot be read (those answers' tokens and cost unk
 
 def test_usage_that_cannot_be_read_is_said_once_by_all_the_workers_of_a_run(tmp_path: Path) -> None:
     with FakeOpenAI(lambda request: with_usage(right(request), {"prompt_tokens": 100.7})) as server:
-        done = run_py(server, tmp_path, "--limit", "20", "--workers", "2", "--quiet")
+        done = run_py_process(server, tmp_path, "--limit", "20", "--workers", "2", "--quiet")
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines() == [
         'main.py: note: the server sent usage that cannot be read ("prompt_tokens": 100.7): the tokens and cost of '

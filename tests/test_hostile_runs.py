@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import farel_bench
+from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from tests.fake_batches import FakeBatches, function_call
 from tests.fake_batches import prompt_of as batch_prompt_of
@@ -34,9 +35,15 @@ def right(request: dict[str, Any]) -> dict[str, Any]:
     return completion(tool_call({"answer": KEY(request).correct}))
 
 
-def main_py(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "main.py", "run", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, check=False)  # fmt: skip
+def main_py(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli("main.py", "run", *args)
+
+
+def main_py_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """`main.py run ARGS` as a child process: for `--workers`, which start processes of their own, and for a warning
+    logged with no handler set (Python's last-resort handler prints it; under pytest its log capture takes it)."""
+    return subprocess.run([PYTHON, "main.py", "run", *args], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          check=False)  # fmt: skip
 
 
 def against(server: FakeOpenAI, results: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -98,7 +105,7 @@ def test_a_concurrency_beyond_the_samples_costs_nothing_and_an_absurd_one_is_one
     summary, records = stored(tmp_path)
     assert (summary.status, len(records), summary.settings.concurrency) == ("finished", 3, 100000)
     assert peak < 200  # 100,000 workers made up front took more than that
-    absurd = main_py("--model", "test", "--concurrency", "1000000000", timeout=60)
+    absurd = main_py("--model", "test", "--concurrency", "1000000000")
     assert absurd.returncode == 2
     assert absurd.stderr.splitlines() == [
         "main.py run: error: argument --concurrency: must be at most 100,000, got 1,000,000,000 (see --help)"
@@ -111,7 +118,8 @@ def test_a_cache_that_cannot_be_written_is_skipped_and_every_answer_kept(tmp_pat
         database = sqlite3.connect(tmp_path / ".cache" / "responses.sqlite", isolation_level=None)
         database.execute("BEGIN EXCLUSIVE")  # no other connection writes it now: as a full disk, every write fails
         try:
-            done = against(server, tmp_path, "--limit", "9", "--cache")
+            done = main_py_process("--model", "m", "--base-url", server.url, "--results-dir", str(tmp_path), "--quiet",
+                                   "--limit", "9", "--cache")  # fmt: skip
         finally:
             database.rollback()
             database.close()
@@ -196,8 +204,7 @@ def test_ctrl_c_while_a_batch_runs_is_partial_and_exit_130(tmp_path: Path) -> No
             run.send_signal(signal.SIGINT)
             _, stderr = run.communicate(timeout=60)
         fake.release.set()
-        resumed = subprocess.run([*command, "--resume"], cwd=REPO, capture_output=True, text=True, timeout=300,
-                                 check=False)  # fmt: skip
+        resumed = run_cli(*command[1:], "--resume")
     assert run.returncode == 130, stderr
     assert stderr.splitlines()[-1].startswith("main.py: interrupted by the user; finished samples are kept in")
     assert resumed.returncode == 0, resumed.stderr
@@ -208,8 +215,9 @@ def test_ctrl_c_while_a_batch_runs_is_partial_and_exit_130(tmp_path: Path) -> No
 
 def test_a_budget_split_over_workers_is_named_as_the_user_set_it(tmp_path: Path) -> None:
     with FakeOpenAI(right) as server:
-        done = against(server, tmp_path, "--limit", "45", "--workers", "2", "--concurrency", "1",
-                       "--price-in", "1", "--price-out", "1", "--max-cost", "0.001")  # fmt: skip
+        done = main_py_process("--model", "m", "--base-url", server.url, "--results-dir", str(tmp_path), "--quiet",
+                               "--limit", "45", "--workers", "2", "--concurrency", "1", "--price-in", "1",
+                               "--price-out", "1", "--max-cost", "0.001")  # fmt: skip
     assert done.returncode == 0, done.stderr
     summary, _ = stored(tmp_path)
     assert summary.status == "partial"

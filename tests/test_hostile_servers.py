@@ -19,6 +19,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 import evaluator
 import farel_bench
+from tests.cli_run import run_cli
 from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
 from typed_eval.schemas import RunSummary
@@ -107,11 +108,8 @@ def test_a_server_echoing_the_request_gets_no_secret_stored_or_printed(userinfo:
     the server puts the whole request, headers and all, in its error body."""
     with FakeOpenAI(lambda _: Fault(400, echo=True)) as server:
         base = server.url.replace("http://", f"http://{userinfo}")
-        done = subprocess.run(
-            [PYTHON, "main.py", "run", "--model", "m", "--base-url", base, "--api-key", KEY_TEXT,
-             "--length", "1", "--limit", "3", "--results-dir", str(tmp_path), "--max-transport-retries", "0"],
-            cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
+        done = run_cli("main.py", "run", "--model", "m", "--base-url", base, "--api-key", KEY_TEXT, "--length", "1",
+                       "--limit", "3", "--results-dir", str(tmp_path), "--max-transport-retries", "0")  # fmt: skip
     assert done.returncode == 3, done.stderr
     stored = "".join(p.read_text() for p in tmp_path.rglob("*.json*"))
     assert "cannot serve POST" in stored
@@ -123,11 +121,8 @@ def test_a_server_echoing_the_request_gets_no_secret_stored_or_printed(userinfo:
 
 
 def test_a_base_url_with_a_query_string_is_refused_in_one_line(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [PYTHON, "main.py", "run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1?api-version=2024&key=abcd1234",
-         "--results-dir", str(tmp_path)],
-        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    done = run_cli("main.py", "run", "--model", "m", "--base-url",
+                   "http://127.0.0.1:9/v1?api-version=2024&key=abcd1234", "--results-dir", str(tmp_path))  # fmt: skip
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
         "main.py: error: --base-url: 'http://127.0.0.1:9/v1' has a query string, which the client would put in the "
@@ -197,11 +192,9 @@ def test_the_request_timeout_bounds_a_server_that_drips_its_answer(tmp_path: Pat
     """A byte a second never trips a read timeout; `--request-timeout` bounds the whole request."""
     with FakeOpenAI(lambda request: Fault(200, right(request), drip_s=1.0)) as server:
         started = time.monotonic()
-        done = subprocess.run(
-            [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--length", "1", "--limit", "1",
-             "--quiet", "--request-timeout", "2", "--max-transport-retries", "1", "--results-dir", str(tmp_path)],
-            cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
+        done = run_cli("main.py", "run", "--model", "m", "--base-url", server.url, "--length", "1", "--limit", "1",
+                       "--quiet", "--request-timeout", "2", "--max-transport-retries", "1", "--results-dir",
+                       str(tmp_path))  # fmt: skip
         took = time.monotonic() - started
         sent = len(server.requests)
     assert took < 15, done.stderr  # two tries of 2 s and a backoff; a whole answer would take minutes
@@ -223,11 +216,8 @@ def test_a_key_revoked_mid_run_stops_the_run_as_partial(tmp_path: Path) -> None:
         return right(request)
 
     with FakeOpenAI(reply) as server:
-        done = subprocess.run(
-            [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--length", "1", "--number", "10",
-             "--quiet", "--concurrency", "1", "--results-dir", str(tmp_path)],
-            cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
+        done = run_cli("main.py", "run", "--model", "m", "--base-url", server.url, "--length", "1", "--number", "10",
+                       "--quiet", "--concurrency", "1", "--results-dir", str(tmp_path))  # fmt: skip
         sent = len(server.requests)
     assert done.returncode == 3, done.stderr
     assert sent == 11
@@ -241,12 +231,9 @@ def test_a_key_revoked_mid_run_stops_the_run_as_partial(tmp_path: Path) -> None:
         "{'message': 'Incorrect API key provided', 'type': 'invalid_request_error'}"
     )
     assert done.stderr.splitlines()[-1].startswith(f"main.py: error: {summary.reason} (run stored as partial in")
-    rows = json.loads(
-        subprocess.run(
-            [PYTHON, "format_result.py", str(tmp_path), "--format", "json"], cwd=REPO, capture_output=True,
-            text=True, check=True,
-        ).stdout
-    )  # fmt: skip
+    shown = run_cli("format_result.py", str(tmp_path), "--format", "json")
+    shown.check_returncode()
+    rows = json.loads(shown.stdout)
     assert [(r["status"], r["samples"]) for r in rows] == [("partial", 11)]
 
 
@@ -258,7 +245,7 @@ def test_a_second_process_on_a_run_is_refused_while_the_first_writes_it(tmp_path
         deadline = time.monotonic() + 30
         while len(server.requests) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        second = subprocess.run([*command, "--resume"], cwd=REPO, capture_output=True, text=True, timeout=60)
+        second = run_cli(*command[1:], "--resume")
         first.communicate(timeout=60)
     assert (first.returncode, second.returncode, second.stdout) == (0, 2, "")
     (summary_path,) = tmp_path.rglob("summary.json")
@@ -275,16 +262,15 @@ def test_a_second_process_on_a_run_is_refused_while_the_first_writes_it(tmp_path
 def test_a_case_written_twice_counts_once_the_newest_winning(tmp_path: Path) -> None:
     """What a retry of errors killed after rewriting nothing leaves: the error and its retried answer."""
     with FakeOpenAI(right) as server:
-        command = [PYTHON, "main.py", "run", "--model", "m", "--base-url", server.url, "--length", "1", "--number",
-                   "10", "--quiet", "--limit", "4", "--results-dir", str(tmp_path)]  # fmt: skip
-        assert subprocess.run(command, cwd=REPO, capture_output=True, timeout=60).returncode == 0
+        command = ["main.py", "run", "--model", "m", "--base-url", server.url, "--length", "1", "--number", "10",
+                   "--quiet", "--limit", "4", "--results-dir", str(tmp_path)]  # fmt: skip
+        assert run_cli(*command).returncode == 0
         (summary_path,) = tmp_path.rglob("summary.json")
         records = summary_path.parent / "samples.jsonl"
         lines = records.read_text().splitlines()
         failed = json.loads(lines[0]) | {"status": "error", "output": None, "score": None, "error": "HTTP 500"}
         records.write_text("\n".join([json.dumps(failed), *lines[1:], lines[0], lines[1]]) + "\n")
-        again = subprocess.run([*command, "--resume", str(summary_path.parent)], cwd=REPO, capture_output=True,
-                               text=True, timeout=60)  # fmt: skip
+        again = run_cli(*command, "--resume", str(summary_path.parent))
     assert again.returncode == 0, again.stderr
     summary = RunSummary.model_validate_json(summary_path.read_text())
     assert (summary.scores.samples, summary.scores.correct, summary.scores.errors) == (4, 4, 0)
@@ -325,29 +311,20 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(args: list[str], message: str
     _write(tmp_path / "digits.csv", "9" * 5000 + PUBLISHED_LINE[1:] + "\n")
     _write(tmp_path / "a-file", "not a folder")
     filled = [a.replace("{tmp}", str(tmp_path)) for a in args]
-    done = subprocess.run(
-        [PYTHON, "main.py", "run", "--model", "test", "--limit", "2", "--results-dir", str(tmp_path / "r"), *filled],
-        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    done = run_cli("main.py", "run", "--model", "test", "--limit", "2", "--results-dir", str(tmp_path / "r"), *filled)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.splitlines() == [message.replace("{tmp}", str(tmp_path))]
 
 
 def test_a_csv_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
     path = _write(tmp_path / "bom.csv", "\ufeff".encode() + (PUBLISHED_LINE + "\n").encode())
-    done = subprocess.run(
-        [PYTHON, "main.py", "run", "--model", "test", "--quizzes", path, "--results-dir", str(tmp_path), "--quiet"],
-        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    done = run_cli("main.py", "run", "--model", "test", "--quizzes", path, "--results-dir", str(tmp_path), "--quiet")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "child: 100.00 (C: 1, I: 0, M: 0 A: 1)"
 
 
 def test_the_leaderboard_of_an_empty_folder_is_one_line(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [PYTHON, "format_result.py", str(tmp_path), "--format", "markdown"],
-        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    done = run_cli("format_result.py", str(tmp_path), "--format", "markdown")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"format_result.py: error: no stored runs under {tmp_path}: run `python main.py run` first\n"
 
@@ -369,9 +346,7 @@ def test_a_full_disk_is_one_line_and_keeps_what_was_written(tmp_path: Path) -> N
         (summary_path,) = tmp_path.rglob("summary.json")
         written = (summary_path.parent / "samples.jsonl").read_text()
         summary = RunSummary.model_validate_json(summary_path.read_text())
-        resumed = subprocess.run(
-            [*command, "--base-url", server.url, "--resume"], cwd=REPO, capture_output=True, text=True, timeout=60
-        )
+        resumed = run_cli(*command[1:], "--base-url", server.url, "--resume")  # no file-size limit here
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         f"main.py: error: cannot write to {summary_path.parent / 'samples.jsonl'}: File too large; "
