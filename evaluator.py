@@ -32,9 +32,10 @@ Everything else stays importable from its module (`typed_eval.core`, `typed_eval
 
 from __future__ import annotations
 
+from typed_eval.contracts import Case, RunSummary, SampleRecord
 from typed_eval.core.dialogue import Environment, ToolResult, converse
 from typed_eval.core.errors import EvaluatorError, InputError, TaskError
-from typed_eval.core.settings import RunConfig
+from typed_eval.core.run_config import RunConfig
 from typed_eval.core.simulated_user import SimulatedUser
 from typed_eval.core.suite import Suite, SuiteContext
 from typed_eval.core.tasks import Score, Task
@@ -43,7 +44,6 @@ from typed_eval.engine.runs import RunOutcome, run
 from typed_eval.providers.flow import Pacer
 from typed_eval.reports.analysis import analyse, compare
 from typed_eval.reports.pass_k import pass_hat_k
-from typed_eval.schemas import Case, RunSummary, SampleRecord
 from typed_eval.store.storage import load_runs, read_records
 
 __all__ = [

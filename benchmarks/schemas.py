@@ -3,6 +3,7 @@
 
     python benchmarks/schemas.py --data DIR       # (a) validation time per instance over JSONSchemaBench's data/
     python benchmarks/schemas.py --run            # (b) the sample against the mock, per request, beside FaRel's
+    python benchmarks/schemas.py --start --data DIR   # (c) first request and peak memory of a run over DIR
 
 (a) For every schema under DIR (`DIR/<set>/<file>.json`, JSONSchemaBench's data/ folder: 9,558 schemas) a validator
 is compiled once (the suite's `Validators`) and reused for the mock's instances of that schema
@@ -16,6 +17,10 @@ tool mode) over as many quizzes, both against a loopback mock with the FaRel thr
 rounds, with a bare pydantic-ai `Agent` posing the same schemas with the same messages (the floor of the library, as
 in throughput.py): wall and CPU seconds per request (the least over rounds) and the ratios within each round
 (median, least, most).
+(c) `main.py run --suite schemas -S path=DIR` (tool mode, or each `--mode` given, `--retries 0`, concurrency 32)
+against the mock holding every schema of DIR it has a valid and an invalid instance for (any other answered `{}`), no
+latency: the seconds from the process's start to the first request the mock receives, and the process's peak resident
+set (`ru_maxrss` of the child, from `wait4`), per round.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -168,6 +174,45 @@ def run(concurrency: int, latency_ms: float, repeats: int, copies: int) -> None:
           f"[{floor[0]:.2f}, {floor[-1]:.2f}]")  # fmt: skip
 
 
+def start(data: Path, modes: list[str], concurrency: int, repeats: int, keep: Path | None) -> None:
+    """(c): the time from a `main.py run` process's start to the first request the mock receives, and the process's
+    peak resident set (its `ru_maxrss`, from `wait4`), over every schema under `data`."""
+    compileall.compile_dir(REPO / "typed_eval", quiet=1)
+    started = time.perf_counter()
+    chosen = held_out(data)
+    scripted = time.perf_counter() - started
+    mock = SchemaMock([entry for _, entry in chosen], 0.0, answer_all=True)
+    cases = len(list(data.glob("*/*.json")))
+    print(f"{cases:,} schemas under {data} ({len(chosen):,} with a known valid and invalid instance, scripted in "
+          f"{scripted:.0f} s; the others answered {{}}), mode {', '.join(modes)}, concurrency {concurrency}, no "
+          f"latency, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} before\n")  # fmt: skip
+    print("| round | first request s | peak RSS MB | wall s | requests |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    rows: list[tuple[float, float]] = []
+    for round_ in range(1, repeats + 1):
+        with tempfile.TemporaryDirectory() as scratch:
+            results = keep if keep is not None else Path(scratch)
+            command = [sys.executable, "main.py", "run", "--suite", "schemas", "-S", f"path={data}", "--model", "m",
+                       "--base-url", mock.url, "--api-key", "k", "--concurrency", str(concurrency), "--results-dir",
+                       str(results), "--quiet", "--retries", "0"]  # fmt: skip
+            command += [flag for mode in modes for flag in ("--mode", mode)]
+            mock.first_at, before = None, len(mock.requests)
+            began = time.monotonic()
+            process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL)
+            _, status, usage = os.wait4(process.pid, 0)
+            process.returncode = os.waitstatus_to_exitcode(status)
+            wall = time.monotonic() - began
+        if process.returncode != 0:
+            raise SystemExit(f"main.py run exited with {process.returncode}")
+        first = (mock.first_at or float("nan")) - began
+        peak = usage.ru_maxrss / 1024  # KiB on Linux
+        rows.append((first, peak))
+        print(f"| {round_} | {first:.2f} | {peak:.0f} | {wall:.0f} | {len(mock.requests) - before:,} |")
+    if repeats > 1:
+        first, peak = statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows)
+        print(f"\nmedian of {repeats} rounds: first request {first:.2f} s, peak {peak:.0f} MB")
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_agent":
         asyncio.run(_bare_agent(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])))
@@ -178,17 +223,26 @@ def main() -> None:
     parser.add_argument("--run", action="store_true", help="time a run of the sample against the mock (b)")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency-ms", type=float, default=20.0)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, help="rounds: (b) 3 by default, (c) 1")
     parser.add_argument("--copies", type=int, default=7, help="each schema posed this often (b): 1,820 requests")
+    parser.add_argument(
+        "--start", action="store_true", help="(c) instead of (a): first request and peak memory of a run over --data"
+    )
+    parser.add_argument("--mode", action="append", help="(c): the run's mode, repeatable (default tool)")
+    parser.add_argument("--keep", type=Path, help="(c): store the runs under this folder (default: thrown away)")
     args = parser.parse_args()
     if args.data is None and not args.run:
         parser.error("give --data DIR, --run, or both")
-    if args.data is not None:
-        if not args.data.is_dir():
-            parser.error(f"--data {args.data}: not a folder")
+    if args.data is not None and not args.data.is_dir():
+        parser.error(f"--data {args.data}: not a folder")
+    if args.start:
+        if args.data is None:
+            parser.error("--start measures a run over --data DIR: give it")
+        start(args.data, args.mode or ["tool"], args.concurrency, args.repeats or 1, args.keep)
+    elif args.data is not None:
         validation(args.data, args.checks)
     if args.run:
-        run(args.concurrency, args.latency_ms, args.repeats, args.copies)
+        run(args.concurrency, args.latency_ms, args.repeats or 3, args.copies)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,24 +193,53 @@ def _mode(body: dict[str, Any]) -> str:
     return "prompted" if PROMPTED in system else "text"
 
 
-class SchemaMock(LoopbackChat):
-    """The mock server (`loopback.LoopbackChat`: asyncio on loopback, keep-alive, `latency_s` per request)."""
+def _last_schema(messages: list[dict[str, Any]]) -> tuple[int, Entry]:
+    """The last user message that is a schema (an object or a boolean), and an entry answering it with `{}` every
+    time (for a schema the script does not hold)."""
+    for at in range(len(messages) - 1, -1, -1):
+        if messages[at]["role"] == "user" and isinstance(messages[at].get("content"), str):
+            try:
+                schema = json.loads(messages[at]["content"])
+            except ValueError:
+                continue
+            if isinstance(schema, dict | bool):
+                try:
+                    shape = object_root(schema)
+                except (KeyError, IndexError, TypeError, ValueError, AttributeError):  # a $ref naming nothing
+                    shape = False
+                return at, Entry(messages[at]["content"], "", {}, {}, shape)
+    raise ValueError("no schema in the request")
 
-    def __init__(self, entries: Iterable[Entry], latency_s: float = 0.0) -> None:
+
+class SchemaMock(LoopbackChat):
+    """The mock server (`loopback.LoopbackChat`: asyncio on loopback, keep-alive, `latency_s` per request); with
+    `answer_all`, a schema the script does not hold is answered with `{}` (never refused), not a dropped
+    connection."""
+
+    def __init__(self, entries: Iterable[Entry], latency_s: float = 0.0, *, answer_all: bool = False) -> None:
         self.by_text = {entry.text: entry for entry in entries}
+        self.answer_all = answer_all
         self.requests: list[tuple[str, str, int]] = []
         """(mode, schema text, attempt) of each request."""
+        self.first_at: float | None = None
+        """When the first request was answered (`time.monotonic()`)."""
         super().__init__(latency_s)
 
     def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The status and body answering a chat request."""
+        if self.first_at is None:
+            self.first_at = time.monotonic()
         messages = body["messages"]
-        at = max(i for i, m in enumerate(messages) if m["role"] == "user" and m.get("content") in self.by_text)
-        entry = self.by_text[messages[at]["content"]]
+        if self.answer_all:  # the case's schema is the last user message that is one (a few-shot one may be scripted)
+            at, made = _last_schema(messages)
+            entry = self.by_text.get(made.text, made)
+        else:
+            at = max(i for i, m in enumerate(messages) if m["role"] == "user" and m.get("content") in self.by_text)
+            entry = self.by_text[messages[at]["content"]]
         attempt = sum(1 for m in messages[at:] if m["role"] == "assistant")
         mode = _mode(body)
         self.requests.append((mode, entry.text, attempt))
-        chosen = plan(entry.text, mode)
+        chosen = "valid" if entry.text not in self.by_text else plan(entry.text, mode)
         if chosen == "refused":
             return 400, REFUSAL
         value = entry.valid if chosen == "valid" or (chosen == "fixed" and attempt >= 1) else entry.invalid

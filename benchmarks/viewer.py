@@ -48,9 +48,7 @@ from urllib.parse import quote
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from typed_eval.core.scoring import ScoreBook  # noqa: E402
-from typed_eval.engine.runs import RUNNING, program_version  # noqa: E402
-from typed_eval.schemas import (  # noqa: E402
+from typed_eval.contracts import (  # noqa: E402
     Attempt,
     Case,
     Cost,
@@ -63,6 +61,8 @@ from typed_eval.schemas import (  # noqa: E402
     SampleStatus,
     TokenUsage,
 )
+from typed_eval.core.scoring import ScoreBook  # noqa: E402
+from typed_eval.engine.runs import RUNNING, program_version  # noqa: E402
 from typed_eval.store.storage import RECORDS_FILE, SUMMARY_FILE, RunWriter, model_slug, parse_record  # noqa: E402
 from typed_eval.suites.farel.suite import FAREL_TASK, generated_dataset  # noqa: E402
 

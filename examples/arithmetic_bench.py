@@ -17,7 +17,7 @@ import random
 import sys
 
 import evaluator
-from typed_eval.schemas import Quiz
+from typed_eval.contracts import Quiz
 from typed_eval.suites.multiple_choice import evaluate_quizzes
 
 OPERATIONS = {

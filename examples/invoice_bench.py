@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 import evaluator
-from typed_eval.schemas import AnswerMode
+from typed_eval.contracts import AnswerMode
 
 # --- the output type ------------------------------------------------------------------------------------------
 

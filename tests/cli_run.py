@@ -4,8 +4,9 @@ would (`subprocess.CompletedProcess`: exit status, standard output and error), i
 took 1.5 s. Warnings print as a plain interpreter prints them, and an exception that escapes the command is its
 traceback on stderr with exit status 1, so a test that a command fails in one line still fails on a traceback.
 
-A test about processes themselves (signals, `--workers`, a server started and stopped, the console scripts) starts
-one with `subprocess`, as before.
+The environment given is the command's (its TZ the local time zone), and the root logger is a new process's, so a
+warning the command logs is on its stderr. A test about processes themselves (signals, `--workers`, a server started
+and stopped, the console scripts) starts one with `subprocess`, as before.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import contextlib
 import gc
 import importlib
 import io
+import logging
 import os
 import subprocess
 import sys
+import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,7 +39,7 @@ def _entry(script: str) -> Callable[[Sequence[str]], int | None]:
 
         return main
     if name == "format_result.py":
-        from typed_eval.cli.leaderboard import main as leaderboard
+        from typed_eval.cli.leaderboard_command import main as leaderboard
 
         return leaderboard
     if name == "farel_bench.py":
@@ -63,9 +66,25 @@ class _Output(io.TextIOWrapper):
 
 
 @contextlib.contextmanager
+def _fresh_logging() -> Iterator[None]:
+    """The root logger as a new process has it (no handler, level WARNING), so what the command logs reaches its
+    stderr through logging's last resort, as it would, and not pytest's capture."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    root.handlers.clear()
+    root.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+@contextlib.contextmanager
 def _environment(env: Mapping[str, str] | None) -> Iterator[None]:
-    """`env` as the environment, and its PYTHONPATH's folders first on the import path, as a new process has them:
-    the modules of those folders imported afresh from them and forgotten after (each test's folder holds its own)."""
+    """`env` as the environment (its TZ the local time zone), and its PYTHONPATH's folders first on the import path,
+    as a new process has them: the modules of those folders imported afresh from them and forgotten after (each
+    test's folder holds its own)."""
     saved = dict(os.environ)
     folders = [folder for folder in (env or {}).get("PYTHONPATH", "").split(os.pathsep) if folder]
 
@@ -80,6 +99,7 @@ def _environment(env: Mapping[str, str] | None) -> Iterator[None]:
         if env is not None:
             os.environ.clear()
             os.environ.update(env)
+            time.tzset()
         forget()
         sys.path[:0] = folders
         importlib.invalidate_caches()
@@ -90,6 +110,7 @@ def _environment(env: Mapping[str, str] | None) -> Iterator[None]:
         forget()
         os.environ.clear()
         os.environ.update(saved)
+        time.tzset()
 
 
 @overload
@@ -130,7 +151,7 @@ def run_cli(
     streams = (sys.stdin, sys.stdout, sys.stderr, sys.argv)
     here = os.getcwd()
     code: int
-    with _environment(env), warnings.catch_warnings():
+    with _environment(env), _fresh_logging(), warnings.catch_warnings():
         warnings.resetwarnings()
         warnings.simplefilter("default")
         sys.stdin = io.TextIOWrapper(io.BytesIO(given), encoding="utf-8")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from typed_eval.schemas import Attempt
+from typed_eval.contracts import Attempt
 
 REPO = Path(__file__).resolve().parent.parent
 FAREL_FIXTURES = REPO / "tests" / "fixtures" / "farel-bench"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from typed_eval.schemas import Quiz
+from typed_eval.contracts import Quiz
 
 Reply = Callable[[dict[str, Any]], "dict[str, Any] | tuple[int, dict[str, Any]] | Fault"]
 

@@ -8,6 +8,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 
 
@@ -26,8 +27,6 @@ def install_package(root: Path, files: Mapping[str, str]) -> Path:
 
 
 def run_with(site: Path | None, script: str, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    """`python script args...` of the project, with `site` (None: nothing) as the path of installed packages."""
-    env = {**os.environ, "PYTHONPATH": str(site) if site else ""}
-    return subprocess.run(
-        [PYTHON, str(REPO / script), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
-    )
+    """`python script args...` of the project, with `site` (None: nothing) as the path of installed packages, run in
+    this process as a new one would run it (`run_cli`: the plug-in's modules imported from `site`, forgotten after)."""
+    return run_cli(script, *args, env={**os.environ, "PYTHONPATH": str(site) if site else ""}, cwd=cwd)

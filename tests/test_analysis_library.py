@@ -10,7 +10,7 @@ from pydantic_ai import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import evaluator
-from typed_eval.schemas import Quiz
+from typed_eval.contracts import Quiz
 from typed_eval.suites.multiple_choice import evaluate_quizzes, option_baseline
 
 

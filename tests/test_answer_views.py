@@ -23,9 +23,9 @@ import evaluator
 from evaluator import Case, SampleRecord, Task
 from farel_bench import TAG_INSTRUCTION
 from tests.test_novelty import answerer, judging
+from typed_eval.contracts import AnswerMode, Quiz
 from typed_eval.core.suite import AnswerLine, Suite, answer_lines, suite_named
 from typed_eval.providers.embeddings import TextEmbedder
-from typed_eval.schemas import AnswerMode, Quiz
 from typed_eval.suites.case_files.suite import CASE_FILE, load_case_file, show_assertions, with_judge
 from typed_eval.suites.farel.suite import FAREL, FAREL_TASK
 from typed_eval.suites.judge import Judge

@@ -25,10 +25,10 @@ from evaluator import Case, Task
 from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from tests.fake_batches import FakeBatches, function_call, is_retry, prompt_of
+from typed_eval.contracts import Cost, RunSummary, SampleRecord
 from typed_eval.core.attempts import sample_cost, sample_usage
 from typed_eval.engine.evaluation import evaluate_samples
 from typed_eval.providers.batches import BatchOptions, PendingRequests, describe_states
-from typed_eval.schemas import Cost, RunSummary, SampleRecord
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
 BY_QUESTION = {q.prompt.split("Select the correct answer:")[0]: q for q in QUIZZES}

@@ -31,15 +31,15 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import evaluator
 from tests.conftest import REPO
+from typed_eval.contracts import AnswerMode, Case, SampleRecord
 from typed_eval.core.tasks import Task
-from typed_eval.schemas import AnswerMode, Case, SampleRecord
 from typed_eval.suites.bfcl.multi_turn.backend import signatures
-from typed_eval.suites.bfcl.multi_turn.calls import literal_call
+from typed_eval.suites.bfcl.multi_turn.backend_pool import BackendPool
 from typed_eval.suites.bfcl.multi_turn.cases import CATEGORIES, MultiTurnCase, load_multi_turn
+from typed_eval.suites.bfcl.multi_turn.decoded_calls import literal_call
 from typed_eval.suites.bfcl.multi_turn.loop import HOLD_OUT_MESSAGE, Mode
 from typed_eval.suites.bfcl.multi_turn.task import NOT_RUN, MultiTurnRunner, checker_calls, multi_turn_case
-from typed_eval.suites.bfcl.multi_turn.viewer import cause_metrics, trajectory_lines
-from typed_eval.suites.bfcl.multi_turn.workers import BackendPool
+from typed_eval.suites.bfcl.multi_turn.turn_view import cause_metrics, trajectory_lines
 from typed_eval.suites.bfcl.prompting import system_prompt
 
 sys.path.insert(0, str(REPO / "benchmarks"))

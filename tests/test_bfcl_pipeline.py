@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO
-from typed_eval.schemas import SampleRecord
+from typed_eval.contracts import SampleRecord
 from typed_eval.suites.bfcl.data import load_sample
 from typed_eval.suites.bfcl.prompting import prompt_messages
 from typed_eval.suites.bfcl.tools import tools_for

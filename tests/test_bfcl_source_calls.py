@@ -21,7 +21,7 @@ import pytest
 from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, completion, text
-from typed_eval.schemas import Case
+from typed_eval.contracts import Case
 from typed_eval.suites.bfcl.data import load_sample
 from typed_eval.suites.bfcl.prompting import decode_prompt_reply, prompt_messages
 from typed_eval.suites.bfcl.source_calls import tree_sitter_needed

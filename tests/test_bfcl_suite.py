@@ -18,10 +18,10 @@ from starlette.testclient import TestClient
 from tests.cli_run import run_cli
 from tests.conftest import REPO
 from tests.fake_openai import FakeOpenAI, completion, text
+from typed_eval.contracts import SampleRecord
 from typed_eval.core.money import money
 from typed_eval.core.suite import AnswerLine, answer_lines
 from typed_eval.reports.viewer.app import create_app
-from typed_eval.schemas import SampleRecord
 from typed_eval.suites.bfcl.data import load_folder, load_sample
 from typed_eval.suites.bfcl.multi_turn.backend import signatures
 from typed_eval.suites.bfcl.multi_turn.cases import load_multi_turn

@@ -15,7 +15,7 @@ import farel_bench
 from tests.cli_run import run_cli
 from tests.conftest import PUBLISHED_CSV, PUBLISHED_MD5, PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, answer_key, completion, text, tool_call
-from typed_eval.schemas import RunSummary, SampleRecord
+from typed_eval.contracts import RunSummary, SampleRecord
 from typed_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
 
 SECRET = "sk-test-secret-0123456789abcdef"

@@ -11,7 +11,7 @@ from typing import Any
 import farel_bench
 from tests.fake_openai import FakeOpenAI, completion, tool_call
 from tests.test_cli import KEY, QUIZZES, cli
-from typed_eval.schemas import RunSummary, SampleRecord
+from typed_eval.contracts import RunSummary, SampleRecord
 
 assert list(farel_bench.generate(3, 50, 42, shuffle=True)) == QUIZZES
 

@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 from typing import get_args
 
+from typed_eval.contracts import Cost, SampleRecord, SampleStatus, TokenUsage
 from typed_eval.core.counted_score import counted_score, counted_score_sql
-from typed_eval.schemas import Cost, SampleRecord, SampleStatus, TokenUsage
 from typed_eval.store.storage import current_records_file, read_records
 
 V1_RUN = Path(__file__).parent.parent / "result" / "Phi-4-Q8_0"

@@ -27,9 +27,9 @@ from pydantic_ai.profiles import ModelProfile
 import evaluator
 from evaluator import EvaluationResult
 from tests.conftest import without_usage
+from typed_eval.contracts import AnswerMode, Attempt, Quiz, SampleRecord
 from typed_eval.core.attempts import UserPrices
 from typed_eval.core.errors import EvaluatorError
-from typed_eval.schemas import AnswerMode, Attempt, Quiz, SampleRecord
 from typed_eval.suites.multiple_choice import (
     DEFAULT_SYSTEM_PROMPT,
     TAG_INSTRUCTION,

@@ -13,8 +13,8 @@ import pytest
 import evaluator
 import farel_bench
 from tests.cli_run import run_cli
+from typed_eval.contracts import RunSummary
 from typed_eval.core.errors import InputError
-from typed_eval.schemas import RunSummary
 from typed_eval.suites.farel.logs import match_replies, parse_log
 from typed_eval.suites.farel.suite import FAREL_TASK
 

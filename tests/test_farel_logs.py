@@ -14,7 +14,7 @@ import evaluator
 import farel_bench
 from tests.cli_run import run_cli
 from tests.conftest import FAREL_FIXTURES
-from typed_eval.schemas import RunSettings, RunSummary
+from typed_eval.contracts import RunSettings, RunSummary
 from typed_eval.store.storage import read_records
 from typed_eval.suites.farel.importer import import_log_file
 from typed_eval.suites.farel.logs import parse_log

@@ -20,7 +20,7 @@ import farel_bench
 from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
-from typed_eval.schemas import Quiz, RunSummary, SampleRecord
+from typed_eval.contracts import Quiz, RunSummary, SampleRecord
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
 KEY = answer_key(QUIZZES)

@@ -21,12 +21,12 @@ from pydantic_core import to_jsonable_python
 
 from evaluator import Case
 from tests.test_function_calls import ADD, MUL, TASK, called, conversation, make_case
+from typed_eval.contracts import AnswerMode, RunSettings, SampleRecord
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.tasks import Task, TextReader
 from typed_eval.engine.first_request import ending
 from typed_eval.engine.posing import Poser
 from typed_eval.providers.transport import TrafficMeter
-from typed_eval.schemas import AnswerMode, RunSettings, SampleRecord
 
 Asked = tuple[list[tuple[str, Any]], ModelSettings | None, ModelRequestParameters]
 

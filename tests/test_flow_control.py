@@ -24,8 +24,8 @@ from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
 from tests.fake_provider import Bucket, Rationed
+from typed_eval.contracts import RunSummary, SampleRecord
 from typed_eval.providers.flow import Verdict, WaitedTooLong
-from typed_eval.schemas import RunSummary, SampleRecord
 from typed_eval.suites.multiple_choice import multiple_choice_task
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))

@@ -14,8 +14,8 @@ import pytest
 from rich.console import Console
 
 import format_result
+from typed_eval.contracts import Cost, DatasetInfo, RunSettings, RunStatus, RunSummary, SampleRecord, TokenUsage
 from typed_eval.core.scoring import score_records
-from typed_eval.schemas import Cost, DatasetInfo, RunSettings, RunStatus, RunSummary, SampleRecord, TokenUsage
 from typed_eval.store.storage import RunWriter, StoredRun, load_runs
 
 WHEN = datetime(2026, 11, 1, tzinfo=UTC)
@@ -450,7 +450,7 @@ def test_runs_of_a_suite_on_other_cases_are_ranked_in_their_own_table(
     """Another version of a suite's data (or other parameters) makes other cases: those runs are never ranked
     beside the others without saying so."""
     from typed_eval.cli import main as typed_eval
-    from typed_eval.cli.leaderboard import main as format_result
+    from typed_eval.cli.leaderboard_command import main as format_result
 
     for length in ("4", "8"):
         assert typed_eval(["run", "--suite", "lineage", "-S", f"length={length}", "-S", "number=1", "--model", "test",

@@ -12,7 +12,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import evaluator
 from evaluator import Case, Task
-from typed_eval.schemas import AnswerMode
+from typed_eval.contracts import AnswerMode
 
 ADD = {"name": "add", "description": "Add two numbers.", "parameters": {"type": "object", "properties": {}}}
 MUL = {"name": "mul", "description": "Multiply.", "parameters": {"type": "object", "properties": {"a": {}}}}

@@ -4,6 +4,7 @@ weights that overflow when summed. Each is run from the command line against a l
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
@@ -103,16 +104,17 @@ def test_a_backtracking_regex_and_a_blocking_python_check_score_0_at_the_time_li
 
 
 def start_blocked_run(tmp_path: Path, server: FakeOpenAI) -> subprocess.Popen[str]:
-    """A run whose only check blocks for ten minutes, once that check has started."""
-    path = case_file(
-        tmp_path, "  - vars: {q: code}\n    assert: [{type: python, value: \"__import__('time').sleep(600)\"}]\n"
-    )
+    """A run whose only check blocks for ten minutes, once that check has started (it says so in a file first)."""
+    started = tmp_path / "check-started"
+    blocking = f"__import__('pathlib').Path({str(started)!r}).touch() or __import__('time').sleep(600)"
+    check = json.dumps(blocking)
+    path = case_file(tmp_path, f"  - vars: {{q: code}}\n    assert: [{{type: python, value: {check}}}]\n")
     process = subprocess.Popen(command(path, server.url, tmp_path / "results"), cwd=REPO, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)  # fmt: skip
     deadline = time.monotonic() + 60
-    while not server.requests and time.monotonic() < deadline:
+    while not started.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(1.0)  # the reply is in: the check is running
+    assert started.exists(), "the check did not start"
     return process
 
 

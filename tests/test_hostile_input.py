@@ -24,9 +24,9 @@ from tests.cli_run import run_cli
 from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, completion, embeddings, tool_call
 from tests.test_format_result import answers, store
+from typed_eval.contracts import RunSummary
 from typed_eval.providers import ollama_models
 from typed_eval.providers.embeddings import endpoint_embedder
-from typed_eval.schemas import RunSummary
 from typed_eval.suites.judge import Judge
 from typed_eval.suites.lineage.suite import csv_rows
 from typed_eval.suites.lineage.suite import generate as lineage_generate

@@ -21,7 +21,7 @@ from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
 from tests.fake_provider import Rationed
 from tests.viewer_runs import Viewer
-from typed_eval.schemas import RunSummary, SampleRecord
+from typed_eval.contracts import RunSummary, SampleRecord
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
 KEY = answer_key(QUIZZES)

@@ -22,8 +22,8 @@ from tests.conftest import PYTHON, REPO
 from tests.fake_batches import FakeBatches, function_call
 from tests.fake_batches import prompt_of as batch_prompt_of
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, text, tool_call
+from typed_eval.contracts import RunSummary, SampleRecord
 from typed_eval.engine.workers import WorkerPool
-from typed_eval.schemas import RunSummary, SampleRecord
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
 KEY = answer_key(QUIZZES)
@@ -40,8 +40,7 @@ def main_py(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def main_py_process(*args: str) -> subprocess.CompletedProcess[str]:
-    """`main.py run ARGS` as a child process: for `--workers`, which start processes of their own, and for a warning
-    logged with no handler set (Python's last-resort handler prints it; under pytest its log capture takes it)."""
+    """`main.py run ARGS` as a child process: for `--workers`, which start processes of their own."""
     return subprocess.run([PYTHON, "main.py", "run", *args], cwd=REPO, capture_output=True, text=True, timeout=300,
                           check=False)  # fmt: skip
 
@@ -118,8 +117,7 @@ def test_a_cache_that_cannot_be_written_is_skipped_and_every_answer_kept(tmp_pat
         database = sqlite3.connect(tmp_path / ".cache" / "responses.sqlite", isolation_level=None)
         database.execute("BEGIN EXCLUSIVE")  # no other connection writes it now: as a full disk, every write fails
         try:
-            done = main_py_process("--model", "m", "--base-url", server.url, "--results-dir", str(tmp_path), "--quiet",
-                                   "--limit", "9", "--cache")  # fmt: skip
+            done = against(server, tmp_path, "--limit", "9", "--cache")
         finally:
             database.rollback()
             database.close()

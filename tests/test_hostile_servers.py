@@ -22,7 +22,7 @@ import farel_bench
 from tests.cli_run import run_cli
 from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, tool_call
-from typed_eval.schemas import RunSummary
+from typed_eval.contracts import RunSummary
 from typed_eval.suites.multiple_choice import evaluate_quizzes
 
 QUIZZES = list(farel_bench.generate(1, 10, 42, shuffle=True))

@@ -21,13 +21,13 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import evaluator
 import format_result
+from typed_eval.contracts import Attempt, Cost, LeaderboardRow, SampleRecord, TokenUsage
 from typed_eval.core.errors import InputError, ResultFileError
 from typed_eval.core.suite import AnswerLine, FileParams, Suite
 from typed_eval.reports.case_grid import GRID_FILTERS, CaseGrid, case_grids
 from typed_eval.reports.html_report import render_html
 from typed_eval.reports.invalid_examples import InvalidExample, invalid_examples
 from typed_eval.reports.leaderboard import build_board
-from typed_eval.schemas import Attempt, Cost, LeaderboardRow, SampleRecord, TokenUsage
 from typed_eval.store.storage import load_runs
 
 if TYPE_CHECKING:

@@ -48,7 +48,7 @@ def test_the_wheel_claims_only_its_own_top_level_names(wheel: Path) -> None:
         scripts = archive.read(entry_points).decode()
     assert tops == {"evaluator.py", "farel_bench.py", "typed_eval"}
     assert "typed-eval = typed_eval.cli:main" in scripts
-    assert "typed-eval-leaderboard = typed_eval.cli.leaderboard:main" in scripts
+    assert "typed-eval-leaderboard = typed_eval.cli.leaderboard_command:main" in scripts
 
 
 def test_evaluator_imports_inside_a_host_project_with_generic_module_names(wheel: Path, tmp_path: Path) -> None:

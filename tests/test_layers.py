@@ -1,6 +1,6 @@
 """Imports point one way, with no exception: each folder of the package imports only the folders below it.
 
-    schemas <- core <- providers <- store <- engine <- suites <- reports <- cli
+    contracts <- core <- providers <- store <- engine <- suites <- reports <- cli
 
 Every import of every module (those inside functions too) is read from its source, so a shortcut taken "just here"
 fails this test."""
@@ -12,14 +12,12 @@ from pathlib import Path
 
 from tests.conftest import REPO
 
-LAYERS = ("schemas", "core", "providers", "store", "engine", "suites", "reports", "cli")
+LAYERS = ("contracts", "core", "providers", "store", "engine", "suites", "reports", "cli")
 PACKAGE = "typed_eval"
 
 
 def layer(module: str) -> int | None:
     """A module's layer; None for what is not ours (the standard library, pydantic-ai...)."""
-    if module == "farel_bench":
-        return LAYERS.index("suites")  # the FaRel generator belongs to its suite
     parts = module.split(".")
     if parts[0] != PACKAGE:
         return None
@@ -41,7 +39,7 @@ def imported(path: Path, module: str) -> set[str]:
 
 
 def modules() -> list[tuple[str, Path]]:
-    found = [("farel_bench", REPO / "farel_bench.py")]
+    found = []
     for path in sorted((REPO / PACKAGE).rglob("*.py")):
         parts = path.relative_to(REPO).with_suffix("").parts
         found.append((".".join(parts[:-1] if parts[-1] == "__init__" else parts), path))
@@ -58,6 +56,14 @@ def test_every_module_lives_in_a_layer_folder() -> None:
     assert stray == []
 
 
+def test_the_package_imports_no_top_level_script() -> None:
+    scripts = {path.stem for path in REPO.glob("*.py")}  # evaluator, main, format_result, farel_bench
+    found = [f"{module} imports {name}" for module, path in modules() for name in imported(path, module)
+             if name.split(".")[0] in scripts]  # fmt: skip
+    assert scripts >= {"evaluator", "main", "format_result", "farel_bench"}
+    assert found == []
+
+
 def test_no_module_imports_a_layer_above_its_own() -> None:
     upward: list[str] = []
     for module, path in modules():
@@ -72,7 +78,7 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
 
 def test_the_layers_are_told_apart() -> None:
     names = (
-        "typed_eval.schemas.run",
+        "typed_eval.contracts.summary",
         "typed_eval.core.tasks",
         "typed_eval.providers.flow",
         "typed_eval.store.storage",

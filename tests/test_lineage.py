@@ -25,8 +25,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from tests.cli_run import run_cli
 from tests.conftest import FAREL_FIXTURES, PUBLISHED_MD5
 from tests.fake_openai import FakeOpenAI, completion, prompt_of, text
+from typed_eval.contracts import Case, RunSettings, RunSummary, SampleRecord
 from typed_eval.engine.evaluation import evaluate
-from typed_eval.schemas import Case, RunSettings, RunSummary, SampleRecord
 from typed_eval.store.storage import read_records
 from typed_eval.suites.lineage import suite as lineage
 from typed_eval.suites.lineage.importer import ResultImport, import_result_file

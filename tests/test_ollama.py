@@ -14,8 +14,8 @@ import pytest
 import farel_bench
 from tests.cli_run import run_cli
 from tests.fake_openai import FakeOpenAI, Route, answer_key, completion, tool_call
+from typed_eval.contracts import RunSummary
 from typed_eval.core.errors import ModelSetupError
-from typed_eval.schemas import RunSummary
 from typed_eval.suites.multiple_choice import evaluate_quizzes
 
 KEY = answer_key(list(farel_bench.generate(3, 50, 42, shuffle=True)))

@@ -17,11 +17,11 @@ import evaluator
 import format_result
 from tests.test_format_result import Answer, store
 from typed_eval import cli
+from typed_eval.contracts import Cost, SampleRecord, SampleStatus, TokenUsage
+from typed_eval.contracts.leaderboard_row import PassK
 from typed_eval.reports.pass_k import pass_hat_k, task_pass_k
 from typed_eval.reports.stats import bootstrap_ci
 from typed_eval.reports.viewer.app import create_app
-from typed_eval.schemas import Cost, SampleRecord, SampleStatus, TokenUsage
-from typed_eval.schemas.leaderboard import PassK
 
 REPLAY = "replay:tests/fixtures/farel-bench/logs/deepseek-v3.log"
 

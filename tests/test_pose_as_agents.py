@@ -13,9 +13,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_core import core_schema
 
 import evaluator
+from typed_eval.contracts import AnswerMode, Case
 from typed_eval.core.tasks import Task
 from typed_eval.engine import posing
-from typed_eval.schemas import AnswerMode, Case
 
 
 class Answer(BaseModel):

@@ -10,14 +10,11 @@ server, and promptfoo's telemetry, update checks and cache are off.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import shutil
 import subprocess
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,31 +88,13 @@ def run_promptfoo(config: Path, home: Path) -> dict[tuple[int, int], dict[str, A
     return {(r["testIdx"], r["promptIdx"]): r for r in results}
 
 
-@contextlib.contextmanager
-def local_zone(zone: str) -> Iterator[None]:
-    """This process's local time in `zone` for the command's time, as TZ sets it for a new process (the time module
-    reads TZ when told: tzset)."""
-    saved = os.environ.get("TZ")
-    os.environ["TZ"] = zone
-    time.tzset()
-    try:
-        yield
-    finally:
-        if saved is None:
-            del os.environ["TZ"]
-        else:
-            os.environ["TZ"] = saved
-        time.tzset()
-
-
 def run_ours(config: Path, url: str, results: Path) -> dict[tuple[int, int], SampleRecord]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | {"TZ": ZONE}
-    with local_zone(ZONE):
-        done = run_cli(
-            "main.py", "run", "--suite", str(config), "--model", "fake-model", "--base-url", url,
-            "--api-key", "dummy", "--mode", "native", "--results-dir", str(results), "--quiet", "--concurrency", "4",
-            env=env,
-        )  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | {"TZ": ZONE}  # run_cli sets the zone
+    done = run_cli(
+        "main.py", "run", "--suite", str(config), "--model", "fake-model", "--base-url", url,
+        "--api-key", "dummy", "--mode", "native", "--results-dir", str(results), "--quiet", "--concurrency", "4",
+        env=env,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     (samples,) = results.rglob("samples.jsonl")
     records = [SampleRecord.model_validate_json(line) for line in samples.read_text(encoding="utf-8").splitlines()]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import subprocess
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -18,8 +17,8 @@ from pydantic_ai.providers.openrouter import OpenRouterProvider
 
 import farel_bench
 from tests.cli_run import run_cli
-from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Route, answer_key, completion, text, tool_call
+from typed_eval.contracts import RunSummary, SampleRecord
 from typed_eval.core.errors import ModelSetupError
 from typed_eval.providers.resolve import (
     forces_tool_choice,
@@ -29,7 +28,6 @@ from typed_eval.providers.resolve import (
     without_forced_tool_choice,
 )
 from typed_eval.providers.transport import http_client
-from typed_eval.schemas import RunSummary, SampleRecord
 from typed_eval.suites.multiple_choice import evaluate_quizzes
 
 
@@ -153,15 +151,11 @@ def test_update_prices_prices_the_run_with_the_downloaded_data_and_says_so(tmp_p
     runs: dict[str, tuple[RunSummary, list[float | None]]] = {}
     try:
         with FakeOpenAI(lambda r: completion(tool_call({"answer": key(r).correct}), model="gpt-4o-mini")) as server:
-            for name, extra in (("installed", ()), ("updated", ("--update-prices", url))):
+            for name, extra in (("installed", ()), ("updated", ("--update-prices", url)), ("later", ())):
                 results = tmp_path / name
                 command = ["run", "--model", "gpt-4o-mini", "--base-url", server.url, "--api-key", "k", "--limit", "2",
                            "--results-dir", str(results), "--quiet", *extra]  # fmt: skip
-                if extra:  # the downloaded prices stay genai-prices' for the rest of a process: a process of its own
-                    done = subprocess.run([PYTHON, "main.py", *command], cwd=REPO, capture_output=True, text=True,
-                                          timeout=300, check=False)  # fmt: skip
-                else:
-                    done = run_cli("main.py", *command)
+                done = run_cli("main.py", *command)
                 assert done.returncode == 0, done.stderr
                 (summary,) = results.rglob("summary.json")
                 lines = (summary.parent / "samples.jsonl").read_text().splitlines()
@@ -172,6 +166,7 @@ def test_update_prices_prices_the_run_with_the_downloaded_data_and_says_so(tmp_p
     finally:
         prices.shutdown()
         prices.server_close()
+    assert runs["later"][1] == runs["installed"][1]  # the installed data prices what this process prices next
     assert runs["installed"][0].settings.updated_prices is False
     assert runs["installed"][1] == [pytest.approx(0.000021, abs=1e-12)] * 2  # 100 input and 10 output tokens
     assert runs["updated"][0].settings.updated_prices is True

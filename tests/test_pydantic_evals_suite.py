@@ -19,8 +19,8 @@ from pydantic_evals.reporting import EvaluationReportAdapter
 
 from tests.cli_run import run_cli
 from tests.fake_openai import FakeOpenAI, completion, prompt_of, text, tool_call
+from typed_eval.contracts import SampleRecord
 from typed_eval.core.suite import AnswerLine, answer_lines
-from typed_eval.schemas import SampleRecord
 from typed_eval.suites.evals.suite import PYDANTIC_EVALS
 
 MODULE = '''
@@ -351,7 +351,7 @@ def test_with_no_output_type_the_schema_file_names_one(tmp_path: Path, suffix: s
 def test_an_export_of_a_record_whose_kept_results_were_edited_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from typed_eval.cli.leaderboard import main as format_result
+    from typed_eval.cli.leaderboard_command import main as format_result
 
     path = tmp_path / "words.yaml"
     path.write_text(TEXT_DATASET, encoding="utf-8")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import base64
 
+from typed_eval.contracts import Attempt, Cost, SampleRecord, TokenUsage
 from typed_eval.core.secrets import REDACTED, Redactor, _may_hold_secret, _redacted
-from typed_eval.schemas import Attempt, Cost, SampleRecord, TokenUsage
 
 KEY = "sk-test-0123456789"
 

@@ -19,26 +19,26 @@ import evaluator
 from tests.conftest import REPO
 from typed_eval.cli import build_parser
 from typed_eval.cli.config import RunCommand, run_command
+from typed_eval.contracts import RunSettings
 from typed_eval.core.errors import InputError
-from typed_eval.core.settings import RunConfig, config_with
+from typed_eval.core.run_config import RunConfig, config_with
 from typed_eval.core.suite import Suite
 from typed_eval.engine.control import Budget, StopState
 from typed_eval.engine.settings import resolve_settings
 from typed_eval.providers.batches import BatchOptions
 from typed_eval.providers.flow import Pacer
-from typed_eval.providers.models import PreparedModel
+from typed_eval.providers.prepared_model import PreparedModel
 from typed_eval.providers.resolve import ResolvedModel
-from typed_eval.schemas import RunSettings
 from typed_eval.suites.bfcl.suite import BFCL
 from typed_eval.suites.farel.suite import FAREL
 
 STORED_KEYS = [
-    "model", "base_url", "mode", "retries", "temperature", "seed", "max_tokens", "system_prompt", "repeats",
-    "judge_model", "instructions", "tool_choice", "tool_choice_reason", "concurrency", "workers", "price_in",
-    "price_out", "local", "model_file", "chat_format", "batch", "updated_prices", "rpm", "tpm", "max_wait_s",
-    "request_timeout", "max_transport_retries",
+    "base_url", "mode", "retries", "temperature", "seed", "max_tokens", "system_prompt", "repeats", "judge_model",
+    "tool_choice", "concurrency", "price_in", "price_out", "local", "chat_format", "batch", "rpm", "tpm", "max_wait_s",
+    "request_timeout", "max_transport_retries",  # the caller's choices (`ChosenSettings`), then the run's own:
+    "model", "instructions", "tool_choice_reason", "workers", "model_file", "updated_prices",
 ]  # fmt: skip
-"""The keys of a summary's `settings`, in order, as every stored run since the typed-task format has them."""
+"""The keys of a summary's `settings`, in the order written (runs stored before have another order, read alike)."""
 
 
 class Answer(BaseModel):

@@ -7,13 +7,13 @@ import json
 import pytest
 
 from tests.conftest import REPO
-from typed_eval.schemas.export import DOCUMENTS, render
+from typed_eval.contracts.export import DOCUMENTS, render
 
 
 @pytest.mark.parametrize("name", sorted(DOCUMENTS))
 def test_schema_documents_are_up_to_date(name: str) -> None:
     written = (REPO / "schemas" / name).read_text(encoding="utf-8")
-    assert written == render(DOCUMENTS[name]), "run: python -m typed_eval.schemas.export"
+    assert written == render(DOCUMENTS[name]), "run: python -m typed_eval.contracts.export"
 
 
 def test_summary_document_is_schema_version_2() -> None:

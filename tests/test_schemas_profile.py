@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 
 from tests.cli_run import run_cli
 from tests.fake_openai import FakeOpenAI, completion, text
+from typed_eval.contracts import Cost, GroupScore, RunSummary, SampleRecord, SampleStatus, Scores, TokenUsage, Totals
 from typed_eval.core.suite import CaseFacets
 from typed_eval.reports.analysis import analyse
 from typed_eval.reports.facet_profile import (
@@ -27,7 +28,6 @@ from typed_eval.reports.facet_profile import (
     profile_lines,
 )
 from typed_eval.reports.viewer.app import create_app
-from typed_eval.schemas import Cost, GroupScore, RunSummary, SampleRecord, SampleStatus, Scores, TokenUsage, Totals
 from typed_eval.suites.schemas.features import facet_names, record_facets, schema_features
 from typed_eval.suites.schemas.metrics import schemas_report_lines
 from typed_eval.suites.schemas.suite import SCHEMAS, SchemasParams

@@ -17,7 +17,7 @@ import pytest
 
 from tests.cli_run import run_cli
 from tests.conftest import REPO
-from typed_eval.schemas import RunSummary
+from typed_eval.contracts import RunSummary
 from typed_eval.suites.schemas.metrics import coverage, schemas_report_lines
 
 sys.path.insert(0, str(REPO / "benchmarks"))

@@ -14,7 +14,7 @@ import pytest
 
 from tests.cli_run import run_cli
 from tests.fake_openai import FakeOpenAI, Route, completion, text
-from typed_eval.schemas import Case
+from typed_eval.contracts import Case
 from typed_eval.suites.schemas.outputs import sent_schema
 from typed_eval.suites.schemas.prompts import load_shots
 from typed_eval.suites.schemas.suite import SchemaTasks

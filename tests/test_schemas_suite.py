@@ -26,9 +26,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 import evaluator
 from tests.cli_run import run_cli
 from tests.fake_openai import FakeOpenAI, completion, text
+from typed_eval.contracts import GroupScore, SampleRecord
 from typed_eval.core.datasets import Dataset
 from typed_eval.core.errors import InputError
-from typed_eval.schemas import GroupScore, SampleRecord
 from typed_eval.suites.schemas.data import load_path, load_sample
 from typed_eval.suites.schemas.metrics import coverage
 from typed_eval.suites.schemas.outputs import sent_schema
@@ -173,11 +173,11 @@ def test_the_few_shots_are_read_as_data_out_of_the_benchmark_s_module() -> None:
 
 def test_a_pydantic_model_is_a_case_of_its_own(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"^give one of source, path and model, not path and model$"):
-        build(model="typed_eval.schemas:TokenUsage", path=str(tmp_path))
-    _, (case,) = build(model="typed_eval.schemas:TokenUsage")
+        build(model="typed_eval.contracts:TokenUsage", path=str(tmp_path))
+    _, (case,) = build(model="typed_eval.contracts:TokenUsage")
     schema = json.loads(case.prompt)
     assert (case.id, case.group, schema["title"], schema["type"]) == (
-        "typed_eval.schemas:TokenUsage",
+        "typed_eval.contracts:TokenUsage",
         "model",
         "TokenUsage",
         "object",

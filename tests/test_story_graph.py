@@ -15,7 +15,7 @@ import pytest
 from pydantic_ai import Agent, ModelMessage, ModelResponse, ToolCallPart, ToolOutput
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from typed_eval.schemas import Case
+from typed_eval.contracts import Case
 from typed_eval.suites.story_graph.suite import (
     KINSHIP_TITLES,
     TASK,

@@ -24,7 +24,7 @@ import evaluator
 from evaluator import Case, EvaluationResult, RunSummary, SampleRecord
 from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO, without_usage
-from typed_eval.schemas import AnswerMode, Attempt
+from typed_eval.contracts import AnswerMode, Attempt
 
 
 def load_example() -> ModuleType:

@@ -16,8 +16,8 @@ import pytest
 
 from tests.test_tau_suite import checkout, golden, player, run_tau
 from typed_eval.cli import main
-from typed_eval.cli.leaderboard import main as leaderboard
-from typed_eval.schemas import Cost, SampleRecord
+from typed_eval.cli.leaderboard_command import main as leaderboard
+from typed_eval.contracts import Cost, SampleRecord
 from typed_eval.store.storage import load_runs, read_records
 from typed_eval.suites.tau import adapter
 from typed_eval.suites.tau.import_files import SUBMISSION_FILE

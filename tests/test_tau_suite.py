@@ -13,10 +13,10 @@ import pytest
 
 from tests.fake_openai import FakeOpenAI, completion
 from typed_eval.cli import main
-from typed_eval.schemas import SampleRecord
+from typed_eval.contracts import SampleRecord
 from typed_eval.store.storage import read_records
 from typed_eval.suites.tau.adapter import installed_data_dir
-from typed_eval.suites.tau.viewer import conversation_lines
+from typed_eval.suites.tau.conversation_view import conversation_lines
 
 AGENT = "<instructions>\nYou are a customer service agent"
 

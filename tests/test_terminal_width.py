@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from typed_eval.contracts import LeaderboardRow, ModeCell, ModeComparison, ModePair
 from typed_eval.reports.leaderboard import build_board
 from typed_eval.reports.mode_matrix import mode_comparisons
 from typed_eval.reports.mode_tables import mode_table_lines, render_modes_rich
 from typed_eval.reports.tables import print_table, render_rich
-from typed_eval.schemas import LeaderboardRow, ModeCell, ModeComparison, ModePair
 from typed_eval.store.storage import load_runs
 
 STORED = Path(__file__).parent / "fixtures" / "stored_runs"

@@ -34,9 +34,9 @@ import farel_bench
 from tests.cli_run import run_cli
 from tests.conftest import REPO
 from tests.fake_openai import FakeOpenAI, answer_key, completion, tool_call
+from typed_eval.contracts import SampleRecord
 from typed_eval.core.tasks import TextReader
 from typed_eval.engine.otlp import FLUSH_WAIT_S
-from typed_eval.schemas import SampleRecord
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
 KEY = answer_key(QUIZZES)
@@ -147,8 +147,7 @@ def otel_env(endpoint: str, **extra: str) -> dict[str, str]:
 def main_run(
     server: FakeOpenAI, results: Path, env: dict[str, str], *extra: str, process: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """`main.py run` in this process, or with `process` as a process of its own: a run forking `--workers`, or one
-    whose warning is logged (no handler: a fresh interpreter prints it on stderr; here pytest's handlers take it)."""
+    """`main.py run` in this process, or with `process` as a process of its own: a run forking `--workers`."""
     base_url = server.url.replace("http://", f"http://tracer:{URL_PASSWORD}@")
     command = ["run", "--model", "fake-model", "--base-url", base_url, "--api-key", API_KEY,
                "--results-dir", str(results), "--quiet", *extra]  # fmt: skip
@@ -396,11 +395,11 @@ def test_an_endpoint_that_refuses_or_hangs_costs_one_warning_and_a_bounded_wait(
     env = otel_env(with_password, OTEL_EXPORTER_OTLP_TIMEOUT="60")  # the exporter would wait a minute a batch
     cases = "45" if workers > 1 else "20"
     run = ("--limit", cases, "--concurrency", "1", "--workers", str(workers))
-    with FakeOpenAI(answering(latency_s=0.02)) as server:  # processes: the warning is logged
+    with FakeOpenAI(answering(latency_s=0.02)) as server:
         started = time.monotonic()
-        untraced = main_run(server, tmp_path / "untraced", env, *run, process=True)
+        untraced = main_run(server, tmp_path / "untraced", env, *run, process=workers > 1)
         untraced_s, started = time.monotonic() - started, time.monotonic()
-        done = main_run(server, tmp_path / "traced", env, *run, "--trace", process=True)
+        done = main_run(server, tmp_path / "traced", env, *run, "--trace", process=workers > 1)
         traced_s = time.monotonic() - started
     assert (untraced.returncode, done.returncode) == (0, 0)
     assert done.stderr.splitlines() == [  # one line for the run, however many processes posed it

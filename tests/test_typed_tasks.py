@@ -24,9 +24,9 @@ import evaluator
 from evaluator import Case, EvaluationResult, Score, Task
 from tests.conftest import without_usage
 from tests.fake_openai import FakeOpenAI, Fault, completion, tool_call
+from typed_eval.contracts import Attempt, Quiz
 from typed_eval.core.errors import CaseScoringError
 from typed_eval.core.tasks import TextReader
-from typed_eval.schemas import Attempt, Quiz
 from typed_eval.suites.multiple_choice import multiple_choice_task
 
 # --- output types -------------------------------------------------------------------------------------------

@@ -16,10 +16,10 @@ from pydantic_ai import ModelHTTPError
 import farel_bench
 from tests.cli_run import run_cli
 from tests.fake_openai import FakeOpenAI, answer_key, completion, tool_call
+from typed_eval.contracts import Cost, SampleRecord, SampleStatus, TokenUsage
 from typed_eval.core.counted_score import counted_score
 from typed_eval.core.scoring import score_records
 from typed_eval.providers.refusals import refuses_schema
-from typed_eval.schemas import Cost, SampleRecord, SampleStatus, TokenUsage
 from typed_eval.store.storage import load_runs, read_records
 
 OPENAI_SCHEMA = {

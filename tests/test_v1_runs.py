@@ -13,9 +13,9 @@ import pytest
 import format_result
 from tests.cli_run import run_cli
 from tests.conftest import REPO
+from typed_eval.contracts import SampleRecord
 from typed_eval.core.errors import ResultFileError
 from typed_eval.core.scoring import score_records
-from typed_eval.schemas import SampleRecord
 from typed_eval.store.storage import load_runs, read_records
 
 SHIPPED = REPO / "result"

@@ -44,8 +44,8 @@ from tests.viewer_runs import (
     make_runs,
     task,
 )
+from typed_eval.contracts import SampleRecord
 from typed_eval.reports.leaderboard import compare_runs
-from typed_eval.schemas import SampleRecord
 from typed_eval.store.storage import load_runs
 
 DISAGREE_AB = ["c02", "c04", "c05", "c07", "c08", "c10"]

@@ -20,12 +20,12 @@ import pytest
 
 import evaluator
 import farel_bench
-from tests.conftest import REPO
+from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, answer_key, completion, tool_call
-from tests.test_cli import cli
+from tests.test_cli import clean_env
+from typed_eval.contracts import RunSummary, SampleRecord
 from typed_eval.core.errors import EvaluatorError
 from typed_eval.engine.workers import WorkerPool, WorkerProcesses
-from typed_eval.schemas import RunSummary, SampleRecord
 from typed_eval.suites.multiple_choice import multiple_choice_task
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
@@ -56,9 +56,15 @@ class Server:
 
 
 def run(server: FakeOpenAI, results: Path, *extra: str) -> tuple[int, str]:
-    done = cli("main.py", "run", "--model", "fake-model", "--base-url", server.url, "--limit", "45",
+    """`main.py run` as a process of its own: `--workers` forks, which a test process with threads must not do."""
+    done = process("main.py", "run", "--model", "fake-model", "--base-url", server.url, "--limit", "45",
                "--results-dir", str(results), "--quiet", *extra)  # fmt: skip
     return done.returncode, done.stderr
+
+
+def process(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [PYTHON, script, *args]
+    return subprocess.run(command, cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=300, check=False)
 
 
 def stored(results: Path) -> tuple[RunSummary, list[SampleRecord]]:
@@ -123,10 +129,10 @@ def test_a_part_of_a_reached_model_poses_on_past_a_first_sample_the_provider_rej
     from pydantic_ai.exceptions import ModelHTTPError, ModelRequestRejectedError
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-    from typed_eval.core.settings import RunConfig
+    from typed_eval.core.run_config import RunConfig
     from typed_eval.engine.evaluation import pose_samples
     from typed_eval.engine.settings import resolve_settings
-    from typed_eval.providers.models import PreparedModel
+    from typed_eval.providers.prepared_model import PreparedModel
     from typed_eval.providers.resolve import ResolvedModel
 
     rejected = QUIZZES[0].prompt.split("Select the correct answer:")[0]
@@ -241,7 +247,7 @@ def test_ctrl_c_stops_every_part_and_resume_finishes(tmp_path: Path) -> None:
 
 def test_each_model_of_a_command_is_posed_by_the_same_workers_after_a_budget_stopped_one(tmp_path: Path) -> None:
     with FakeOpenAI(Server(latency_s=0.02)) as server:
-        done = cli("main.py", "run", "--model", "fake-model", "--model", "other-model", "--base-url", server.url,
+        done = process("main.py", "run", "--model", "fake-model", "--model", "other-model", "--base-url", server.url,
                    "--limit", "45", "--results-dir", str(tmp_path), "--quiet", "--concurrency", "1", "--workers", "2",
                    "--max-requests", "10")  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -284,7 +290,7 @@ def test_no_worker_starts_when_the_model_cannot_be_reached(tmp_path: Path) -> No
     with socket.socket() as closed:  # a port nothing listens on
         closed.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
-    done = cli("main.py", "run", "--model", "fake-model", "--base-url", url, "--limit", "45", "--workers", "2",
+    done = process("main.py", "run", "--model", "fake-model", "--base-url", url, "--limit", "45", "--workers", "2",
                "--results-dir", str(tmp_path), "--quiet", "--max-transport-retries", "0")  # fmt: skip
     assert done.returncode == 3, done.stderr
     assert "could not be reached" in done.stderr and "Traceback" not in done.stderr

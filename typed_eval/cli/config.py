@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from typed_eval.core.errors import InputError
-from typed_eval.core.settings import RunConfig, config_with
+from typed_eval.core.run_config import RunConfig, config_with
 from typed_eval.core.suite import Suite
 from typed_eval.providers.batches import BatchOptions
 from typed_eval.providers.local_server import DEFAULT_LOCAL_MODEL

@@ -29,9 +29,10 @@ from typed_eval.cli.config import CACHE_FILE, LATEST, RunCommand, run_command
 from typed_eval.cli.run_report import print_comparison, print_report
 from typed_eval.cli.suite_flags import add_suite_flags, given_keys
 from typed_eval.cli.suites import answer_modes, default_suite, suite_from_args
+from typed_eval.contracts import AnswerMode
 from typed_eval.core.datasets import Dataset
 from typed_eval.core.errors import EvaluatorError, InputError
-from typed_eval.core.settings import user_prices
+from typed_eval.core.run_config import user_prices
 from typed_eval.core.suite import Suite, SuiteContext, find_suites
 from typed_eval.core.tasks import Task
 from typed_eval.core.terminal import printable
@@ -48,10 +49,9 @@ from typed_eval.engine.workers import (
     write_record_line,
 )
 from typed_eval.providers.flow import DEFAULT_MAX_WAIT_S, WAITED_TOO_LONG, Pacer
-from typed_eval.providers.models import open_model
+from typed_eval.providers.prepared_model import open_model
 from typed_eval.providers.prices import DEFAULT_UPDATE_URL
 from typed_eval.providers.transport import TrafficMeter
-from typed_eval.schemas import AnswerMode
 from typed_eval.suites.judge import judge_name, judged
 from typed_eval.suites.multiple_choice import DEFAULT_SYSTEM_PROMPT
 from typed_eval.suites.simulators import simulated
@@ -69,7 +69,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--suite",
         default=None,  # the default suite, or the one the suite flags given belong to (`--dataset FILE`)
         help=f"an installed suite (`suites` lists them, `suites NAME` shows one's parameters; default {default}), a "
-        "suite file (path/to/file.py defining TASK and CASES or cases()), or a case file (path/to/cases.yaml)",
+        "suite file (path/to/file.py defining TASK and CASES or cases()), or a file a suite opens by its suffix "
+        "(path/to/cases.yaml)",
     )
     run.add_argument(
         "-S",

@@ -9,17 +9,18 @@ from typing import Any
 
 from rich.console import Console
 
+from typed_eval.contracts import LeaderboardRow, RunSummary, is_text_mode
 from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.suite import Suite
 from typed_eval.core.terminal import printable
 from typed_eval.reports.analysis import RunAnalysis
+from typed_eval.reports.exports import render_comparison
 from typed_eval.reports.facet_profile import pair_lines, placed_lines, profile_lines, profile_of, run_facet_pairs
 from typed_eval.reports.leaderboard import Board, RunRead, build_board, compare_runs, load_run, read_run
 from typed_eval.reports.mode_matrix import mode_comparisons
 from typed_eval.reports.mode_tables import render_modes_rich
 from typed_eval.reports.pass_k import report_lines
-from typed_eval.reports.tables import render_comparison, render_rich
-from typed_eval.schemas import LeaderboardRow, RunSummary, is_text_mode
+from typed_eval.reports.tables import render_rich
 from typed_eval.store.storage import StoredRun
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from typed_eval.cli.common import prog
 from typed_eval.cli.suite_about import describe
 from typed_eval.cli.suite_flags import flagged_suite, spelled_params
+from typed_eval.contracts import AnswerMode
 from typed_eval.core.datasets import Dataset
 from typed_eval.core.errors import InputError, TaskError
 from typed_eval.core.suite import (
@@ -26,7 +27,6 @@ from typed_eval.core.suite import (
 )
 from typed_eval.core.tasks import Task
 from typed_eval.core.terminal import printable
-from typed_eval.schemas import AnswerMode
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -29,8 +29,8 @@ from pydantic_ai import (
 from pydantic_ai.exceptions import ToolRetryError
 from pydantic_ai.usage import RequestUsage
 
+from typed_eval.contracts import AnswerMode, Attempt, Cost, InvalidKind, TokenUsage, is_text_mode
 from typed_eval.core.calls import call_json, call_verdict, invalid_call
-from typed_eval.schemas import AnswerMode, Attempt, Cost, InvalidKind, TokenUsage, is_text_mode
 
 __all__ = [
     "UserPrices",

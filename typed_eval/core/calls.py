@@ -34,8 +34,8 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import SchemaValidator, ValidationError, core_schema
 
+from typed_eval.contracts import Case, InvalidKind
 from typed_eval.core.errors import TaskError
-from typed_eval.schemas import Case, InvalidKind
 
 __all__ = [
     "ARGUMENTS_OBJECT",
@@ -261,7 +261,7 @@ def chat_history(messages: Sequence[ChatMessage]) -> list[ModelMessage]:
 class EchoedCallPart(ToolCallPart):
     """A call of a posed conversation, sent back as the model made it. pydantic-ai writes a call's arguments again
     as compact JSON, an invalid text wrapped in `{"INVALID_JSON": ...}`; an agent's loop echoes the reply unchanged
-    (BFCL's handlers do), so providers that take the arguments as text get them byte for byte."""
+    (as benchmarks' own handlers do), so providers that take the arguments as text get them byte for byte."""
 
     def args_as_json_str(self) -> str:
         return self.args if isinstance(self.args, str) else super().args_as_json_str()

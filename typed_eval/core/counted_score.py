@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from typed_eval.schemas import SampleRecord
+from typed_eval.contracts import SampleRecord
 
 __all__ = ["LEFT_OUT_FLAGS", "LEFT_OUT_STATUSES", "UNSCORED", "counted_score", "counted_score_sql"]
 

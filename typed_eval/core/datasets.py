@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError
 
+from typed_eval.contracts import Case, DatasetInfo
 from typed_eval.core.errors import InputError, TaskError
-from typed_eval.schemas import Case, DatasetInfo
 
 __all__ = ["MAX_GENERATED_CASES", "Dataset", "bounded_size", "case_line", "dataset_from_cases", "survey"]
 

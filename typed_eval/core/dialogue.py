@@ -19,11 +19,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from typed_eval.contracts import Cost, TokenUsage
 from typed_eval.core.attempts import added_cost, added_usage
 from typed_eval.core.calls import Reply
 from typed_eval.core.simulated_user import SimulatedUser
 from typed_eval.core.tasks import Conversation
-from typed_eval.schemas import Cost, TokenUsage
 
 __all__ = [
     "AGENT_GREETING",

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
-    from typed_eval.schemas import Cost, TokenUsage
+    from typed_eval.contracts import Cost, TokenUsage
 
 __all__ = [
     "CaseScoringError",

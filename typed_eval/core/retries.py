@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from typed_eval.contracts import Aggregate, SampleRecord, SampleStatus, Scores
 from typed_eval.core.counted_score import LEFT_OUT_STATUSES
 from typed_eval.core.scoring import ScoreBook
-from typed_eval.schemas import Aggregate, SampleRecord, SampleStatus, Scores
 
 __all__ = ["MAX_COUNTED_RETRIES", "RetryBook", "RetryEconomics", "with_retries_up_to"]
 

@@ -9,9 +9,9 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
+from typed_eval.contracts import Aggregate, Compliance, GroupScore, InvalidKind, SampleRecord, Scores, Totals
 from typed_eval.core.counted_score import counted_score
 from typed_eval.core.errors import TaskError
-from typed_eval.schemas import Aggregate, Compliance, GroupScore, InvalidKind, SampleRecord, Scores, Totals
 
 __all__ = ["UNGROUPED", "ScoreBook", "counted_score", "relaxed_score", "score_records", "with_relaxed_reading"]
 

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 from pydantic_core import PydanticSerializationError
 
-from typed_eval.schemas import SampleRecord
+from typed_eval.contracts import SampleRecord
 
 __all__ = ["REDACTED", "Redactor", "redacted_record", "secrets_of_model", "secrets_of_url"]
 

@@ -15,10 +15,10 @@ from pydantic_ai.direct import model_request
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings, merge_model_settings
 
+from typed_eval.contracts import Cost, TokenUsage
 from typed_eval.core.attempts import UserPrices, sample_cost, sample_usage
 from typed_eval.core.calls import ChatMessage, Reply, chat_history, reply_of, schemas_as_given, tool_definitions
 from typed_eval.core.secrets import Redactor
-from typed_eval.schemas import Cost, TokenUsage
 
 __all__ = ["STOP_TOKENS", "SimulatedUser", "SimulatedUserFailed", "UserTurn"]
 

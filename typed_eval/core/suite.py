@@ -19,12 +19,12 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from typed_eval.contracts import AnswerMode, Case, RunSummary, SampleRecord, Scores
 from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.errors import EvaluatorError, InputError, TaskError
 from typed_eval.core.plugins import plugin_points
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.tasks import Task
-from typed_eval.schemas import AnswerMode, Case, RunSummary, SampleRecord, Scores
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -34,9 +34,9 @@ from pydantic_ai.output import OutputSpec
 from pydantic_ai.profiles import ModelProfile
 from pydantic_core import to_json, to_jsonable_python
 
+from typed_eval.contracts import Aggregate, AnswerMode, Case, Cost, InvalidKind, TokenUsage, is_text_mode
 from typed_eval.core.calls import ChatMessage, Functions, Reply
 from typed_eval.core.errors import CaseScoringError, TaskError
-from typed_eval.schemas import Aggregate, AnswerMode, Case, Cost, InvalidKind, TokenUsage, is_text_mode
 
 __all__ = ["Conversation", "Score", "Scorer", "Session", "Task", "TextReader", "TextReply"]
 
@@ -168,7 +168,7 @@ class Task(Generic[OutputT]):
     """A valid output (JSON-compatible): what the offline `test` model answers. Without one, pydantic-ai's
     TestModel makes up data that fits the schema."""
     pose_as: Callable[[Case, AnswerMode], tuple[Task[Any], AnswerMode]] | None = None
-    """For cases that differ in what they ask for (a case file: plain text for some, a JSON schema for others):
+    """For cases that differ in what they ask for (plain text for some, a JSON schema for others):
     the task whose output type, reader, instructions and prompt pose this case, and the mode it is posed in.
     The scorer, name and aggregate stay this task's. Default: this task, in the run's mode."""
     session: Session | None = None
@@ -178,7 +178,7 @@ class Task(Generic[OutputT]):
     empty_reply: bool = False
     """True: in the text modes an empty reply is the text "" (read by `reader`), not sent back for another."""
     bounded_scores: bool = True
-    """False: a score may be any finite number (e.g. a case file's, whose python assertion may give 5)."""
+    """False: a score may be any finite number (e.g. an assertion's that may give 5)."""
     spans: bool = False
     """True: each sample's asking is recorded as OpenTelemetry spans (pydantic-ai's instrumentation, in memory) and
     the scorer is given them (a parameter `spans`: the SDK's finished spans, None when they could not be recorded)."""

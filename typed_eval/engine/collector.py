@@ -8,11 +8,11 @@ from typing import Any
 
 from pydantic_ai import ModelHTTPError
 
+from typed_eval.contracts import SampleRecord
 from typed_eval.core.counted_score import LEFT_OUT_STATUSES
 from typed_eval.core.scoring import ScoreBook
 from typed_eval.core.tasks import Task
 from typed_eval.engine.control import Budget, StopState
-from typed_eval.schemas import SampleRecord
 
 __all__ = ["COST_UNENFORCEABLE", "CREDENTIALS_REFUSED", "Collector"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from typed_eval.core.settings import RunConfig
+from typed_eval.core.run_config import RunConfig
 
 __all__ = ["Budget", "StopState"]
 

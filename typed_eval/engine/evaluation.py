@@ -19,10 +19,11 @@ from pydantic_ai import ModelConnectionError, ModelHTTPError, ModelRequestReject
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
+from typed_eval.contracts import Case, RunSettings, RunStatus, SampleRecord, Scores
 from typed_eval.core.errors import EvaluatorError, InputError, TaskError
+from typed_eval.core.run_config import RunConfig, config_with
 from typed_eval.core.scoring import ScoreBook
 from typed_eval.core.secrets import Redactor
-from typed_eval.core.settings import RunConfig, config_with
 from typed_eval.core.tasks import Task
 from typed_eval.engine.collector import Collector
 from typed_eval.engine.control import Budget, StopState
@@ -38,11 +39,10 @@ from typed_eval.engine.settings import (
 from typed_eval.engine.traces import NO_TRACES, Traces, run_traces
 from typed_eval.providers.batches import Batching, BatchOptions, PendingRequests
 from typed_eval.providers.flow import DEFAULT_MAX_WAIT_S, Pacer, WaitedTooLong
-from typed_eval.providers.models import PreparedModel
+from typed_eval.providers.prepared_model import PreparedModel
 from typed_eval.providers.prices import updated_prices
 from typed_eval.providers.resolve import forces_tool_choice, with_default_retries, without_forced_tool_choice
 from typed_eval.providers.transport import TrafficMeter, meter_model
-from typed_eval.schemas import Case, RunSettings, RunStatus, SampleRecord, Scores
 
 __all__ = [
     "EvaluationResult",

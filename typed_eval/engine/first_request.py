@@ -27,8 +27,6 @@ from pydantic_ai import (
     ToolCallPart,
     ToolReturnPart,
 )
-from pydantic_ai._genai_prices import calculate_price_for_usage, fill_response_cost
-from pydantic_ai._output import ObjectOutputProcessor, OutputSchema, StructuredTextOutputSchema
 from pydantic_ai.direct import model_request
 from pydantic_ai.messages import AgentInstructionSource, InstructionId, InstructionPart
 from pydantic_ai.models import Model, ModelRequestParameters
@@ -38,9 +36,15 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 from pydantic_core import ValidationError
 
+from typed_eval.contracts import Case
 from typed_eval.core.calls import ARGUMENTS_OBJECT, CASE_FUNCTIONS, at_most_calls, tool_definitions
 from typed_eval.core.tasks import Task, TextReply, empty_reply_as_text
-from typed_eval.schemas import Case
+from typed_eval.providers.pydantic_ai_internals import (
+    ObjectOutputProcessor,
+    fill_response_cost,
+    known_to_genai_prices,
+    output_object,
+)
 
 __all__ = [
     "DirectRequests",
@@ -122,24 +126,8 @@ class DirectRequests:
         if key in self.unpriced:
             return
         fill_response_cost(response)
-        if response.usage.cost is None and not _known(response):
+        if response.usage.cost is None and not known_to_genai_prices(response):
             self.unpriced.add(key)
-
-
-def _known(response: ModelResponse) -> bool:
-    """Whether genai-prices knows the response's model (its price may still be unknown for this usage)."""
-    try:
-        calculate_price_for_usage(
-            response.usage,
-            model_name=response.model_name or "",
-            provider_api_url=response.provider_url,
-            provider_name=response.provider_name,
-        )
-    except LookupError:
-        return False
-    except Exception:  # usage it cannot price (or a failure pydantic-ai warned of): not an unknown model
-        return True
-    return True
 
 
 def first_request(
@@ -243,35 +231,20 @@ class StructuredOutput:
     def of(cls, output: OutputSpec[Any]) -> StructuredOutput | None:
         """None when the output is anything else (a union, a function, a choice...) or this pydantic-ai keeps it
         otherwise: the agent then asks alone. pydantic-ai's refusal of the output is raised as an agent's would be."""
-        schema: Any = OutputSchema.build(output)  # as an agent of this output builds it
-        mode = getattr(schema, "mode", None)
-        tools: list[ToolDefinition] = []
-        if mode == "tool" and not schema.allows_text:
-            toolset, tools = schema.toolset, list(getattr(schema.toolset, "_tool_defs", None) or ())
-            stamped = getattr(toolset, "_explicit_id", None)  # as the agent's combined toolset stamps its tools
-            tools = [replace(t, toolset_id=t.toolset_id or stamped) for t in tools]
-            processors = getattr(toolset, "processors", None) or {}
-            processor = processors.get(tools[0].name) if len(tools) == 1 and len(processors) == 1 else None
-        elif mode in ("native", "prompted"):
-            processor = getattr(schema, "processor", None)
-        else:
+        found = output_object(output)
+        if found is None:
             return None
-        if type(processor) is not ObjectOutputProcessor or processor._function_schema is not None:
-            return None
-        if getattr(processor, "_choice_values", None) is not None:
-            return None
-        template = schema.template if isinstance(schema, StructuredTextOutputSchema) else None
         parameters = ModelRequestParameters(
             function_tools=[],
             native_tools=[],
-            output_mode=mode,
-            output_tools=tools,
-            output_object=schema.object_def,
-            prompted_output_template=template,
-            allow_text_output=schema.allows_text,
-            allow_image_output=schema.allows_image,
+            output_mode=found.mode,
+            output_tools=found.tools,
+            output_object=found.object_def,
+            prompted_output_template=found.template,
+            allow_text_output=found.allows_text,
+            allow_image_output=found.allows_image,
         )
-        return cls(parameters, processor, tools[0].name if tools else None)
+        return cls(parameters, found.processor, found.tools[0].name if found.tools else None)
 
     def ending(self, reply: ModelResponse, context: Any, retries: int) -> Ended | None:
         """How the agent ends its run when this reply answers its first request: its output validated as pydantic-ai

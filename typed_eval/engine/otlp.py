@@ -30,10 +30,10 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from pydantic_ai.models import Model
 from pydantic_ai.models.instrumented import InstrumentationSettings, InstrumentedModel
 
+from typed_eval.contracts import Case, RunSettings, SampleRecord
 from typed_eval.core.errors import InputError
 from typed_eval.core.secrets import Redactor
 from typed_eval.engine.traces import CaseSpan, Traces, case_attributes, case_name
-from typed_eval.schemas import Case, RunSettings, SampleRecord
 
 __all__ = ["FLUSH_WAIT_S", "OtlpTraces", "run_resource", "traced_run"]
 

@@ -26,6 +26,17 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings, merge_model_settings
 from pydantic_core import to_jsonable_python
 
+from typed_eval.contracts import (
+    AnswerMode,
+    Attempt,
+    Case,
+    Cost,
+    RunSettings,
+    SampleRecord,
+    SampleStatus,
+    TokenUsage,
+    is_text_mode,
+)
 from typed_eval.core.attempts import (
     Verdicts,
     added_cost,
@@ -50,8 +61,8 @@ from typed_eval.core.calls import (
 )
 from typed_eval.core.errors import CaseScoringError, EvaluatorError, failure_line
 from typed_eval.core.recent import Recent
+from typed_eval.core.run_config import user_prices
 from typed_eval.core.secrets import Redactor, redacted_record
-from typed_eval.core.settings import user_prices
 from typed_eval.core.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
 from typed_eval.engine.first_request import (
     DirectRequests,
@@ -67,17 +78,6 @@ from typed_eval.providers.batches import Batching, without_pending
 from typed_eval.providers.flow import Pacer
 from typed_eval.providers.refusals import refuses_schema
 from typed_eval.providers.transport import SampleTraffic, TrafficMeter, current_traffic
-from typed_eval.schemas import (
-    AnswerMode,
-    Attempt,
-    Case,
-    Cost,
-    RunSettings,
-    SampleRecord,
-    SampleStatus,
-    TokenUsage,
-    is_text_mode,
-)
 
 __all__ = ["Outcome", "Poser"]
 

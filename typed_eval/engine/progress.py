@@ -22,9 +22,9 @@ from rich.progress import (
 from rich.progress import Progress as RichProgress
 from rich.text import Text
 
+from typed_eval.contracts import SampleRecord
 from typed_eval.providers.batches import describe_states
 from typed_eval.providers.transport import TrafficMeter
-from typed_eval.schemas import SampleRecord
 
 __all__ = ["Progress"]
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from typed_eval.contracts import RunSettings, RunSummary
 from typed_eval.core.datasets import Dataset
 from typed_eval.core.errors import InputError
 from typed_eval.core.tasks import Task
-from typed_eval.schemas import RunSettings, RunSummary
 from typed_eval.store.storage import SUMMARY_FILE, StoredRun, load_runs, model_slug
 
 __all__ = ["SAME_RUN_SETTINGS", "THIS_SEGMENT", "NothingToResume", "differences", "run_to_continue"]

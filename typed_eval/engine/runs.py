@@ -20,11 +20,12 @@ from typing import Any
 
 from pydantic_ai.models import Model
 
+from typed_eval.contracts import Case, Pacing, RunSettings, RunStatus, RunSummary, SampleRecord, Scores, SourceLog
 from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.errors import EvaluatorError, InputError, ResultFileError
+from typed_eval.core.run_config import RunConfig, config_with
 from typed_eval.core.scoring import ScoreBook
 from typed_eval.core.secrets import Redactor
-from typed_eval.core.settings import RunConfig, config_with
 from typed_eval.core.tasks import Task
 from typed_eval.engine.control import Budget, StopState
 from typed_eval.engine.evaluation import EvaluationResult, Sample, pose_samples
@@ -34,10 +35,9 @@ from typed_eval.engine.traces import Traces, run_traces
 from typed_eval.engine.workers import WorkerProcesses, WorkerShare, claimed_samples, pose_in_workers
 from typed_eval.providers.batches import PENDING_FILE, BatchOptions, PendingRequests
 from typed_eval.providers.flow import Pacer, PaceReport
-from typed_eval.providers.models import PreparedModel
+from typed_eval.providers.prepared_model import PreparedModel
 from typed_eval.providers.prices import updated_prices
 from typed_eval.providers.transport import TrafficMeter
-from typed_eval.schemas import Case, Pacing, RunSettings, RunStatus, RunSummary, SampleRecord, Scores, SourceLog
 from typed_eval.store.storage import (
     RECORDS_FILE,
     RUNNING,

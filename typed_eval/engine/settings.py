@@ -12,13 +12,13 @@ from typing import Any
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from typed_eval.core.settings import RunConfig
+from typed_eval.contracts import AnswerMode, ChosenSettings, RunSettings
+from typed_eval.core.run_config import RunConfig
 from typed_eval.core.tasks import Task
 from typed_eval.providers.batches import BatchOptions
 from typed_eval.providers.flow import DEFAULT_MAX_WAIT_S, Pacer
-from typed_eval.providers.models import PreparedModel, open_model
+from typed_eval.providers.prepared_model import PreparedModel, open_model
 from typed_eval.providers.resolve import ResolvedModel
-from typed_eval.schemas import AnswerMode, RunSettings
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -61,34 +61,28 @@ def resolve_settings(
     elif pacer is not None:
         rpm, tpm, max_wait_s = pacer.rpm, pacer.tpm, pacer.max_wait_s
     tool = mode == "tool"
+    chosen = config.model_dump(include=set(ChosenSettings.model_fields))
     return RunSettings(
+        **{
+            **chosen,
+            "base_url": resolved.base_url,
+            "retries": default_retries(mode, task) if config.retries is None else config.retries,
+            "max_tokens": config.max_tokens or prepared.max_tokens,
+            "tool_choice": config.tool_choice or prepared.tool_choice if tool else None,
+            "concurrency": config.concurrency or prepared.concurrency or DEFAULT_CONCURRENCY,
+            "local": resolved.local if config.local is None else config.local,
+            "chat_format": prepared.chat_format,
+            "batch": batch,
+            "rpm": rpm,
+            "tpm": tpm,
+            "max_wait_s": max_wait_s,
+        },
         model=resolved.name,
-        base_url=resolved.base_url,
-        mode=mode,
-        retries=default_retries(mode, task) if config.retries is None else config.retries,
-        temperature=config.temperature,
-        seed=config.seed,
-        max_tokens=config.max_tokens or prepared.max_tokens,
-        system_prompt=config.system_prompt,
-        repeats=config.repeats,
-        judge_model=config.judge_model,
         instructions=task.instructions_for(mode),
-        tool_choice=config.tool_choice or prepared.tool_choice if tool else None,
         tool_choice_reason=prepared.tool_choice_reason if tool else None,
-        concurrency=config.concurrency or prepared.concurrency or DEFAULT_CONCURRENCY,
         workers=workers,
-        price_in=config.price_in,
-        price_out=config.price_out,
-        local=resolved.local if config.local is None else config.local,
         model_file=prepared.model_file,
-        chat_format=prepared.chat_format,
-        batch=batch,
         updated_prices=config.update_prices is not None,
-        rpm=rpm,
-        tpm=tpm,
-        max_wait_s=max_wait_s,
-        request_timeout=config.request_timeout,
-        max_transport_retries=config.max_transport_retries,
     )
 
 

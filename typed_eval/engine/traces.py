@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic_ai.models import Model
 
+from typed_eval.contracts import Case, RunSettings, SampleRecord
 from typed_eval.core.errors import InputError
-from typed_eval.core.settings import RunConfig
-from typed_eval.schemas import Case, RunSettings, SampleRecord
+from typed_eval.core.run_config import RunConfig
 
 __all__ = ["NO_TRACES", "CaseSpan", "Traces", "case_attributes", "case_name", "run_traces"]
 

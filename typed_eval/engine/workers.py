@@ -33,13 +33,13 @@ from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
+from typed_eval.contracts import RunStatus, SampleRecord
 from typed_eval.core.errors import EvaluatorError, ResultFileError
 from typed_eval.core.tasks import Task
 from typed_eval.engine.collector import Collector
 from typed_eval.engine.control import Budget, StopState
 from typed_eval.engine.evaluation import EvaluationResult, Sample, ToolChoice
 from typed_eval.providers.local_server import die_with_parent
-from typed_eval.schemas import RunStatus, SampleRecord
 
 __all__ = [
     "WorkerPool",

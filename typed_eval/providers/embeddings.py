@@ -22,11 +22,11 @@ from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult
 from pydantic_ai.embeddings.openai import OpenAIEmbeddingModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
+from typed_eval.contracts import Cost, TokenUsage
 from typed_eval.core.errors import EvaluatorError, ModelSetupError
 from typed_eval.core.secrets import Redactor
 from typed_eval.providers.resolve import is_loopback, safe_url
 from typed_eval.providers.transport import ResponseCache, http_client
-from typed_eval.schemas import Cost, TokenUsage
 
 __all__ = [
     "LOCAL_EMBEDDING_MODEL",

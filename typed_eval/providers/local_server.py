@@ -24,8 +24,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
+from typed_eval.contracts import AnswerMode
 from typed_eval.core.errors import ModelSetupError
-from typed_eval.schemas import AnswerMode
 
 __all__ = ["DEFAULT_LOCAL_MODEL", "LlamaServer", "LocalModel", "die_with_parent", "locate_local_model"]
 

@@ -12,9 +12,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TransferSpeedColumn
 
+from typed_eval.contracts import AnswerMode
 from typed_eval.core.errors import ModelSetupError
 from typed_eval.core.terminal import printable
-from typed_eval.schemas import AnswerMode
 
 __all__ = ["DEFAULT_OLLAMA_HOST", "OllamaModel", "ensure_ollama_model", "list_ollama_models", "ollama_host"]
 

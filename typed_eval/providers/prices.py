@@ -1,5 +1,7 @@
 """Refresh genai-prices' price data from the network for a run (`--update-prices`), for models released after
-the package was installed. Off by default, so a run prices as the installed data does and can be reproduced."""
+the package was installed. Off by default, so a run prices as the installed data does and can be reproduced.
+genai-prices holds its data for the whole process: the data of before comes back when the run ends, so what a
+library user prices after it (or a later run) is priced as before."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 from genai_prices import UpdatePrices
+from genai_prices.data_snapshot import get_snapshot, set_custom_snapshot
 from genai_prices.update_prices import DEFAULT_UPDATE_URL
 
 from typed_eval.core.errors import InputError
@@ -30,6 +33,7 @@ def updated_prices(url: str) -> Iterator[None]:
         raise InputError("not a URL (its port is not a number)", parameter="update_prices") from None
     if not parts.scheme.startswith("http"):
         raise InputError("give an http(s) URL of genai-prices' data", parameter="update_prices")
+    before = get_snapshot()
     updater = UpdatePrices(url=url)
     updater.start()
     try:
@@ -45,3 +49,4 @@ def updated_prices(url: str) -> Iterator[None]:
         yield
     finally:
         updater.stop()  # type: ignore[no-untyped-call]
+        set_custom_snapshot(before)

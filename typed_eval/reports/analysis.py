@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeAlias
 
+from typed_eval.contracts import Aggregate, SampleRecord
 from typed_eval.core.errors import InputError
 from typed_eval.core.scoring import UNGROUPED, counted_score
 from typed_eval.core.suite import CaseFacets
@@ -25,7 +26,6 @@ from typed_eval.reports.stats import (
     percentile,
     wilson_interval,
 )
-from typed_eval.schemas import Aggregate, SampleRecord
 
 __all__ = [
     "ALPHA",

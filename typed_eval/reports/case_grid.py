@@ -9,10 +9,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from typed_eval.contracts import LeaderboardRow
 from typed_eval.core.errors import ResultFileError
 from typed_eval.core.suite import Suite, find_suites
 from typed_eval.reports.formatting import count
-from typed_eval.schemas import LeaderboardRow
 
 if TYPE_CHECKING:
     from typed_eval.store.case_store import CaseRow, CaseStore

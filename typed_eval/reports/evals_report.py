@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from typed_eval.contracts import SampleRecord
 from typed_eval.core.errors import InputError, ResultFileError
 from typed_eval.core.evaluations import EVALUATIONS
 from typed_eval.core.terminal import printable
-from typed_eval.schemas import SampleRecord
 from typed_eval.store.storage import StoredRun, latest_records
 
 __all__ = ["evaluation_report"]

@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
 
+from typed_eval.contracts import LeaderboardRow
 from typed_eval.reports.analysis import RunAnalysis
 from typed_eval.reports.formatting import interval, number, p_value, signed
 from typed_eval.reports.stats import binomial_two_sided_p, holm_adjust, mcnemar_exact_p, wilson_interval
-from typed_eval.schemas import LeaderboardRow
 
 __all__ = [
     "FacetLine",

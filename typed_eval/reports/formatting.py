@@ -33,7 +33,7 @@ def number(value: float | None, digits: int = 2) -> str:
 
 
 def metric(name: str, value: float | None) -> str:
-    """A suite's figure: money when its name ends in `-usd` (`bfcl-mt-solved-usd`), else two decimals."""
+    """A suite's figure: money when its name ends in `-usd` (`solved-usd`), else two decimals."""
     return money(value) if name.endswith("-usd") else number(value)
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
+from typed_eval.contracts import LeaderboardRow, ModeComparison
 from typed_eval.core.errors import InputError
 from typed_eval.core.suite import Suite
 from typed_eval.reports.case_grid import GRID_FILTERS, GRID_LINES, GRID_TEXT, CaseGrid
@@ -31,8 +32,8 @@ from typed_eval.reports.mode_tables import (
 )
 from typed_eval.reports.pass_k import figure_text, pass_k_cells
 from typed_eval.reports.report_figures import retries_figure, scatter
-from typed_eval.reports.tables import GroupHeader, group_headers, metric_columns, suite_title
-from typed_eval.schemas import LeaderboardRow, ModeComparison
+from typed_eval.reports.suite_figures import GroupLine, Shown, figure_legend, group_lines, line_groups, run_figures
+from typed_eval.reports.tables import GroupHeader, group_headers, suite_title
 
 if TYPE_CHECKING:
     from typed_eval.store.case_store import CaseCell
@@ -113,8 +114,8 @@ def _section(
 ) -> dict[str, object]:
     chances = {round(r.chance, 1) for r in rows if r.chance is not None}
     chance = chances.pop() if len(chances) == 1 else None
-    metrics = metric_columns(rows)
-    shown = [(name, f"{name}: a figure the suite's task reports") for name in metrics]
+    figures = run_figures(rows)  # those per group are heatmaps of their own
+    shown = [(one.header, _tip(one)) for one in figures]
     passes = [(header, _PASS_K_TIP.format(k=header[5:])) for header, _ in pass_k_cells(rows)]
     return {
         "index": index,
@@ -124,11 +125,12 @@ def _section(
         + (f" · {CASE_SETS_NOTE}" if len(case_sets(rows)) > 1 else ""),
         "heads": _COLUMNS[:3] + shown + passes + _COLUMNS[3:],
         "rows": rows,
-        "metrics": metrics,
+        "metrics": [one.name for one in figures],
         "passes": len(passes),
         "scatter": Markup(scatter(rows, index, chance)),
         "compliance": _compliance(rows),
-        "heatmap": _heatmap(rows, header),
+        "heatmaps": _heatmaps(rows, header),
+        "legend": figure_legend(rows),
         "retries": Markup(retries_figure(rows, index)),
         "runs": [_run(r, examples.get(r.path, ())) for r in rows],
         "grid": None if grid is None else _grid(grid, rows),
@@ -169,23 +171,46 @@ def _colour(score: float) -> tuple[str, str]:
 _DASH = "\N{EN DASH}"
 
 
-def _heatmap(rows: Sequence[LeaderboardRow], header: GroupHeader) -> dict[str, object]:
+def _tip(one: Shown) -> str:
+    """A column's tooltip: what the suite says the figure is."""
+    about = one.figure.about or "a figure the suite's task reports"
+    return f"{one.header}: {about}"
+
+
+def _heatmaps(rows: Sequence[LeaderboardRow], header: GroupHeader) -> list[dict[str, object]]:
+    """A heatmap per figure of each group: the score per group (named as the score is), then each kind of the
+    suite's own figures per group, under the name the suite gives it (no group at all: one saying so)."""
+    lines = group_lines(rows)
+    if not lines:
+        return [{"caption": f"{rows[0].title if rows else 'Score'} per group", "heads": [], "lines": []}]
+    return [_heatmap(rows, header, line) for line in lines]
+
+
+def _heatmap(rows: Sequence[LeaderboardRow], header: GroupHeader, line: GroupLine) -> dict[str, object]:
     """A table with coloured cells rather than an image: lighter, and readable by screen readers and search."""
-    groups = list(dict.fromkeys(name for r in rows for name in r.classes))
+    groups = line_groups(rows, [line])
     lines = []
     for r in rows:
         cells: list[dict[str, object] | None] = []
         for name in groups:
-            value = r.classes.get(name)
+            value = _group_value(r, line, name)
             if value is None:
                 cells.append(None)
                 continue
             background, colour = _colour(value)
-            ci = r.class_ci95.get(name)
+            ci = r.class_ci95.get(name) if line.names is None else None
             tip = f"{name}: {value:.1f}" + (f" (95%: {interval(ci, between=_DASH)})" if ci else "")
             cells.append({"background": background, "colour": colour, "tip": tip, "value": value})
         lines.append({"label": _label(r), "row": r, "cells": cells})
-    return {"heads": [header(name) for name in groups], "lines": lines}
+    return {"caption": f"{line.label} per group", "heads": [header(name) for name in groups], "lines": lines}
+
+
+def _group_value(row: LeaderboardRow, line: GroupLine, group: str) -> float | None:
+    """The line's 0-100 figure for the group (a figure in dollars is no colour: None)."""
+    if line.names is None:
+        return row.classes.get(group)
+    name = line.names.get(group)
+    return None if name is None or name.endswith("-usd") else row.metrics.get(name)
 
 
 def _compliance(rows: Sequence[LeaderboardRow]) -> list[dict[str, object]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from typed_eval.schemas import SampleRecord
+from typed_eval.contracts import SampleRecord
 
 __all__ = ["MAX_TEXT", "InvalidExample", "InvalidExamples", "invalid_examples"]
 

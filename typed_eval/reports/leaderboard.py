@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from typed_eval.contracts import LeaderboardRow, SampleRecord, Scores, is_text_mode
+from typed_eval.contracts.leaderboard_row import Figures
 from typed_eval.core.errors import InputError, ResultFileError
 from typed_eval.core.retries import RetryBook, RetryEconomics
 from typed_eval.core.scoring import ScoreBook, relaxed_score, with_relaxed_reading
@@ -21,7 +23,6 @@ from typed_eval.reports.analysis import Comparison, RunAnalysis, analyse, compar
 from typed_eval.reports.invalid_examples import InvalidExample, InvalidExamples
 from typed_eval.reports.pass_k import PassHatK, TrialBook
 from typed_eval.reports.stats import pareto_front
-from typed_eval.schemas import LeaderboardRow, SampleRecord, Scores, is_text_mode
 from typed_eval.store.storage import RECORDS_FILE, SUMMARY_FILE, StoredRun, latest_records, load_runs
 
 __all__ = [
@@ -222,8 +223,11 @@ def _row(run: StoredRun, read: RunRead, suite: Suite[Any] | None) -> Leaderboard
         and score is not None
     )
     metrics: dict[str, float | None] = {}
+    made = suite.row_metrics(scores) if scored and suite is not None and suite.row_metrics else {}
     if scored:
-        metrics = scores.metrics | (suite.row_metrics(scores) if suite is not None and suite.row_metrics else {})
+        metrics = scores.metrics | made
+    shown = _shown(suite, metrics)
+    labels = made.labels if isinstance(made, Figures) else {}  # what the suite says its figures are
     first = read.first_attempt
     no_retry = suite.row_metrics(first) if scored and first and suite is not None and suite.row_metrics else {}
     known_cost = scores.totals.cost_usd is not None and scores.totals.cost_complete
@@ -245,7 +249,8 @@ def _row(run: StoredRun, read: RunRead, suite: Suite[Any] | None) -> Leaderboard
         classes={g.group: g.score for g in scores.groups} if scored else {},
         metrics=metrics,
         metrics_no_retry=no_retry,
-        columns=_shown(suite, metrics),
+        columns=shown,
+        figures={name: labels[name] for name in shown if name in labels},
         group_columns=suite.group_columns if suite is not None else True,
         relaxed_column=suite.relaxed_column if suite is not None else False,
         samples=scores.samples,

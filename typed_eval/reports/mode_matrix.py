@@ -9,11 +9,11 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, TypeVar
 
+from typed_eval.contracts import AnswerMode, GroupPair, LeaderboardRow, ModeCell, ModeComparison, ModePair
 from typed_eval.core.errors import InputError
 from typed_eval.reports.analysis import RunAnalysis, compare, within_group
 from typed_eval.reports.leaderboard import Board, build_board
 from typed_eval.reports.stats import holm_adjust
-from typed_eval.schemas import AnswerMode, GroupPair, LeaderboardRow, ModeCell, ModeComparison, ModePair
 from typed_eval.store.storage import StoredRun
 
 __all__ = ["MODE_ORDER", "mode_comparisons", "run_key"]

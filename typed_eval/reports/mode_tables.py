@@ -10,10 +10,11 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
+from typed_eval.contracts import GroupPair, ModeComparison, ModePair
 from typed_eval.core.terminal import json_printable, printable
+from typed_eval.reports.exports import csv_value
 from typed_eval.reports.formatting import interval, money_fixed, number, p_value, percent, signed
-from typed_eval.reports.tables import csv_value, escape_cell, print_table
-from typed_eval.schemas import GroupPair, ModeComparison, ModePair
+from typed_eval.reports.tables import escape_cell, print_table
 
 __all__ = [
     "GROUP_HEADERS",

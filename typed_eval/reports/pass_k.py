@@ -29,11 +29,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from typed_eval.contracts import SampleRecord
+from typed_eval.contracts.leaderboard_row import LeaderboardRow, PassK
 from typed_eval.core.scoring import UNGROUPED
 from typed_eval.reports.formatting import count, interval, number
 from typed_eval.reports.stats import bootstrap_ci
-from typed_eval.schemas import SampleRecord
-from typed_eval.schemas.leaderboard import LeaderboardRow, PassK
 
 __all__ = [
     "PASS_K_NOTES",

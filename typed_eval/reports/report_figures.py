@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
+from typed_eval.contracts import LeaderboardRow
 from typed_eval.reports.formatting import money, money_tick
 from typed_eval.reports.tables import retry_cost_share
-from typed_eval.schemas import LeaderboardRow
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -1,15 +1,11 @@
-"""Leaderboard rows rendered as text: rich tables that fit an 80-column terminal (or one wide table), a public
-benchmark's markdown table with our columns after its own, CSV and JSON; and a paired comparison of two runs."""
+"""Leaderboard rows rendered as text: rich tables that fit an 80-column terminal (or one wide table), and a public
+benchmark's markdown table with our columns after its own (CSV, JSON and comparisons: `reports/exports.py`)."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import re
-import textwrap
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from rich import box
@@ -18,25 +14,23 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from typed_eval.contracts import LeaderboardRow
 from typed_eval.core.suite import Suite
-from typed_eval.core.terminal import json_printable, printable
-from typed_eval.reports.analysis import ALPHA, Comparison
-from typed_eval.reports.formatting import interval, metric, money_table, number, p_value, percent, signed
+from typed_eval.core.terminal import printable
+from typed_eval.reports.formatting import interval, metric, money_table, number, percent
 from typed_eval.reports.leaderboard import CASE_SETS_NOTE, case_sets, installed_suites
-from typed_eval.reports.pass_k import PASS_K_NOTES, comparison_lines, csv_fields, csv_values, pass_k_cells
-from typed_eval.schemas import LeaderboardRow
+from typed_eval.reports.pass_k import PASS_K_NOTES, pass_k_cells
+from typed_eval.reports.suite_figures import GroupLine, figure_legend, group_lines, line_groups, run_figures
 
 __all__ = [
-    "comparison_json",
-    "csv_value",
     "escape_cell",
     "group_headers",
+    "metric_columns",
+    "pass_k_columns",
     "print_table",
-    "render_comparison",
-    "render_csv",
-    "render_json",
     "render_markdown",
     "render_rich",
+    "row_label",
 ]
 
 NOTES = (
@@ -78,7 +72,7 @@ def _cost(row: LeaderboardRow) -> str:
     return ("" if row.cost_complete else ">=") + _usd(row.cost_usd, row)
 
 
-def _label(row: LeaderboardRow) -> str:
+def row_label(row: LeaderboardRow) -> str:
     marks = [row.mode, *(["imported"] if row.imported else []), *(["batch"] if row.batch else [])]
     if row.status == "partial":
         marks.append("partial")
@@ -121,7 +115,7 @@ def _dnf(cell: Callable[[LeaderboardRow], str]) -> Callable[[LeaderboardRow], st
 
 
 NR = Column("Nr", lambda r: "" if r.rank is None else str(r.rank))
-MODEL = Column("Model", _label, text=True)
+MODEL = Column("Model", row_label, text=True)
 GROUP = Column("Grp", lambda r: "" if r.rank_group is None else str(r.rank_group))
 CASES = Column("Cases", _cases)
 CI = Column("95% CI", lambda r: interval(r.score_ci95))
@@ -157,7 +151,7 @@ def retry_cost_share(row: LeaderboardRow) -> float | None:
 
 RETRY_COST = Column("Retry cost", lambda r: percent(retry_cost_share(r)))
 """The share of the run's cost spent on corrective retries."""
-MODEL_AND_RUN = Column("Model / run", lambda r: f"{_label(r)}\n{r.run_id}", text=True)
+MODEL_AND_RUN = Column("Model / run", lambda r: f"{row_label(r)}\n{r.run_id}", text=True)
 
 
 RELAXED = Column("Relaxed", _dnf(lambda r: number(r.score_relaxed)))
@@ -180,22 +174,41 @@ def metric_columns(rows: Sequence[LeaderboardRow]) -> list[str]:
 
 
 def _class_columns(rows: Sequence[LeaderboardRow], header: GroupHeader = str) -> list[Column]:
-    """A column per group (headed as the suite's `header` says) unless the suite leaves them out, then one per
-    metric the suite shows (a figure per problem size, or a public benchmark's own totals)."""
-    names: dict[str, None] = {}
-    for row in rows:
-        if row.group_columns:
-            names.update(dict.fromkeys(row.classes))
-    groups = [Column(header(name), _group_cell(name)) for name in names]
-    return groups + [Column(name, _metric_cell(name)) for name in metric_columns(rows)]
+    """A column per group (headed as the suite's `header` says) unless the suite leaves them out, then one per figure
+    the suite shows (a figure per problem size, or a public benchmark's own totals) under the name it gives it, those
+    of the whole run first. When the suite has figures of its own per group, each group's column says which figure
+    it holds (`easy Score`, `easy Recall`)."""
+    lines = group_lines(rows)
+    kinds = [line for line in lines if line.names is not None]
+    columns = [
+        Column(header(name) + (f" {line.label}" if kinds else ""), _group_cell(line, name))
+        for line in lines
+        if line.names is None
+        for name in line_groups(rows, [line])
+    ]
+    columns += [Column(one.header, _metric_cell(one.name)) for one in run_figures(rows)]
+    return columns + [
+        Column(f"{header(name)} {line.label}", _group_cell(line, name))
+        for line in kinds
+        for name in line_groups(rows, [line])
+    ]
 
 
-def _group_cell(name: str) -> Callable[[LeaderboardRow], str]:
-    return lambda row: "" if row.status == "dnf" else number(row.classes.get(name))
+def _group_cell(line: GroupLine, group: str) -> Callable[[LeaderboardRow], str]:
+    return lambda row: line.value(row, group)
 
 
 def _metric_cell(name: str) -> Callable[[LeaderboardRow], str]:
     return lambda row: "" if row.status == "dnf" else metric(name, row.metrics.get(name))
+
+
+def _constant(text: str) -> Callable[[LeaderboardRow], str]:
+    return lambda row: text
+
+
+def _lines_cell(lines: Sequence[GroupLine], group: str) -> Callable[[LeaderboardRow], str]:
+    """A group's figures in a row, a line each."""
+    return lambda row: "\n".join(line.value(row, group) for line in lines)
 
 
 def _relaxed(rows: Sequence[LeaderboardRow]) -> list[Column]:
@@ -244,7 +257,9 @@ def render_markdown(
         for cases, mine in case_sets(rows_of_suite) if only is None or suite == only else []:
             columns = _markdown_columns(mine, headers(suite))
             shown = columns[: 3 + len(_class_columns(mine))] if only is not None else columns
-            tables.append((f"{suite} ({cases})" if cases else suite, _markdown_table(mine, shown)))
+            legend = figure_legend(mine)
+            table = _markdown_table(mine, shown) + ("" if legend is None else f"\n{legend}\n")
+            tables.append((f"{suite} ({cases})" if cases else suite, table))
     if len(tables) == 1:
         return tables[0][1]
     return "\n".join(f"### {printable(suite)}\n\n{table}" for suite, table in tables)
@@ -280,25 +295,35 @@ def render_rich(
     wide: bool = False,
     suites: Mapping[str, Suite[Any]] | None = None,
 ) -> None:
-    """Per suite: the headline table (scores, intervals, baselines, cost per correct answer, latency), the
-    scores per group, then format compliance and cost, each fitting 100 columns; `wide`: one table with
-    every column, as wide as it needs."""
+    """Per suite: the headline table (scores, intervals, baselines, cost per correct answer, latency), the suite's
+    own figures under their names with a legend saying what each is, the figures per group (a line per figure when
+    there are several), then format compliance and cost, each fitting 100 columns; `wide`: one table with every
+    column, as wide as it needs."""
     headers = group_headers(suites)
     for suite, mine, cases in ((s, m, c) for s, of_suite in _by_suite(rows) for c, m in case_sets(of_suite)):
         name = suite_title(suite, mine) + (f" ({cases})" if cases else "")
         notes = f"{NOTES} {CASE_SETS_NOTE}" if cases else NOTES
-        score, classes = _score_column(mine), _class_columns(mine, headers(suite))
+        legend = figure_legend(mine)
         if wide:
-            _rich_table(console, name, mine, _markdown_columns(mine, headers(suite)), wrap=False, notes=notes)
+            wide_notes = notes if legend is None else f"{notes} {legend}"
+            _rich_table(console, name, mine, _markdown_columns(mine, headers(suite)), wrap=False, notes=wide_notes)
             continue
-        options = any(r.chance is not None for r in mine)  # no options to guess among: the suite's own figures
-        baselines = [CHANCE, FAVOURITE] if options else classes
-        headline = [NR, GROUP, MODEL_AND_RUN, CASES, score, CI, *baselines, VALID, PER_CORRECT, LATENCY]
+        baselines = [CHANCE, FAVOURITE] if any(r.chance is not None for r in mine) else []
+        headline = [NR, GROUP, MODEL_AND_RUN, CASES, _score_column(mine), CI, *_relaxed(mine), *baselines, VALID,
+                    PER_CORRECT, LATENCY]  # fmt: skip
         _rich_table(console, name, mine, headline + _repeated(mine), wrap=True, notes=notes)
         if passes := pass_k_columns(mine, stacked=True):
             _rich_table(console, f"{name}: pass^k", mine, [NR, MODEL, CASES, *passes], wrap=True, notes=PASS_K_NOTES)
-        if (classes or _relaxed(mine)) and options:
-            _rich_table(console, f"{name} by group", mine, [NR, MODEL, score, *_relaxed(mine), *classes], wrap=True)
+        if whole := [Column(one.header, _metric_cell(one.name)) for one in run_figures(mine)]:
+            _rich_table(console, f"{name}: the suite's own figures", mine, [NR, MODEL, *whole], wrap=True, notes=legend)
+            legend = None
+        lines = group_lines(mine)
+        if groups := line_groups(mine, lines):
+            label = [Column("Figure", _constant("\n".join(line.label for line in lines)), text=True)]
+            lead = [NR, MODEL, *(label if len(lines) > 1 else [])]  # repeated when the table goes on
+            by_group = [Column(headers(suite)(group), _lines_cell(lines, group)) for group in groups]
+            title = f"{name} by group"
+            _rich_table(console, title, mine, lead + by_group, wrap=True, notes=legend, fixed=len(lead))
         compliance = [
             NR, MODEL, VALID, VALID_FINAL, NO_RETRY, RETRIES, RETRY_COST, INVALID, MISSING, ERRORS, COST, USAGE,
         ]  # fmt: skip
@@ -313,12 +338,14 @@ def _rich_table(
     *,
     wrap: bool,
     notes: str | None = None,
+    fixed: int = 1,
 ) -> None:
+    """`print_table` of the rows' cells; a table that goes on repeats its first `fixed` columns (and the names)."""
     # cells are Text, never markup: a model named `[link=...]x[/link]` or holding `[/]` is shown as it is written
     cells = [[printable(column.cell(row)) for column in columns] for row in rows]
     headers = [(printable(column.header), column.text) for column in columns]
     names = [index for index, column in enumerate(columns) if column in (MODEL, MODEL_AND_RUN)]
-    print_table(console, title, headers, cells, wrap=wrap, names=names[0] if names else None, notes=notes)
+    print_table(console, title, headers, cells, wrap=wrap, names=names[0] if names else None, notes=notes, fixed=fixed)
     console.print()
 
 
@@ -381,6 +408,31 @@ def _part(
     return _table([headers[i] for i in columns], [[line[i] for i in columns] for line in cells], wrap=True)
 
 
+_PIECE = re.compile(r"[^\s_-]*[-_]|[^\s_-]+|\s+")
+"""A header's pieces: a word up to and with a hyphen or an underscore after which it may break, or a space."""
+
+
+def stacked(header: str, width: int) -> str:
+    """The header on lines of `width` characters or fewer (or its longest piece), broken at spaces and after a hyphen
+    or an underscore (`set_easy` over a column of figures as set_ / easy): a column is no wider than its
+    figures need."""
+    pieces = _PIECE.findall(header)
+    width = max([width, *(len(piece) for piece in pieces if not piece.isspace())])
+    lines = [""]
+    space = False
+    for piece in pieces:
+        if piece.isspace():
+            space = bool(lines[-1])
+            continue
+        joined = lines[-1] + (" " if space else "") + piece
+        if len(joined) > width and lines[-1]:
+            lines.append(piece)
+        else:
+            lines[-1] = joined
+        space = False
+    return "\n".join(lines)
+
+
 def _table(headers: Sequence[tuple[str, bool]], cells: Sequence[Sequence[str]], *, wrap: bool) -> Table:
     """The table (its title is printed above it, wrapped at the console's width, not the table's)."""
     table = Table(
@@ -392,102 +444,9 @@ def _table(headers: Sequence[tuple[str, bool]], cells: Sequence[Sequence[str]], 
     for index, (header, text) in enumerate(headers):
         widest = max((len(part) for line in cells for part in line[index].splitlines()), default=0)
         if wrap:  # a header stacks over its column: "great grand-child" as great / grand- / child
-            header = textwrap.fill(header, max(widest, *(len(part) for part in re.findall(r"[^\s-]+-?", header))))
+            header = stacked(header, widest)
         justify: JustifyMethod = "left" if text else "right"
         table.add_column(Text(header), justify=justify, no_wrap=True, min_width=widest)
     for line in cells:
         table.add_row(*(Text(cell) for cell in line))
     return table
-
-
-CSV_FIELDS = (
-    "samples", "correct", "incorrect", "missing", "errors", "valid_first_try", "corrective_retries", "invalid_outputs",
-    "requests", "input_tokens", "output_tokens", "cost_usd", "wall_s", "complete", "cases", "repeats",
-    "score_ci95_low", "score_ci95_high", "rank_group", "chance", "favourite_position", "favourite_position_score",
-    "cost_per_case_usd", "cost_per_correct_usd", "score_per_usd", "pareto", "latency_median_s", "latency_p95_s",
-    "valid_after_retries", "consistency", "rate_limited", "wait_s",
-)  # fmt: skip
-
-
-def csv_value(value: object) -> object:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return printable(value)
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:.6f}".rstrip("0")
-    return value
-
-
-def render_csv(rows: Sequence[LeaderboardRow]) -> str:
-    """A line per run: the groups' scores, `CSV_FIELDS`, the relaxed score when a suite shows it, then each metric
-    a suite shows as a column, and each again as it was with no corrective retry (`NAME_no_retry`) when a run used
-    some."""
-    classes = list(dict.fromkeys(name for row in rows for name in row.classes))
-    metrics = [name for name in metric_columns(rows) if name not in (*CSV_FIELDS, "score_relaxed")]
-    no_retry = [name for name in metrics if any(name in r.metrics_no_retry for r in rows)]
-    passes = [name for column in pass_k_columns(rows) for name in csv_fields(column.header)]
-    fields = (
-        CSV_FIELDS
-        + (("score_relaxed",) if any(r.relaxed_column for r in rows) else ())
-        + tuple(metrics)
-        + tuple(f"{name}_no_retry" for name in no_retry)
-        + tuple(passes)
-    )
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(
-        ["rank", "suite", "model", "mode", "run_id", "status", "imported", "score", *map(printable, classes), *fields]
-    )
-    for r in rows:
-        values = r.model_dump()
-        low, high = r.score_ci95 or (None, None)
-        values |= {"score_ci95_low": low, "score_ci95_high": high}
-        values |= {name: r.metrics.get(name) for name in metrics}
-        values |= {f"{name}_no_retry": r.metrics_no_retry.get(name, r.metrics.get(name)) for name in no_retry}
-        values |= dict.fromkeys(passes) | csv_values(r.pass_k)
-        writer.writerow(
-            [r.rank, *map(printable, (r.suite, r.model)), r.mode, printable(r.run_id), r.status, r.imported]
-            + [number(r.score)]
-            + [number(r.classes.get(c)) for c in classes]
-            + [csv_value(values[field]) for field in fields]
-        )
-    return out.getvalue()
-
-
-def render_json(rows: Sequence[LeaderboardRow]) -> str:
-    return json_printable(json.dumps([r.model_dump(mode="json") for r in rows], indent=2, ensure_ascii=False)) + "\n"
-
-
-def comparison_json(comparison: Comparison, a: LeaderboardRow, b: LeaderboardRow) -> str:
-    data = asdict(comparison) | {"a": _identity(a), "b": _identity(b)}
-    data["difference_ci95"] = list(comparison.difference_ci95)
-    return json_printable(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
-
-
-def _identity(row: LeaderboardRow) -> dict[str, object]:
-    found: dict[str, object] = {"model": row.model, "mode": row.mode, "run_id": row.run_id, "path": row.path}
-    passes = {"pass_k": [f.model_dump(mode="json") for f in row.pass_k]} if row.pass_k else {}
-    return found | {"score": row.score} | passes
-
-
-def render_comparison(comparison: Comparison, a: LeaderboardRow, b: LeaderboardRow) -> str:
-    """The paired comparison in a few lines: counts, the test, and the difference with its interval."""
-    c = comparison
-    test = "McNemar exact" if c.test == "mcnemar" else "sign test"
-    verdict = "a difference" if c.p_value < ALPHA else "no difference shown"
-    lines = [
-        f"A: {_label(a)}  {number(a.score)}  [{a.run_id}]",
-        f"B: {_label(b)}  {number(b.score)}  [{b.run_id}]",
-        f"paired cases {c.paired}: both right {c.both_correct}, only A {c.only_a}, only B {c.only_b}, "
-        f"neither {c.neither}",
-    ]
-    if c.test == "sign":
-        lines.append(f"A scored higher on {c.a_better} cases, B on {c.b_better}")
-    lines += [
-        f"{test}: p = {p_value(c.p_value)} ({verdict} at {ALPHA})",
-        f"difference A - B: {signed(c.difference)} points, 95% CI {signed(c.difference_ci95[0])} to "
-        f"{signed(c.difference_ci95[1])} (paired bootstrap)",
-        *comparison_lines(a.pass_k, b.pass_k),
-    ]
-    return printable("\n".join(lines)) + "\n"

@@ -20,8 +20,8 @@ from pathlib import Path
 import duckdb
 from pydantic import ValidationError
 
+from typed_eval.contracts import SampleRecord
 from typed_eval.core.errors import InputError, ResultFileError
-from typed_eval.schemas import SampleRecord
 from typed_eval.store.case_tables import RunTable, load_run_table, make_searchable
 from typed_eval.store.case_views import (
     FILTERS,

@@ -8,9 +8,9 @@ from typing import Any, Literal
 
 from pydantic import JsonValue
 
+from typed_eval.contracts import RunSummary, SampleRecord
 from typed_eval.core.counted_score import counted_score
 from typed_eval.core.errors import InputError
-from typed_eval.schemas import RunSummary, SampleRecord
 from typed_eval.store.storage import RUNNING, StoredRun
 
 __all__ = [

@@ -10,8 +10,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from typed_eval.contracts import SCHEMA_VERSION
 from typed_eval.core.suite import StoredFormat, find_suites
-from typed_eval.schemas import SCHEMA_VERSION
 
 __all__ = ["UnknownFormat", "migrate_record", "migrate_summary", "migrated_record", "stored_formats"]
 

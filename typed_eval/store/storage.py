@@ -20,9 +20,9 @@ from typing import IO
 
 from pydantic import ValidationError
 
+from typed_eval.contracts import SCHEMA_VERSION, RunSummary, SampleRecord
 from typed_eval.core.errors import ResultFileError
 from typed_eval.core.suite import StoredFormat
-from typed_eval.schemas import SCHEMA_VERSION, RunSummary, SampleRecord
 from typed_eval.store.migrations import UnknownFormat, migrate_summary, migrated_record, stored_formats
 
 __all__ = [

@@ -21,13 +21,13 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_core import to_jsonable_python
 
+from typed_eval.contracts import Cost, TokenUsage
 from typed_eval.core.attempts import UserPrices, sample_cost, sample_usage
 from typed_eval.core.errors import EvaluatorError, InputError
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.tasks import Task
-from typed_eval.providers.models import PreparedModel, open_model
+from typed_eval.providers.prepared_model import PreparedModel, open_model
 from typed_eval.providers.resolve import ResolvedModel, without_forced_tool_choice
-from typed_eval.schemas import Cost, TokenUsage
 from typed_eval.suites.case_files.assertions import Graded
 
 __all__ = [

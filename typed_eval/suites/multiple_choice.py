@@ -13,12 +13,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic_ai.models import Model
 from pydantic_core import PydanticCustomError
 
-from farel_bench import TAG_INSTRUCTION
-from typed_eval.core.settings import RunConfig
+from typed_eval.contracts import AnswerMode, Case, Quiz, SampleRecord, is_text_mode
+from typed_eval.core.run_config import RunConfig
 from typed_eval.core.suite import AnswerLine, answer_lines
 from typed_eval.core.tasks import Task, TextReader
 from typed_eval.engine.evaluation import EvaluationResult, evaluate
-from typed_eval.schemas import AnswerMode, Case, Quiz, SampleRecord, is_text_mode
+from typed_eval.suites.farel.generator import TAG_INSTRUCTION
 
 __all__ = [
     "ANSWER_TOOL",

@@ -17,10 +17,10 @@ from pydantic_ai.models.test import TestModel
 
 from typed_eval.core.attempts import UserPrices
 from typed_eval.core.errors import EvaluatorError
-from typed_eval.core.settings import RunConfig
+from typed_eval.core.run_config import RunConfig
 from typed_eval.core.simulated_user import SimulatedUser
 from typed_eval.core.tasks import Task
-from typed_eval.providers.models import PreparedModel, open_model
+from typed_eval.providers.prepared_model import PreparedModel, open_model
 from typed_eval.suites.judge import asked_as_the_run
 
 __all__ = ["Simulating", "simulated"]

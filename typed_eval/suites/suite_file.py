@@ -12,11 +12,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from typed_eval.contracts import Case
 from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.errors import TaskError
 from typed_eval.core.suite import file_suite
 from typed_eval.core.tasks import Task
-from typed_eval.schemas import Case
 
 __all__ = ["SUITE_FILE", "load_suite_file"]
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from typed_eval.contracts import Attempt, LeaderboardRow, SampleRecord
 from typed_eval.core.errors import InputError
 from typed_eval.core.suite import Suite, answer_lines
 from typed_eval.core.terminal import printable
@@ -19,8 +20,7 @@ from typed_eval.reports.formatting import count, interval, metric, money, number
 from typed_eval.reports.html import CellView, cell_view, render
 from typed_eval.reports.leaderboard import Board
 from typed_eval.reports.pass_k import pass_k_cells
-from typed_eval.reports.tables import metric_columns
-from typed_eval.schemas import Attempt, LeaderboardRow, SampleRecord
+from typed_eval.reports.suite_figures import figure_legend, shown_figures
 from typed_eval.store.case_store import FILTERS, PER_RUN_SORTS, CaseCell, CaseDetail, CasePage, RunEntry
 
 __all__ = ["case", "cases", "error", "leaderboard"]
@@ -77,7 +77,7 @@ def leaderboard(entries: Sequence[RunEntry], board: Board, unreadable: Sequence[
 def _suite_board(
     suite: str, rows: Sequence[LeaderboardRow], board: Board, keys: Mapping[str, str]
 ) -> dict[str, object]:
-    metrics = metric_columns(rows)
+    figures = shown_figures(rows)  # each under the name the suite gives it; the score not again
     passes = pass_k_cells(rows)
     lines = []
     for row in rows:
@@ -92,7 +92,7 @@ def _suite_board(
                 "href": _href("/cases", runs=key),
                 "score": number(row.score, 1),
                 "ci": interval(row.score_ci95, between=" to "),
-                "metrics": [_metric(row, name) for name in metrics],
+                "metrics": [_metric(row, one.name) for one in figures],
                 "valid": number(row.valid_first_try, 1),
                 "retries": row.corrective_retries,
                 "cost": _cost(row.cost_usd),
@@ -105,8 +105,10 @@ def _suite_board(
     best, paired = _paired(rows, board, keys)
     title = rows[0].title if rows else "Score"
     profiles, facet_paired = _profiles(rows, board)
-    return {"suite": suite, "title": title, "metrics": metrics, "rows": lines, "best": best, "paired": paired,
-            "profiles": profiles, "facet_pairs": facet_paired, "passes": [header for header, _ in passes]}  # fmt: skip
+    heads = [(one.header, one.figure.about) for one in figures]
+    return {"suite": suite, "title": title, "metrics": heads, "legend": figure_legend(rows), "rows": lines,
+            "best": best, "paired": paired, "profiles": profiles, "facet_pairs": facet_paired,
+            "passes": [header for header, _ in passes]}  # fmt: skip
 
 
 def _profiles(rows: Sequence[LeaderboardRow], board: Board) -> tuple[list[dict[str, object]], list[dict[str, object]]]:

@@ -15,11 +15,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from typed_eval.contracts import AnswerMode, Case, GroupScore, RunSummary, SampleRecord, Scores, is_text_mode
 from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.money import money
 from typed_eval.core.suite import AnswerLine, Suite
 from typed_eval.core.tasks import Score, Task, TextReader
-from typed_eval.schemas import AnswerMode, Case, GroupScore, RunSummary, SampleRecord, Scores, is_text_mode
 from typed_eval.suites.bfcl.categories import MULTI_TURN_CATEGORIES, parse_categories
 from typed_eval.suites.bfcl.checker import Decoded, check_reply
 from typed_eval.suites.bfcl.data import (
@@ -32,10 +32,10 @@ from typed_eval.suites.bfcl.data import (
     load_sample,
 )
 from typed_eval.suites.bfcl.multi_turn.backend import check_installed
+from typed_eval.suites.bfcl.multi_turn.backend_pool import BackendPool
 from typed_eval.suites.bfcl.multi_turn.cases import load_multi_turn
 from typed_eval.suites.bfcl.multi_turn.task import MultiTurnRunner, multi_turn_case
-from typed_eval.suites.bfcl.multi_turn.viewer import cause_metrics, trajectory_lines
-from typed_eval.suites.bfcl.multi_turn.workers import BackendPool
+from typed_eval.suites.bfcl.multi_turn.turn_view import cause_metrics, trajectory_lines
 from typed_eval.suites.bfcl.prompting import decode_prompt_reply, prompt_messages
 from typed_eval.suites.bfcl.scores import Aggregate, CategoryScore, summarize
 from typed_eval.suites.bfcl.source_calls import tree_sitter_needed

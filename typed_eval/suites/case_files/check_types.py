@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from typed_eval.contracts import Cost, TokenUsage
 from typed_eval.core.errors import TaskError
-from typed_eval.schemas import Cost, TokenUsage
 from typed_eval.suites.case_files import yaml12
 from typed_eval.suites.case_files.js import (
     JsonError,

@@ -8,10 +8,10 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
+from typed_eval.contracts import Case, Cost, TokenUsage
 from typed_eval.core.attempts import added_cost, added_usage
 from typed_eval.core.errors import TaskError
 from typed_eval.core.tasks import Score, Task
-from typed_eval.schemas import Case, Cost, TokenUsage
 from typed_eval.suites.case_files.assertions import (
     Assertion,
     Output,

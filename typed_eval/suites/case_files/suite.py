@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from typed_eval.contracts import AnswerMode, Case, SampleRecord
 from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.errors import InputError, TaskError
 from typed_eval.core.suite import AnswerLine, answer_lines, file_suite
 from typed_eval.core.tasks import Task, TextReader
-from typed_eval.schemas import AnswerMode, Case, SampleRecord
 from typed_eval.suites.case_files.assertions import (
     compile_assertion,
     json_text,

@@ -21,9 +21,9 @@ from pydantic_evals import Case as EvalsCase
 from pydantic_evals import Dataset as EvalsDataset
 from pydantic_evals.evaluators import Evaluator
 
+from typed_eval.contracts import Case
 from typed_eval.core.errors import InputError
 from typed_eval.core.named import import_named
-from typed_eval.schemas import Case
 
 __all__ = ["case_id", "evaluator_types", "load_dataset", "output_type", "render_inputs", "to_case"]
 

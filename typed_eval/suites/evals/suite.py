@@ -13,12 +13,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from typed_eval.contracts import RunSummary, SampleRecord
 from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.errors import InputError
 from typed_eval.core.evaluations import EVALUATIONS
 from typed_eval.core.suite import AnswerLine, Suite, SuiteFlag
 from typed_eval.core.tasks import Task, TextReader
-from typed_eval.schemas import RunSummary, SampleRecord
 
 __all__ = ["PYDANTIC_EVALS", "DatasetParams"]
 
@@ -56,9 +56,9 @@ class DatasetParams(BaseModel):
 
 def _build(params: DatasetParams) -> tuple[Task[Any], Dataset]:
     try:  # the optional extra: without it the suite is still listed, and says what to install
+        from typed_eval.suites.evals.evaluator_scoring import DatasetScorer
         from typed_eval.suites.evals.loading import evaluator_types, load_dataset, output_type, to_case
         from typed_eval.suites.evals.schema_output import schema_output
-        from typed_eval.suites.evals.scoring import DatasetScorer
     except ImportError as exc:
         raise InputError(f"reading a pydantic_evals dataset needs pydantic-evals: pip install 'typed-eval[evals]' "
                          f"({exc})") from None  # fmt: skip

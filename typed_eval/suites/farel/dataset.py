@@ -1,4 +1,4 @@
-"""FaRel's quizzes as a dataset: generated as `farel_bench.py` generates them, or read from a FaRel CSV (a file or
+"""FaRel's quizzes as a dataset: generated as `farel.py` generates them, or read from a FaRel CSV (a file or
 standard input); the dataset's MD5 is that of its farel-bench CSV bytes, as the published one's."""
 
 from __future__ import annotations
@@ -6,12 +6,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 
-import farel_bench
+from typed_eval.contracts import Case, DatasetInfo
 from typed_eval.core.datasets import Dataset, bounded_size, survey
 from typed_eval.core.errors import InputError
 from typed_eval.core.sources import read_csv_source
 from typed_eval.core.tasks import Task
-from typed_eval.schemas import Case, DatasetInfo
+from typed_eval.suites.farel import generator as farel
 from typed_eval.suites.farel.quiz import FarelQuiz
 from typed_eval.suites.multiple_choice import OptionAnswer, multiple_choice_task
 
@@ -35,31 +35,31 @@ def quiz_of(case: Case) -> FarelQuiz:
 
 
 def _csv_line(case: Case) -> bytes:
-    return (farel_bench.csv_line(quiz_of(case)) + "\n").encode("utf-8")
+    return (farel.csv_line(quiz_of(case)) + "\n").encode("utf-8")
 
 
 def generated_dataset(
     length: int, number: int, seed: int | None, *, shuffle: bool, template: str | None = None, unambiguous: bool = False
 ) -> Dataset:
-    """The quizzes `farel_bench.py -l length -n number -r seed [-s]` writes, and that CSV's MD5."""
+    """The quizzes `farel.py -l length -n number -r seed [-s]` writes, and that CSV's MD5."""
     for name, value in (("length", length), ("number", number)):
         if value < 1:
             raise InputError(f"must be at least 1, got {value}", parameter=name)
     try:
-        prompt = farel_bench.decode_template(template) if template is not None else farel_bench.DEFAULT_TEMPLATE
-    except farel_bench.FarelFormatError as exc:
+        prompt = farel.decode_template(template) if template is not None else farel.DEFAULT_TEMPLATE
+    except farel.FarelFormatError as exc:
         raise InputError(str(exc)) from None
 
     degrees = min(length, 12)  # past 12 the names run out (FarelLengthError, while generating)
     total = bounded_size(number, "number", per=degrees * (degrees + 3) // 2)  # degree d has d + 1 classes
 
     def source() -> Iterator[Case]:
-        quizzes = farel_bench.generate(length, number, seed, shuffle=shuffle, template=prompt, unambiguous=unambiguous)
+        quizzes = farel.generate(length, number, seed, shuffle=shuffle, template=prompt, unambiguous=unambiguous)
         return (quiz.to_case() for quiz in quizzes)
 
     try:
         sizes, md5, source = survey(source, _csv_line, total=total)
-    except farel_bench.FarelLengthError as exc:
+    except farel.FarelLengthError as exc:
         raise InputError(str(exc)) from None
     params = {"length": length, "number": number, "seed": seed, "shuffle": shuffle}
     if unambiguous:
@@ -73,11 +73,11 @@ def read_dataset(path: str) -> Dataset:
     raw, text, where = read_csv_source(path, "FaRel CSV")
 
     def source() -> Iterator[Case]:
-        return (quiz.to_case() for quiz in farel_bench.iter_csv(text.splitlines(), source=where))
+        return (quiz.to_case() for quiz in farel.iter_csv(text.splitlines(), source=where))
 
     try:
         sizes, _, source = survey(source, None)
-    except farel_bench.FarelFormatError as exc:
+    except farel.FarelFormatError as exc:
         raise InputError(f"malformed CSV: {exc}") from None
     if not sizes:
         raise InputError(f"malformed CSV: {where}: no quizzes found")

@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from typed_eval.contracts import GroupScore, RunSummary, Scores, SourceLog
 from typed_eval.core.datasets import Dataset, survey
-from typed_eval.core.settings import RunConfig
+from typed_eval.core.run_config import RunConfig
 from typed_eval.engine.runs import Imported, run
-from typed_eval.providers.models import PreparedModel
+from typed_eval.providers.prepared_model import PreparedModel
 from typed_eval.providers.replay import replay_model
 from typed_eval.providers.resolve import ResolvedModel
-from typed_eval.schemas import GroupScore, RunSummary, Scores, SourceLog
 from typed_eval.store.storage import SUMMARY_FILE, imported_run_dir, load_runs
 from typed_eval.suites.farel.dataset import FAREL_TASK, quiz_of
 from typed_eval.suites.farel.logs import ClassCounts, FarelLog, match_replies, parse_log, replies_by_question

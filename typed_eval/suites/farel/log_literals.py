@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from farel_bench import string_literal_end
+from typed_eval.suites.farel.generator import string_literal_end
 
 __all__ = ["LiteralReader"]
 

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from farel_bench import TAG_INSTRUCTION
+from typed_eval.contracts import Quiz
 from typed_eval.core.errors import InputError
 from typed_eval.core.sources import files_named
 from typed_eval.providers.replay import replay_model
 from typed_eval.providers.resolve import ResolvedModel
-from typed_eval.schemas import Quiz
+from typed_eval.suites.farel.generator import TAG_INSTRUCTION
 from typed_eval.suites.farel.log_literals import LiteralReader
 
 __all__ = [

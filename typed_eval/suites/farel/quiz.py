@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from typed_eval.schemas import Quiz
+from typed_eval.contracts import Quiz
 
 __all__ = ["FarelQuiz"]
 

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-import farel_bench
+from typed_eval.contracts import RunSummary
 from typed_eval.core.datasets import Dataset
 from typed_eval.core.suite import Suite, SuiteFlag
 from typed_eval.core.tasks import Task
-from typed_eval.schemas import RunSummary
+from typed_eval.suites.farel import generate_command
 from typed_eval.suites.farel.dataset import FAREL_TASK, generated_dataset, quiz_of, read_dataset
 from typed_eval.suites.farel.import_command import IMPORT_FAREL
 from typed_eval.suites.farel.stored_v1 import STORED_V1
@@ -23,7 +23,7 @@ __all__ = ["FAREL", "FAREL_TASK", "FarelParams", "generated_dataset", "quiz_of",
 
 
 class FarelParams(BaseModel):
-    """FaRel's quizzes: farel_bench.py's arguments, or a quiz file."""
+    """FaRel's quizzes: farel.py's arguments, or a quiz file."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -66,7 +66,7 @@ def _class_header(name: str) -> str:
 
 
 def _generate(argv: Sequence[str], prog: str) -> int:
-    return farel_bench.main(list(argv))
+    return generate_command.main(list(argv))
 
 
 FAREL = Suite(

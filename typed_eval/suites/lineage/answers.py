@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-import farel_bench
 from typed_eval.core.tasks import Task, TextReader
+from typed_eval.suites.farel import generator as farel
 from typed_eval.suites.lineage.generator import (
     SUITE,
 )
@@ -69,7 +69,7 @@ LINEAGE_TASK: Task[OptionAnswer | str] = replace(
     multiple_choice_task(SUITE),
     reader=TextReader(
         read=strict_answer,
-        feedback=f"No <ANSWER> tag with the number of an answer option found. {farel_bench.TAG_INSTRUCTION}",
+        feedback=f"No <ANSWER> tag with the number of an answer option found. {farel.TAG_INSTRUCTION}",
         invalid_kind="no_tag",
         relaxed=relaxed_answer,
         example="<ANSWER>1</ANSWER>",

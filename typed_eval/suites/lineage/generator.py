@@ -12,10 +12,10 @@ import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 
-import farel_bench
+from typed_eval.contracts import Case, DatasetInfo, GroupScore, Quiz
 from typed_eval.core.datasets import Dataset, bounded_size, survey
 from typed_eval.core.errors import InputError, OneLineArgumentParser
-from typed_eval.schemas import Case, DatasetInfo, GroupScore, Quiz
+from typed_eval.suites.farel import generator as farel
 from typed_eval.suites.lineage.names import (
     ALL_NAMES,
     FEW_NAMES,
@@ -49,7 +49,7 @@ DEFAULT_LENGTHS = (8, 16, 32, 64)
 
 DEFAULT_PROMPT = (
     "Given the following lineage relationships:\n{quiz_relations}\n{quiz_question}\nSelect the correct answer:\n"
-    "{quiz_answers}\n" + farel_bench.TAG_INSTRUCTION
+    "{quiz_answers}\n" + farel.TAG_INSTRUCTION
 )
 
 RELATIONS = ("ANCESTOR", "DESCENDANT", "COMMON_ANCESTOR", "COMMON_DESCENDANT")
@@ -259,9 +259,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "lineage") -> int:
         print(f"{prog}: error: argument -n/--number: must be 0 or more, got {args.number}", file=sys.stderr)
         return 2
     try:
-        template = farel_bench.decode_template(args.prompt)
+        template = farel.decode_template(args.prompt)
         _check_template(template)
-    except (farel_bench.FarelFormatError, InputError) as exc:
+    except (farel.FarelFormatError, InputError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="", write_through=False)

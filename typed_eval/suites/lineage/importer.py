@@ -17,15 +17,15 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from typed_eval.contracts import Case, DatasetInfo, RunSummary
 from typed_eval.core.datasets import Dataset, survey
 from typed_eval.core.errors import InputError
-from typed_eval.core.settings import RunConfig
+from typed_eval.core.run_config import RunConfig
 from typed_eval.core.sources import files_named
 from typed_eval.engine.runs import Imported, run
-from typed_eval.providers.models import PreparedModel
+from typed_eval.providers.prepared_model import PreparedModel
 from typed_eval.providers.replay import replay_model
 from typed_eval.providers.resolve import ResolvedModel
-from typed_eval.schemas import Case, DatasetInfo, RunSummary
 from typed_eval.store.storage import imported_run_dir, model_slug
 from typed_eval.suites.lineage.answers import LINEAGE_TASK
 from typed_eval.suites.lineage.generator import SUITE, csv_line, numbered

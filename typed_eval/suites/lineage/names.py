@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import farel_bench
+from typed_eval.suites.farel import generator as farel
 
 __all__ = ["ALL_NAMES", "FEW_NAMES", "FEW_NAMES_UP_TO"]
 
@@ -141,6 +141,6 @@ _MORE_FEMALE_NAMES = _names(
     "Lorrie Chandra Lilian Elle "
 )
 
-FEW_NAMES = farel_bench.MALE_NAMES + farel_bench.FEMALE_NAMES
+FEW_NAMES = farel.MALE_NAMES + farel.FEMALE_NAMES
 """lineage-bench's first 100 names of each list are farel-bench's."""
-ALL_NAMES = farel_bench.MALE_NAMES + _MORE_MALE_NAMES + farel_bench.FEMALE_NAMES + _MORE_FEMALE_NAMES
+ALL_NAMES = farel.MALE_NAMES + _MORE_MALE_NAMES + farel.FEMALE_NAMES + _MORE_FEMALE_NAMES

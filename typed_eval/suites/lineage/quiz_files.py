@@ -8,10 +8,10 @@ import io
 import re
 from collections.abc import Iterator
 
+from typed_eval.contracts import Case, DatasetInfo
 from typed_eval.core.datasets import Dataset, survey
 from typed_eval.core.errors import InputError
 from typed_eval.core.sources import read_csv_source
-from typed_eval.schemas import Case, DatasetInfo
 from typed_eval.suites.lineage.generator import (
     RELATIONS,
     SUITE,

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from typed_eval.contracts import RunSummary, Scores
 from typed_eval.core.datasets import Dataset
 from typed_eval.core.suite import Suite
 from typed_eval.core.tasks import Task
-from typed_eval.schemas import RunSummary, Scores
 from typed_eval.suites.flags import QUIZ_FLAGS
 from typed_eval.suites.lineage.answers import LINEAGE_TASK, relaxed_answer, strict_answer
 from typed_eval.suites.lineage.generator import (

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from typed_eval.contracts import AnswerMode, Case, SampleRecord
 from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.errors import InputError, ModelSetupError, TaskError
 from typed_eval.core.suite import AnswerLine, Suite, SuiteContext, SuiteFlag, answer_lines
@@ -44,7 +45,6 @@ from typed_eval.providers.embeddings import (
     cosine,
     open_embedder,
 )
-from typed_eval.schemas import AnswerMode, Case, SampleRecord
 from typed_eval.suites.flags import coherence, positive, share
 from typed_eval.suites.judge import Judge
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from typed_eval.contracts import SampleRecord
 from typed_eval.core.suite import CaseFacets
-from typed_eval.schemas import SampleRecord
 from typed_eval.suites.schemas.data import MODEL, OWN
 
 __all__ = ["FEATURES", "KEY", "THRESHOLDS", "facet_names", "record_facets", "schema_features"]

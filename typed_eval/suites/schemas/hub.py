@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from typed_eval.contracts import Case
 from typed_eval.core.errors import InputError
-from typed_eval.schemas import Case
 from typed_eval.suites.schemas.data import MAX_BYTES, text_case
 from typed_eval.suites.schemas.sampling import SETS
 

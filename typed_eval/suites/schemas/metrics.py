@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from typed_eval.contracts import GroupScore, RunSummary, Scores
+from typed_eval.contracts.leaderboard_row import Figure, Figures
 from typed_eval.core.intervals import wilson_interval
 from typed_eval.core.money import money
-from typed_eval.schemas import GroupScore, RunSummary, Scores
 
 __all__ = ["Coverage", "coverage", "schemas_metrics", "schemas_report_lines"]
 
@@ -67,16 +68,24 @@ def _percent(value: float | None) -> float | None:
     return None if value is None else round(100 * value, 2)
 
 
-def schemas_metrics(scores: Scores) -> dict[str, float | None]:
-    """The leaderboard's columns, in percent: the three figures overall, and each set's empirical coverage."""
+DECLARED = Figure(header="Declared coverage", about="schemas the provider did not refuse, over all posed")
+EMPIRICAL = Figure(
+    header="Empirical coverage", about="valid instances over all schemas posed (a refused schema counts as not valid)"
+)
+COMPLIANCE = Figure(header="Compliance", about="valid instances over the schemas not refused", score=True)
+"""The headline score (each set's score too): a schema scores 1 when valid, and refused ones are not scored."""
+
+
+def schemas_metrics(scores: Scores) -> Figures:
+    """The leaderboard's columns, in percent: the three figures overall, and each set's empirical coverage, each
+    said what it is (the tables' headers and legend; compliance is the score, so it is not shown twice)."""
     per_set, total = coverage(scores.groups)
-    metrics = {
-        f"{PREFIX}-declared_coverage": _percent(total.declared),
-        f"{PREFIX}-empirical_coverage": _percent(total.empirical),
-        f"{PREFIX}-compliance": _percent(total.compliance),
-    }
+    metrics = Figures()
+    metrics.add(f"{PREFIX}-declared_coverage", _percent(total.declared), DECLARED)
+    metrics.add(f"{PREFIX}-empirical_coverage", _percent(total.empirical), EMPIRICAL)
+    metrics.add(f"{PREFIX}-compliance", _percent(total.compliance), COMPLIANCE)
     for name, figures in per_set.items():
-        metrics[f"{PREFIX}-{name}"] = _percent(figures.empirical)
+        metrics.add(f"{PREFIX}-{name}", _percent(figures.empirical), EMPIRICAL.model_copy(update={"group": name}))
     return metrics
 
 

@@ -108,12 +108,20 @@ def sent_schema(schema: dict[str, Any] | bool, max_nodes: int = MAX_NODES) -> Se
     return Sent(walk(shown, ()), sorted(set(notes)))
 
 
-def schema_output(sent: Sent, check: Callable[[Any], list[str]], *, wrap: bool) -> type:
+def schema_output(sent: Sent, check: Callable[[Any], list[str]], *, wrap: bool, again: Callable[[], Sent]) -> type:
     """The output type: any JSON value, accepted when `check` finds no problem (else pydantic's error carrying the
     validator's messages, which a corrective retry sends), whose JSON schema is `sent`'s. With `wrap` (the structured
-    modes) a root that is not an object is asked for as `{"response": <schema>}` and the value is unwrapped."""
+    modes) a root that is not an object is asked for as `{"response": <schema>}` and the value is unwrapped. `sent`
+    is let go once its JSON schema is made (pydantic-ai keeps its own copy to send, so the agents a run keeps hold one,
+    not two) and made `again` if it is asked for another time."""
     wrapped = wrap and not sent.object_root
-    shown = {"type": "object", "properties": {WRAPPER: sent.schema}, "required": [WRAPPER]} if wrapped else sent.schema
+    held = [sent]
+
+    def shown() -> dict[str, Any] | bool:
+        made = held.pop() if held else again()
+        if wrapped:
+            return {"type": "object", "properties": {WRAPPER: made.schema}, "required": [WRAPPER]}
+        return made.schema
 
     def validate(value: Any) -> Any:
         if wrapped:
@@ -139,6 +147,7 @@ def schema_output(sent: Sent, check: Callable[[Any], list[str]], *, wrap: bool) 
         def __get_pydantic_json_schema__(
             cls, core: core_schema.CoreSchema, handler: GetJsonSchemaHandler
         ) -> dict[str, Any]:
-            return dict(shown) if isinstance(shown, dict) else {}
+            schema = shown()
+            return dict(schema) if isinstance(schema, dict) else {}
 
     return SchemaInstance

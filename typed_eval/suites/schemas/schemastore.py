@@ -14,8 +14,8 @@ import importlib.metadata
 from dataclasses import dataclass
 from pathlib import Path
 
+from typed_eval.contracts import Case
 from typed_eval.core.errors import InputError
-from typed_eval.schemas import Case
 from typed_eval.suites.schemas.data import MAX_BYTES, file_case
 from typed_eval.suites.schemas.hub import INSTALL_HINT
 

@@ -10,20 +10,28 @@ declared coverage, empirical coverage and compliance per set.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from typed_eval.core.datasets import Dataset, dataset_from_cases
-from typed_eval.core.errors import InputError
-from typed_eval.core.recent import Recent
+from typed_eval.contracts import AnswerMode, Case, DatasetInfo, SampleRecord, is_text_mode
+from typed_eval.core.datasets import Dataset, survey
+from typed_eval.core.errors import InputError, TaskError
 from typed_eval.core.suite import AnswerLine, Suite
 from typed_eval.core.tasks import Score, Task
-from typed_eval.schemas import AnswerMode, Case, SampleRecord, is_text_mode
-from typed_eval.suites.schemas.data import MAX_BYTES, PROBLEM, SAMPLE_DIR, load_model, load_path, load_sample
+from typed_eval.suites.schemas.data import (
+    MAX_BYTES,
+    PROBLEM,
+    SAMPLE_DIR,
+    file_case,
+    files_digest,
+    load_model,
+    load_sample,
+    path_files,
+)
 from typed_eval.suites.schemas.features import KEY, record_facets, schema_features
 from typed_eval.suites.schemas.hub import REVISION, load_hub
 from typed_eval.suites.schemas.metrics import schemas_metrics, schemas_report_lines
@@ -38,8 +46,6 @@ __all__ = ["SCHEMAS", "SchemaTasks", "SchemasParams"]
 SUITE = "schemas"
 NOTES = "posed_as"
 """Metadata key of what had to change in the schema to pose it (a wrapped root, a recursion cut)."""
-TASKS_KEPT = 256
-"""Cases' tasks kept, the least recently used dropped: each holds its schema as posed (up to ~0.7 MB)."""
 WRAPPED = 'the root is not an object: posed as {"response": <schema>} and unwrapped (structured modes)'
 
 
@@ -79,15 +85,15 @@ def _problem_task(reason: str) -> Task[Any]:
 
 @dataclass
 class SchemaTasks:
-    """The task posing each case with its own schema as the output type, made on first use and kept while recently
-    used (the engine makes one agent per task and keeps as many), and the scorer checking an instance against the
-    original schema."""
+    """The task posing each case with its own schema as the output type, made when the case is posed (the engine
+    keeps the recently used ones with their agents, so this keeps none), and the scorer checking an instance against
+    the original schema. A task holds the case, not its validator nor its schema as posed: those are the bounded
+    `validators`' and pydantic-ai's, so the agents the engine keeps hold one copy of each schema, not three."""
 
     shots: Shots
     count: int = MAX_SHOTS
     system: str = SYSTEM
     validators: Validators = field(default_factory=Validators)
-    _tasks: Recent[tuple[str, AnswerMode], Task[Any]] = field(default_factory=lambda: Recent(TASKS_KEPT))
 
     def messages(self, case: Case, mode: AnswerMode) -> list[dict[str, Any]]:
         return request_messages(case.prompt, self.shots.get(case.group or "", [])[: self.count], self.system)
@@ -100,17 +106,19 @@ class SchemaTasks:
         return sent_schema(json.loads(case.prompt))
 
     def task_for(self, case: Case, mode: AnswerMode) -> Task[Any]:
-        return self._tasks.get((case.id, mode), lambda: self._make(case, mode))
-
-    def _make(self, case: Case, mode: AnswerMode) -> Task[Any]:
         try:
             sent = self.check(case)
         except SchemaProblem as exc:
             return _problem_task(str(exc))
-        validator = self.validators.for_text(case.prompt)
+
+        def check(value: Any) -> list[str]:
+            return problems(self.validators.for_text(case.prompt), value)
+
         return Task(  # a schema pydantic-ai cannot take is this case's error, when the engine makes its agent
             name=SUITE,
-            output_type=schema_output(sent, lambda value: problems(validator, value), wrap=not is_text_mode(mode)),
+            output_type=schema_output(
+                sent, check, wrap=not is_text_mode(mode), again=lambda: sent_schema(json.loads(case.prompt))
+            ),
             score=self.score,
             messages=self.messages,
         )
@@ -137,42 +145,88 @@ def _noted(case: Case, tasks: SchemaTasks) -> Case:
     return case.model_copy(update={"metadata": {**case.metadata, **features, **({NOTES: notes} if notes else {})}})
 
 
-def _cases(params: SchemasParams, sets: list[str] | None) -> tuple[list[Case], str, dict[str, Any]]:
+def _chosen(groups: Iterable[str | None], wanted: list[str] | None) -> None:
+    """InputError for a set asked for that the source does not have."""
+    present = set(groups)
+    unknown = [name for name in wanted or [] if name not in present]
+    if unknown:
+        known = ", ".join(sorted(map(str, present)))
+        raise InputError(f"no schemas of set {unknown[0]!r}; the sets here are {known}")
+
+
+def _files(params: SchemasParams, path: Path, wanted: list[str] | None) -> Source:
+    """A folder's or file's schemas, listed and hashed, each file read and made a case only as it is posed (a run
+    of the whole benchmark holds no more of it than the cases in flight)."""
+    files = path_files(path)
+    if wanted is not None:
+        _chosen((file.group for file in files), wanted)
+        files = [file for file in files if file.group in wanted]
+    sizes: dict[str, int] = {}
+    for file in files:
+        sizes[file.group] = sizes.get(file.group, 0) + 1
+
+    def cases() -> Iterator[Case]:
+        return (file_case(file.case_id, file.group, file.path, params.max_bytes) for file in files)
+
+    return Source(cases, sizes, files_digest(files, params.max_bytes), str(path), {})
+
+
+def _read(params: SchemasParams, wanted: list[str] | None) -> Source:
     """The cases, where they came from, and what tells two runs' sources apart (a version, a hash)."""
     given = [name for name in ("source", "path", "model") if getattr(params, name) is not None]
     if len(given) > 1:
         raise InputError(f"give one of source, path and model, not {' and '.join(given)}")
     if params.revision != REVISION and params.source != "jsonschemabench":
         raise InputError("revision is the Hugging Face dataset's commit: give it with source=jsonschemabench")
-    if params.model is not None:
-        return [load_model(params.model)], params.model, {}
+    info: dict[str, Any] = {}
     if params.path is not None:
-        return load_path(Path(params.path), params.max_bytes), params.path, {}
-    if params.source == "jsonschemabench":
-        unknown = [name for name in sets or [] if name not in SETS]
+        return _files(params, Path(params.path), wanted)
+    if params.model is not None:
+        cases, where = [load_model(params.model)], params.model
+    elif params.source == "jsonschemabench":
+        unknown = [name for name in wanted or [] if name not in SETS]
         if unknown:
             raise InputError(f"no schemas of set {unknown[0]!r}; the sets here are {', '.join(sorted(SETS))}")
-        hub = load_hub(sets or SETS, params.revision, max_bytes=params.max_bytes)
-        return hub.cases, hub.source, {"revision": hub.revision, "dataset_hash": hub.dataset_hash}
-    if params.source == "schemastore":
+        hub = load_hub(wanted or SETS, params.revision, max_bytes=params.max_bytes)
+        cases, where, info = hub.cases, hub.source, {"revision": hub.revision, "dataset_hash": hub.dataset_hash}
+    elif params.source == "schemastore":
         store = load_schemastore(params.max_bytes)
+        cases, where = store.cases, str(store.folder)
         info = {"check_jsonschema_version": store.version, "dataset_hash": store.dataset_hash}
-        return store.cases, str(store.folder), info
-    return load_sample(), str(SAMPLE_DIR), {}
+    else:
+        cases, where = load_sample(), str(SAMPLE_DIR)
+    if wanted is not None:
+        _chosen((case.group for case in cases), wanted)
+        cases = [case for case in cases if case.group in wanted]
+    sizes, md5, _ = survey(lambda: iter(cases))
+    return Source(lambda: iter(cases), sizes, md5, where, info)
+
+
+@dataclass(frozen=True)
+class Source:
+    """The cases as read (made afresh on each pass), their count per group, the MD5 telling two runs' cases apart
+    (over the cases as read, before the suite notes them), where they came from, and what else tells sources
+    apart."""
+
+    cases: Callable[[], Iterator[Case]]
+    sizes: dict[str, int]
+    md5: str
+    where: str
+    info: dict[str, Any]
 
 
 def _build(params: SchemasParams) -> tuple[Task[Any], Dataset]:
+    """The task and the cases, each case noted (its features, how it is posed, or why it cannot be) as it is taken to
+    be posed: its schema is compiled then, just before its request, and nothing is compiled before the first."""
     wanted = [name.strip() for name in params.sets.split(",") if name.strip()] if params.sets is not None else None
-    cases, source, info = _cases(params, wanted)
-    if wanted is not None:
-        present = {case.group for case in cases}
-        unknown = [name for name in wanted if name not in present]
-        if unknown:
-            known = ", ".join(sorted(map(str, present)))
-            raise InputError(f"no schemas of set {unknown[0]!r}; the sets here are {known}")
-        cases = [case for case in cases if case.group in wanted]
+    source = _read(params, wanted)
+    if not source.sizes:
+        raise TaskError(f"suite {SUITE!r} has no cases")
     tasks = SchemaTasks(load_shots(), params.shots, params.system)
-    cases = [_noted(case, tasks) for case in cases]
+
+    def noted() -> Iterator[Case]:
+        return (_noted(case, tasks) for case in source.cases())
+
     task: Task[Any] = Task(
         name=SUITE,
         output_type=Any,
@@ -180,7 +234,9 @@ def _build(params: SchemasParams) -> tuple[Task[Any], Dataset]:
         messages=tasks.messages,
         pose_as=lambda case, mode: (tasks.task_for(case, mode), mode),
     )
-    return task, dataset_from_cases(cases, suite=SUITE, source="file", path=source, params=info)
+    count = sum(source.sizes.values())
+    info = DatasetInfo(suite=SUITE, source="file", md5=source.md5, cases=count, path=source.where, params=source.info)
+    return task, Dataset(info, source.sizes, noted)
 
 
 def show_instance(record: SampleRecord) -> Sequence[AnswerLine]:

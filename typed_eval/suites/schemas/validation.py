@@ -4,8 +4,8 @@ The draft is the one the schema's `$schema` names (Draft 2020-12 when it names n
 know); formats are checked (with `jsonschema`'s checkers and the libraries of its `format-nongpl` extra: date-time, uri,
 hostname, duration..., `iri` and `iri-reference` with rfc3987-syntax2); a
 `$ref` is resolved within the schema only: a registry that refuses every retrieval means a remote reference is never
-fetched, and an instance whose check needs one is invalid, saying so. A schema is compiled once per `Validators`,
-however many replies it checks.
+fetched, and an instance whose check needs one is invalid, saying so. A schema is compiled once per `Validators`
+while it is among the most recently used, however many replies it checks.
 
 Checking is time-boxed, as `re` cannot be: a `pattern` (and a `patternProperties` key) is matched with the `regex`
 module, which stops a match at a deadline, and the applicators look at the clock too, so an instance whose check takes
@@ -20,9 +20,9 @@ import json
 import re
 import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import unquote
 
@@ -47,6 +47,8 @@ from referencing.exceptions import NoSuchResource, Unresolvable
 __all__ = [
     "CHECK_SECONDS",
     "MAX_PROBLEMS",
+    "VALIDATORS_CHARS",
+    "VALIDATORS_KEPT",
     "SchemaProblem",
     "Validators",
     "compile_schema",
@@ -324,25 +326,49 @@ def problems(
     return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in found[:limit]]
 
 
-@dataclass
-class Validators:
-    """Compiled validators by schema text, so each schema is compiled once for all its replies (a schema given as
-    data is keyed by its canonical JSON)."""
+VALIDATORS_KEPT = 64
+"""Compiled validators a `Validators` keeps at most, the least recently used dropped: a run needs a case's only from
+just before it is posed until it is scored (twice the default concurrency); JSONSchemaBench's 9,557 all kept took
+hundreds of MB."""
+VALIDATORS_CHARS = 4_000_000
+"""And at most this many characters of schema text among them (each validator holds its schema parsed, a few times
+the text's size): the benchmark's largest schema has 0.9 million."""
 
-    _compiled: dict[str, Validator | SchemaProblem] = field(default_factory=dict)
+
+class Validators:
+    """Compiled validators by schema text, so a schema is compiled once for all its replies while it is among the
+    most recently used (`kept` of them, `chars` characters of text at most, the one asked for always kept); a schema
+    given as data is keyed by its canonical JSON; `compiled` counts the compilations."""
+
+    def __init__(self, kept: int = VALIDATORS_KEPT, chars: int = VALIDATORS_CHARS) -> None:
+        self.kept, self.chars = kept, chars
+        self.compiled = 0
+        self._held: OrderedDict[str, Validator | SchemaProblem] = OrderedDict()
+        self._held_chars = 0
+
+    def __len__(self) -> int:
+        return len(self._held)
 
     def get(self, schema: Any) -> Validator:
         return self.for_text(json.dumps(schema, sort_keys=True, ensure_ascii=False), schema)
 
     def for_text(self, text: str, schema: Any = None) -> Validator:
-        """The validator of the schema `text` is (parsed only the first time); SchemaProblem when it has none."""
-        found = self._compiled.get(text)
+        """The validator of the schema `text` is (parsed only when compiled); SchemaProblem when it has none."""
+        found = self._held.pop(text, None)
         if found is None:
-            try:
-                found = compile_schema(json.loads(text) if schema is None else schema)
-            except SchemaProblem as exc:
-                found = exc
-            self._compiled[text] = found
+            found = self._compile(text, schema)
+            self._held_chars += len(text)
+        self._held[text] = found
+        while len(self._held) > max(1, self.kept) or (self._held_chars > self.chars and len(self._held) > 1):
+            dropped, _ = self._held.popitem(last=False)
+            self._held_chars -= len(dropped)
         if isinstance(found, SchemaProblem):
             raise found
         return found
+
+    def _compile(self, text: str, schema: Any) -> Validator | SchemaProblem:
+        self.compiled += 1
+        try:
+            return compile_schema(json.loads(text) if schema is None else schema)
+        except SchemaProblem as exc:
+            return exc

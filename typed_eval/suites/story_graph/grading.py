@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from typed_eval.contracts import Case, SampleRecord
 from typed_eval.core.suite import AnswerLine, AnswerMark, answer_lines
 from typed_eval.core.tasks import Score
-from typed_eval.schemas import Case, SampleRecord
 from typed_eval.suites.story_graph.graph import (
     Edge,
     ExpectedGraph,

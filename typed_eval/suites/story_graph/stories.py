@@ -7,7 +7,7 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from typed_eval.schemas import Case
+from typed_eval.contracts import Case
 from typed_eval.suites.story_graph.family import (
     Family,
     build_family,

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from typed_eval.contracts import AnswerMode
 from typed_eval.core.datasets import Dataset, bounded_size, dataset_from_cases
 from typed_eval.core.errors import InputError
 from typed_eval.core.suite import Suite, SuiteFlag
 from typed_eval.core.tasks import Task
-from typed_eval.schemas import AnswerMode
 from typed_eval.suites.flags import positive
 from typed_eval.suites.story_graph.grading import (
     grade,

@@ -20,10 +20,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from typed_eval.contracts import Case, Cost, TokenUsage
 from typed_eval.core.dialogue import DialogueLimits
 from typed_eval.core.errors import InputError
 from typed_eval.core.tasks import Score
-from typed_eval.schemas import Case, Cost, TokenUsage
 from typed_eval.suites.tau import adapter
 from typed_eval.suites.tau import data as tau_data
 from typed_eval.suites.tau.import_files import ReadMessage, ResultsFile, Simulation, read_bytes, shown, transcript

@@ -17,15 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from typed_eval.contracts import Case, RunSummary, SourceLog
 from typed_eval.core.datasets import dataset_from_cases
 from typed_eval.core.errors import InputError
-from typed_eval.core.settings import RunConfig
+from typed_eval.core.run_config import RunConfig
 from typed_eval.core.tasks import Conversation, Score, Task
 from typed_eval.engine.runs import Imported, run
-from typed_eval.providers.models import PreparedModel
+from typed_eval.providers.prepared_model import PreparedModel
 from typed_eval.providers.replay import replay_model
 from typed_eval.providers.resolve import ResolvedModel
-from typed_eval.schemas import Case, RunSummary, SourceLog
 from typed_eval.store.storage import SUMMARY_FILE, imported_run_dir, load_runs
 from typed_eval.suites.tau import adapter
 from typed_eval.suites.tau import data as tau_data

@@ -17,11 +17,11 @@ from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, Field
 
+from typed_eval.contracts import Case
 from typed_eval.core.dialogue import DialogueLimits, Termination, Transcript, converse
 from typed_eval.core.errors import InputError
 from typed_eval.core.simulated_user import SimulatedUser
 from typed_eval.core.tasks import Conversation, Score, Task
-from typed_eval.schemas import Case
 from typed_eval.suites.judge import Judge
 from typed_eval.suites.tau import adapter
 from typed_eval.suites.tau.data import Domain

@@ -13,17 +13,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from typed_eval.contracts import RunSummary, Scores
 from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.dialogue import DialogueLimits
 from typed_eval.core.errors import InputError
 from typed_eval.core.money import money
 from typed_eval.core.suite import Suite
 from typed_eval.core.tasks import Task
-from typed_eval.schemas import RunSummary, Scores
 from typed_eval.suites.tau import data as tau_data
+from typed_eval.suites.tau.conversation_view import conversation_lines
 from typed_eval.suites.tau.import_command import IMPORT_TAU
 from typed_eval.suites.tau.runner import TauCases, TauScorer, TauSession, tau_case, tau_metrics
-from typed_eval.suites.tau.viewer import conversation_lines
 
 __all__ = ["TAU", "TauParams"]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from typed_eval.core.errors import InputError
 from typed_eval.suites.bfcl.data import installed_data_dir
-from typed_eval.suites.bfcl.multi_turn.calls import ERROR_PREFIX, literal_call
+from typed_eval.suites.bfcl.multi_turn.decoded_calls import ERROR_PREFIX, literal_call
 
 __all__ = ["CaseBackends", "bfcl_module", "check_installed", "result_text", "signatures"]
 

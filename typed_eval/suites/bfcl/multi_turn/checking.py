@@ -18,7 +18,7 @@ from collections import Counter
 from typing import Any
 
 from typed_eval.suites.bfcl.multi_turn.backend import CHECKER, UTILS, bfcl_module, signatures
-from typed_eval.suites.bfcl.multi_turn.calls import NotLiteral, read_literal
+from typed_eval.suites.bfcl.multi_turn.decoded_calls import NotLiteral, read_literal
 
 __all__ = ["DETAILS_LIMIT", "check_case"]
 

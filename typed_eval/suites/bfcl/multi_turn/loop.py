@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from typed_eval.core.calls import Reply
 from typed_eval.core.tasks import Conversation
-from typed_eval.suites.bfcl.multi_turn.calls import StepDecoding, decode_fc_step, decode_prompt_step
+from typed_eval.suites.bfcl.multi_turn.backend_pool import CaseLease
 from typed_eval.suites.bfcl.multi_turn.cases import MultiTurnCase
-from typed_eval.suites.bfcl.multi_turn.workers import CaseLease
+from typed_eval.suites.bfcl.multi_turn.decoded_calls import StepDecoding, decode_fc_step, decode_prompt_step
 from typed_eval.suites.bfcl.prompting import prompt_messages
 from typed_eval.suites.bfcl.tools import hinted_functions, json_schema_properties, tool_name
 

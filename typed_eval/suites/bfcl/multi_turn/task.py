@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from typed_eval.contracts import Case
 from typed_eval.core.tasks import Conversation, Score, Task
-from typed_eval.schemas import Case
-from typed_eval.suites.bfcl.multi_turn.calls import literal_call
+from typed_eval.suites.bfcl.multi_turn.backend_pool import BackendPool
 from typed_eval.suites.bfcl.multi_turn.cases import MultiTurnCase
+from typed_eval.suites.bfcl.multi_turn.decoded_calls import literal_call
 from typed_eval.suites.bfcl.multi_turn.loop import Mode, play
-from typed_eval.suites.bfcl.multi_turn.workers import BackendPool
 
 __all__ = ["CAUSES", "NOT_RUN", "MultiTurnRunner", "checker_calls", "multi_turn_case"]
 

@@ -1,9 +1,9 @@
 """Pydantic models that are the contracts between cases, agent, records, scores and tables."""
 
-from typed_eval.schemas.case import Case, Quiz
-from typed_eval.schemas.leaderboard import LeaderboardRow
-from typed_eval.schemas.modes import GroupPair, ModeCell, ModeComparison, ModePair
-from typed_eval.schemas.record import (
+from typed_eval.contracts.case import Case, Quiz
+from typed_eval.contracts.leaderboard_row import LeaderboardRow
+from typed_eval.contracts.modes import GroupPair, ModeCell, ModeComparison, ModePair
+from typed_eval.contracts.record import (
     AnswerMode,
     Attempt,
     Cost,
@@ -14,9 +14,10 @@ from typed_eval.schemas.record import (
     TokenUsage,
     is_text_mode,
 )
-from typed_eval.schemas.run import (
+from typed_eval.contracts.summary import (
     SCHEMA_VERSION,
     Aggregate,
+    ChosenSettings,
     Compliance,
     DatasetInfo,
     GroupScore,
@@ -35,6 +36,7 @@ __all__ = [
     "AnswerMode",
     "Attempt",
     "Case",
+    "ChosenSettings",
     "Compliance",
     "Cost",
     "CostSource",

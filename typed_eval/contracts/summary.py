@@ -7,11 +7,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from typed_eval.schemas.record import AnswerMode, InvalidKind
+from typed_eval.contracts.record import AnswerMode, InvalidKind
 
 __all__ = [
     "SCHEMA_VERSION",
     "Aggregate",
+    "ChosenSettings",
     "Compliance",
     "DatasetInfo",
     "GroupScore",
@@ -143,7 +144,7 @@ class Scores(_Model):
     macro_score: float | None
     """Plain mean of the group scores (0-100): for a multiple-choice suite, its macro accuracy."""
     mean_score: float | None
-    """Mean score over all scored cases, weighted by case weight (a case file: sum(R x D) / sum(D)), 0-100."""
+    """Mean score over all scored cases, weighted by case weight (difficulty weights: sum(R x D) / sum(D)), 0-100."""
     metrics: dict[str, float | None] = Field(default_factory=dict)
     """Task-specific run-wide figures (e.g. a graph's edge precision, recall and F1, in percent); None for a figure
     that is not a finite number (NaN, an infinity)."""
@@ -194,59 +195,44 @@ class SourceLog(_Model):
     notes: list[str] = Field(default_factory=list)
 
 
-class RunSettings(_Model):
-    """What a run used, as its `summary.json` stores it: the caller's `RunConfig` resolved, once, when the run
-    starts (`typed_eval.engine.settings.resolve_settings`). A field marked "resolved" holds the value used where the
-    caller gave None; fields marked "filled by the run" are the run's own. Never holds an API key. Every field has a
-    default, so a summary written before a field existed reads as it did.
-    """
+class ChosenSettings(_Model):
+    """The settings a caller chooses and a run stores, declared once: the caller's `RunConfig` (typed_eval.core) adds
+    what is never stored, the run's `RunSettings` what it fills in. A None is the run's to resolve, once, when it
+    starts (`typed_eval.engine.settings.resolve_settings`); `RunSettings` holds the value used."""
 
-    model: str = ""
-    """The model's name as the run records it (`openai:gpt-4o`, `local:smollm2-135m`); filled by the run."""
     base_url: str | None = None
-    """An OpenAI-compatible (or Ollama) server to send the requests to; stored as the run's, without credentials."""
+    """An OpenAI-compatible (or Ollama) server to send the requests to; stored without credentials."""
     mode: AnswerMode = "tool"
     retries: int | None = None
-    """Corrective retries after an invalid output; None: the default (0 in the modes the task asks once, else 3)."""
+    """Corrective retries after an invalid output; None: 0 in the modes the task asks once, else 3 (resolved)."""
     temperature: float | None = None
     seed: int | None = None
     """The model's sampling seed, where the provider takes one."""
     max_tokens: int | None = None
-    """Output tokens per request at most; None: the provider's (a local server's 512), resolved."""
+    """Output tokens per request at most; None: the provider's (a local server's 512, resolved)."""
     system_prompt: str | None = None
     repeats: int = 1
     """How many times each case is posed."""
     judge_model: str | None = None
-    """The model an LLM judge grades with (case files' llm-rubric assertions); None when nothing is judged."""
-    instructions: str | None = None
-    """What the evaluator adds to tell the model how to answer in this mode; filled by the run (from its task)."""
+    """The model an LLM judge grades with; stored, and a resume must keep it. None when nothing is judged."""
     tool_choice: Literal["required", "auto"] | None = None
     """Tool mode: whether the output tool call is forced; None: forced, unless the server refuses it (resolved)."""
-    tool_choice_reason: str | None = None
-    """Why the tool choice is what it is; filled by the run."""
     concurrency: int | None = None
-    """Requests in flight; None: what suits the model (a local server: 1), else 8, resolved."""
-    workers: int = 1
-    """Processes that posed the samples (`--workers`), each with `concurrency` requests in flight; filled by `run()`."""
+    """Requests in flight; None: what suits the model (a local server: 1), else 8 (resolved)."""
     price_in: float | None = None
     """USD per million input tokens, for a model with no known price (with `price_out`)."""
     price_out: float | None = None
     local: bool | None = None
     """The model runs here and costs nothing; None: told by the model (a test model or a loopback server), resolved."""
-    model_file: str | None = None
-    """A local model's GGUF file; filled by the run."""
     chat_format: str | None = None
     """A local model's llama-cpp-python chat handler (default: its own); resolved."""
     batch: bool = False
     """Sent through the provider's batch API (batch prices; see each record's `cost.batch_price`)."""
-    updated_prices: bool = False
-    """genai-prices' price data was refreshed from the network for this run (`--update-prices`), not the installed;
-    filled by the run from its config's `update_prices` (a URL, not stored)."""
     rpm: float | None = None
-    """The caller's cap on requests per minute (`--rpm`); the provider's stated limits apply besides. Resolved from
-    the run's pacer when it is handed one."""
+    """A cap on requests per minute (`--rpm`); the provider's stated limits apply besides. Resolved from the run's
+    pacer when it is handed one."""
     tpm: float | None = None
-    """The caller's cap on tokens per minute (`--tpm`)."""
+    """A cap on tokens per minute (`--tpm`)."""
     max_wait_s: float | None = None
     """How long requests may wait with nothing answered before the run stops as partial (`--max-wait`); None: 600 s,
     resolved (None stored for a batch, which is not paced, and for an imported run)."""
@@ -254,6 +240,26 @@ class RunSettings(_Model):
     """Seconds one request may take before it fails; None: the provider SDK's (600)."""
     max_transport_retries: int | None = None
     """Resends of a request after HTTP 429/5xx, a timeout or a dropped connection; None: the SDK's default (2)."""
+
+
+class RunSettings(ChosenSettings):
+    """What a run used, as its `summary.json` stores it: the caller's choices resolved, and the run's own fields.
+    Never holds an API key. Every field has a default, so a summary written before a field existed reads as it did.
+    """
+
+    model: str = ""
+    """The model's name as the run records it (`openai:gpt-4o`, `local:smollm2-135m`)."""
+    instructions: str | None = None
+    """What the evaluator adds to tell the model how to answer in this mode (from its task)."""
+    tool_choice_reason: str | None = None
+    """Why the tool choice is what it is."""
+    workers: int = 1
+    """Processes that posed the samples (`--workers`), each with `concurrency` requests in flight."""
+    model_file: str | None = None
+    """A local model's GGUF file."""
+    updated_prices: bool = False
+    """genai-prices' price data was refreshed from the network for this run (`--update-prices`), not the installed
+    (from its config's `update_prices`, a URL, not stored)."""
 
 
 class RunSummary(_Model):

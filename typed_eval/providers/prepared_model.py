@@ -17,7 +17,7 @@ from rich.console import Console
 
 from typed_eval.core.errors import ModelSetupError
 from typed_eval.core.plugins import plugin_points
-from typed_eval.core.settings import RunConfig, config_with
+from typed_eval.core.run_config import RunConfig, config_with
 from typed_eval.core.tasks import Task
 from typed_eval.providers.local_server import DEFAULT_LOCAL_MODEL, LlamaServer, check_mode, locate_local_model
 from typed_eval.providers.resolve import ResolvedModel, resolve_model

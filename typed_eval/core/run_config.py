@@ -1,4 +1,5 @@
-"""What a caller gives a run (`RunConfig`): defaults, keyword overrides, checks.
+"""What a caller gives a run (`RunConfig`: the stored choices of `ChosenSettings` and what is never stored):
+defaults, keyword overrides, checks.
 
 `evaluate()`, `run()` and `open_model()` take a `RunConfig` and keyword overrides of its fields; each is checked
 here, and an unknown keyword or a bad value is an `InputError` whose `parameter` names it. The run resolves it, once,
@@ -8,64 +9,26 @@ into the `RunSettings` it used and stores (`typed_eval.engine.settings.resolve_s
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ConfigDict, ValidationError
 
+from typed_eval.contracts import ChosenSettings, RunSettings
 from typed_eval.core.attempts import UserPrices
 from typed_eval.core.errors import InputError
-from typed_eval.schemas import AnswerMode, RunSettings
 
 __all__ = ["RunConfig", "check_config", "config_with", "user_prices"]
 
 
-class RunConfig(BaseModel):
-    """A run's settings as the caller gives them: every field has a default, a None is left for the run to resolve
-    (to what suits the model and mode). Never holds an API key; not stored as it is (see `RunSettings`)."""
+class RunConfig(ChosenSettings):
+    """A run's settings as the caller gives them: the choices a run stores (`ChosenSettings`: a None is the run's to
+    resolve) and what it never stores as given. Never holds an API key."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    base_url: str | None = None
-    """An OpenAI-compatible (or Ollama) server to send the requests to; stored without credentials."""
-    mode: AnswerMode = "tool"
-    retries: int | None = None
-    """Corrective retries after an invalid output; None: the mode's default (`default_retries`)."""
-    temperature: float | None = None
-    seed: int | None = None
-    """The model's sampling seed, where the provider takes one."""
-    max_tokens: int | None = None
-    """Output tokens per request at most; None: the provider's (a local server's 512)."""
-    system_prompt: str | None = None
-    repeats: int = 1
-    """How many times each case is posed."""
-    judge_model: str | None = None
-    """The model an LLM judge grades with; stored, and a resume must keep it. None when nothing is judged."""
-    tool_choice: Literal["required", "auto"] | None = None
-    """Tool mode: whether the output tool call is forced; None: forced, unless the server refuses it."""
-    concurrency: int | None = None
-    """Requests in flight; None: what suits the model (a local server: 1), else 8."""
-    price_in: float | None = None
-    """USD per million input tokens, for a model with no known price (with `price_out`)."""
-    price_out: float | None = None
-    local: bool | None = None
-    """The model runs here and costs nothing; None: told by the model (a test model or a loopback server)."""
-    chat_format: str | None = None
-    """A local model's llama-cpp-python chat handler (default: its own)."""
-    batch: bool = False
-    """Send the requests through the provider's batch API (batch prices)."""
     update_prices: str | None = None
     """A URL of genai-prices' data (e.g. `typed_eval.providers.prices.DEFAULT_UPDATE_URL`) to refresh prices from
     before the first request; not stored (a URL may hold credentials): the run's `updated_prices` says it was done."""
-    rpm: float | None = None
-    """A cap on requests per minute; the provider's stated limits apply besides."""
-    tpm: float | None = None
-    """A cap on tokens per minute."""
-    max_wait_s: float | None = None
-    """How long requests may wait with nothing answered before the run stops as partial; None: 600 s."""
-    request_timeout: float | None = None
-    """Seconds one request may take before it fails; None: the provider SDK's (600)."""
-    max_transport_retries: int | None = None
-    """Resends of a request after HTTP 429/5xx, a timeout or a dropped connection; None: the SDK's default (2)."""
     max_cost: float | None = None
     """Budget: stop starting samples once the known cost reaches this many USD (not stored)."""
     max_requests: int | None = None

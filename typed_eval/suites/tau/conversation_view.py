@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from typed_eval.contracts import SampleRecord
 from typed_eval.core.suite import AnswerLine, AnswerMark
-from typed_eval.schemas import SampleRecord
 
 __all__ = ["conversation_lines"]
 

@@ -45,11 +45,11 @@ from pydantic_evals.evaluators._run_evaluator import run_evaluator
 from pydantic_evals.otel import SpanTree
 from pydantic_evals.otel._errors import SpanTreeRecordingError
 
+from typed_eval.contracts import Case, Cost, TokenUsage
 from typed_eval.core.attempts import sample_cost, sample_usage
 from typed_eval.core.errors import CaseScoringError
 from typed_eval.core.evaluations import EVALUATIONS
 from typed_eval.core.tasks import Score, Task
-from typed_eval.schemas import Case, Cost, TokenUsage
 from typed_eval.suites.judge import Judge
 
 __all__ = ["NO_SPANS", "SPAN_BASED", "DatasetScorer"]

@@ -13,11 +13,13 @@ from pathlib import Path
 from rich.console import Console
 
 from typed_eval.cli.common import notes_in_one_line
+from typed_eval.contracts import LeaderboardRow, ModeComparison
 from typed_eval.core.errors import EvaluatorError, InputError, OneLineArgumentParser, ResultFileError
 from typed_eval.core.suite import find_suites
 from typed_eval.core.terminal import printable
 from typed_eval.reports.case_grid import case_grids
 from typed_eval.reports.evals_report import evaluation_report
+from typed_eval.reports.exports import comparison_json, render_comparison, render_csv, render_json
 from typed_eval.reports.facet_profile import profile_tables
 from typed_eval.reports.html_report import render_html
 from typed_eval.reports.leaderboard import RANK_BY, build_board, compare_runs, load_run, newest_runs
@@ -28,15 +30,7 @@ from typed_eval.reports.mode_tables import (
     render_modes_markdown,
     render_modes_rich,
 )
-from typed_eval.reports.tables import (
-    comparison_json,
-    render_comparison,
-    render_csv,
-    render_json,
-    render_markdown,
-    render_rich,
-)
-from typed_eval.schemas import LeaderboardRow, ModeComparison
+from typed_eval.reports.tables import render_markdown, render_rich
 from typed_eval.store.storage import load_runs
 
 __all__ = ["main"]

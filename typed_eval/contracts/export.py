@@ -1,6 +1,6 @@
 """Write the JSON Schema documents of the stored formats to `schemas/`, for tools that read our results.
 
-python -m typed_eval.schemas.export [DIR]     # default: schemas/ of the repository
+python -m typed_eval.contracts.export [DIR]     # default: schemas/ of the repository
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from typed_eval.schemas import LeaderboardRow, ModeComparison, RunSummary, SampleRecord
+from typed_eval.contracts import LeaderboardRow, ModeComparison, RunSummary, SampleRecord
 
 __all__ = ["DOCUMENTS", "render", "write"]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from typed_eval.contracts import SampleRecord
 from typed_eval.core.suite import AnswerLine, AnswerMark
-from typed_eval.schemas import SampleRecord
 from typed_eval.suites.bfcl.multi_turn.task import CAUSES
 
 __all__ = ["cause_metrics", "trajectory_lines"]

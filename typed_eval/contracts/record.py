@@ -78,8 +78,8 @@ class Attempt(_Record):
     """What this attempt's request cost; left out when unknown."""
     score: float | None = Field(default=None, exclude_if=lambda score: score is None)
     """An invalid attempt followed by a retry, of a task answered by calls: the score of its calls as sent, which the
-    sample would have had with no more retries (a benchmark that scores the first answer, as BFCL does, counts
-    this); left out otherwise (the sample's own score is the last attempt's)."""
+    sample would have had with no more retries (a benchmark that scores the first answer counts this); left out
+    otherwise (the sample's own score is the last attempt's)."""
 
 
 class TokenUsage(_Record):

@@ -2,12 +2,47 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from typed_eval.schemas.record import AnswerMode
-from typed_eval.schemas.run import RunStatus
+from typed_eval.contracts.record import AnswerMode
+from typed_eval.contracts.summary import RunStatus
 
-__all__ = ["LeaderboardRow", "PassK"]
+__all__ = ["Figure", "Figures", "LeaderboardRow", "PassK"]
+
+
+class Figure(BaseModel):
+    """What one of a suite's figures (a metric the tables show) is, said by the suite: the reports name it by its
+    `header` and say what it measures once, in a legend, instead of showing its key bare."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    header: str
+    """A short name for its column or line (`Recall`); the figures of one kind, one per group, share it."""
+    about: str = Field(default="", exclude_if=lambda about: not about)
+    """What it measures, for the legend under the table ("answers right over all cases posed")."""
+    group: str | None = Field(default=None, exclude_if=lambda group: group is None)
+    """The group (a `classes` key) the figure is of, shown beside that group's score; None: of the whole run."""
+    score: bool = Field(default=False, exclude_if=lambda score: not score)
+    """The headline score under the suite's own name: shown as the score, never again as a figure of its own."""
+
+
+class Figures(dict[str, float | None]):
+    """What a suite's `row_metrics` may return to say what its figures are: the figures, and by name their `Figure`
+    (a figure without one is shown under its name). A plain dict still works: its figures are shown under their
+    names."""
+
+    def __init__(
+        self, values: Mapping[str, float | None] | None = None, labels: Mapping[str, Figure] | None = None
+    ) -> None:
+        super().__init__(values or {})
+        self.labels: dict[str, Figure] = dict(labels or {})
+
+    def add(self, name: str, value: float | None, label: Figure) -> None:
+        """The figure `name` with its value and what it is."""
+        self[name] = value
+        self.labels[name] = label
 
 
 class PassK(BaseModel):
@@ -55,6 +90,9 @@ class LeaderboardRow(BaseModel):
     reports), when some sample used one; empty otherwise."""
     columns: list[str] = []
     """The metrics the suite shows as columns of the tables (its `Suite.columns`), in order."""
+    figures: dict[str, Figure] = Field(default_factory=dict, exclude_if=lambda labels: not labels)
+    """What the suite says its metrics are (`Figures`), by name: their headers and the legend's words; left out when
+    the suite says nothing (its metrics are shown under their names)."""
     group_columns: bool = True
     """Whether the tables show a column per group (`classes`)."""
     relaxed_column: bool = False
