@@ -20,19 +20,12 @@ from starlette.testclient import TestClient
 
 from tests.cli_run import run_cli
 from tests.fake_openai import FakeOpenAI, completion, text
+from tests.test_schemas_suite import REFUSAL
 from typed_eval.contracts import LeaderboardRow
 from typed_eval.reports.tables import render_rich, stacked
 from typed_eval.reports.viewer.app import create_app
 from typed_eval.suites.schemas.sampling import SETS
 
-REFUSAL = {
-    "error": {
-        "message": "Invalid schema for response_format 'final_result': 'patternProperties' is not permitted.",
-        "type": "invalid_request_error",
-        "param": "response_format",
-        "code": "invalid_json_schema",
-    }
-}
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 AGE = {"type": "object", "properties": {"age": {"type": "integer", "minimum": 0}}, "required": ["age"]}
 PATTERN = {"type": "object", "patternProperties": {"^x": {"type": "string"}}}
