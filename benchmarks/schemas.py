@@ -4,6 +4,7 @@
     python benchmarks/schemas.py --data DIR       # (a) validation time per instance over JSONSchemaBench's data/
     python benchmarks/schemas.py --run            # (b) the sample against the mock, per request, beside FaRel's
     python benchmarks/schemas.py --start --data DIR   # (c) first request and peak memory of a run over DIR
+    python benchmarks/schemas.py --posing --data DIR  # (d) how each mode poses each schema of DIR, counted
 
 (a) For every schema under DIR (`DIR/<set>/<file>.json`, JSONSchemaBench's data/ folder: 9,558 schemas) a validator
 is compiled once (the suite's `Validators`) and reused for the mock's instances of that schema
@@ -17,10 +18,13 @@ tool mode) over as many quizzes, both against a loopback mock with the FaRel thr
 rounds, with a bare pydantic-ai `Agent` posing the same schemas with the same messages (the floor of the library, as
 in throughput.py): wall and CPU seconds per request (the least over rounds) and the ratios within each round
 (median, least, most).
-(c) `main.py run --suite schemas -S path=DIR` (tool mode, or each `--mode` given, `--retries 0`, concurrency 32)
+(c) `main.py run --suite schemas -S path=DIR` (tool mode, or each `--mode` given, `--retries 0`, its own concurrency)
 against the mock holding every schema of DIR it has a valid and an invalid instance for (any other answered `{}`), no
 latency: the seconds from the process's start to the first request the mock receives, and the process's peak resident
 set (`ru_maxrss` of the child, from `wait4`), per round.
+(d) Every schema under DIR noted as the suite notes it, and in each structured mode posed as the suite poses it (its
+task, and the schema pydantic-ai sends for it: the tool's parameters, the response format): the cases per difference
+between what is posed and the original, per mode, each case's notes checked against what is sent.
 """
 
 from __future__ import annotations
@@ -38,11 +42,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from schemas_mock import SchemaMock, held_out, instances
 from throughput import REPO, MockServer, _main_run, _timed
 
 sys.path.insert(0, str(REPO))
+from typed_eval.contracts import AnswerMode
 from typed_eval.suites.schemas.validation import SchemaProblem, Validators, problems
 
 SAMPLE = REPO / "typed_eval" / "suites" / "schemas" / "sample"
@@ -174,7 +180,7 @@ def run(concurrency: int, latency_ms: float, repeats: int, copies: int) -> None:
           f"[{floor[0]:.2f}, {floor[-1]:.2f}]")  # fmt: skip
 
 
-def start(data: Path, modes: list[str], concurrency: int, repeats: int, keep: Path | None) -> None:
+def start(data: Path, modes: list[str], concurrency: int | None, repeats: int, keep: Path | None) -> None:
     """(c): the time from a `main.py run` process's start to the first request the mock receives, and the process's
     peak resident set (its `ru_maxrss`, from `wait4`), over every schema under `data`."""
     compileall.compile_dir(REPO / "typed_eval", quiet=1)
@@ -184,18 +190,20 @@ def start(data: Path, modes: list[str], concurrency: int, repeats: int, keep: Pa
     mock = SchemaMock([entry for _, entry in chosen], 0.0, answer_all=True)
     cases = len(list(data.glob("*/*.json")))
     print(f"{cases:,} schemas under {data} ({len(chosen):,} with a known valid and invalid instance, scripted in "
-          f"{scripted:.0f} s; the others answered {{}}), mode {', '.join(modes)}, concurrency {concurrency}, no "
-          f"latency, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} before\n")  # fmt: skip
-    print("| round | first request s | peak RSS MB | wall s | requests |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
+          f"{scripted:.0f} s; the others answered {{}}), mode {', '.join(modes)}, concurrency "
+          f"{concurrency or 'by default'}, no latency, {os.cpu_count()} cores\n")  # fmt: skip
+    print("| round | first request s | peak RSS MB | wall s | requests | load average before |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     rows: list[tuple[float, float]] = []
     for round_ in range(1, repeats + 1):
         with tempfile.TemporaryDirectory() as scratch:
             results = keep if keep is not None else Path(scratch)
             command = [sys.executable, "main.py", "run", "--suite", "schemas", "-S", f"path={data}", "--model", "m",
-                       "--base-url", mock.url, "--api-key", "k", "--concurrency", str(concurrency), "--results-dir",
-                       str(results), "--quiet", "--retries", "0"]  # fmt: skip
+                       "--base-url", mock.url, "--api-key", "k", "--results-dir", str(results), "--quiet", "--retries",
+                       "0"]  # fmt: skip
             command += [flag for mode in modes for flag in ("--mode", mode)]
+            command += ["--concurrency", str(concurrency)] if concurrency is not None else []
+            load = os.getloadavg()[0]
             mock.first_at, before = None, len(mock.requests)
             began = time.monotonic()
             process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL)
@@ -207,10 +215,100 @@ def start(data: Path, modes: list[str], concurrency: int, repeats: int, keep: Pa
         first = (mock.first_at or float("nan")) - began
         peak = usage.ru_maxrss / 1024  # KiB on Linux
         rows.append((first, peak))
-        print(f"| {round_} | {first:.2f} | {peak:.0f} | {wall:.0f} | {len(mock.requests) - before:,} |")
+        print(f"| {round_} | {first:.2f} | {peak:.0f} | {wall:.0f} | {len(mock.requests) - before:,} | {load:.1f} |")
     if repeats > 1:
         first, peak = statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows)
         print(f"\nmedian of {repeats} rounds: first request {first:.2f} s, peak {peak:.0f} MB")
+
+
+STRUCTURED: tuple[AnswerMode, ...] = ("tool", "native", "prompted")
+ROWS = (
+    "posed as given",
+    "`type: object` added (object keywords, no type)",
+    "wrapped under `response`: no type, no object keyword (JSONSchemaBench would add `type: object`)",
+    "wrapped under `response`: a type other than `object`",
+    "a recursive `$ref` cut to any value",
+    "`$ref`s past 20,000 nodes left open",
+    "a `$ref` to an anchor left open",
+    "not posed: the case's error (`problem`)",
+    "any difference, said in the record's `posed_as`",
+)
+"""(d)'s rows: what posing a schema changed, as its case's notes say it."""
+
+
+def _sent_root(case_task: Any, mode: AnswerMode) -> Any:
+    """The JSON schema pydantic-ai sends for a case's task in a structured mode: the tool's parameters, or the
+    response format's and prompted instructions' schema."""
+    from typed_eval.engine.first_request import StructuredOutput
+
+    found = StructuredOutput.of(case_task.output_spec(mode))
+    if found is None:
+        raise SystemExit(f"pydantic-ai keeps the output of a {mode} task otherwise")
+    parameters = found.parameters
+    if mode == "tool":
+        return parameters.output_tools[0].parameters_json_schema
+    return parameters.output_object.json_schema if parameters.output_object is not None else None
+
+
+def posing(data: Path) -> None:
+    """(d): for every schema under `data`, how each mode poses it, from the case's `posed_as` notes, each checked
+    against the schema pydantic-ai sends in the structured modes (wrapped under `response`, `type: object` added)."""
+    from typed_eval.core.datasets import Dataset
+    from typed_eval.suites.schemas.data import PROBLEM
+    from typed_eval.suites.schemas.outputs import TYPED, WRAPPER
+    from typed_eval.suites.schemas.suite import NOTES, SCHEMAS, WRAPPED, SchemasParams
+
+    modes: tuple[AnswerMode, ...] = (*STRUCTURED, "text")
+    task, dataset = SCHEMAS.build(SchemasParams(path=str(data)))
+    assert task.pose_as is not None and isinstance(dataset, Dataset)
+    rows: dict[str, dict[str, int]] = {}
+    cases = 0
+
+    def count(row: str, mode: AnswerMode) -> None:
+        rows.setdefault(row, dict.fromkeys(modes, 0))[mode] += 1
+
+    for case in dataset.cases():
+        cases += 1
+        original = json.loads(case.prompt) if not case.metadata.get(PROBLEM) else None
+        notes = [str(note) for note in case.metadata.get(NOTES, [])]
+        for mode in modes:
+            if original is None:
+                count(ROWS[7], mode)
+                continue
+            if mode == "text":  # the schema is the last user message, as the benchmark sends it; nothing else is
+                count(ROWS[0], mode)
+                continue
+            sent = _sent_root(task.pose_as(case, mode)[0], mode)
+            wrapped = isinstance(sent, dict) and set(sent) == {"type", "properties", "required"}
+            wrapped = wrapped and set(sent["properties"]) == {WRAPPER} and sent["required"] == [WRAPPER]
+            typed = not wrapped and isinstance(sent, dict) and sent.get("type") == "object"
+            untyped = isinstance(original, dict) and "type" not in original and "$ref" not in original
+            if (
+                wrapped != (WRAPPED in notes)
+                or (TYPED in notes and not typed)
+                or (untyped and typed) > (TYPED in notes)
+            ):
+                raise SystemExit(f"{case.id} in {mode} mode: posed {'wrapped' if wrapped else 'bare'}; notes {notes}")
+            for note in notes or [ROWS[0]]:
+                if note == WRAPPED:
+                    root = sent["properties"][WRAPPER] if isinstance(sent, dict) else None
+                    note = ROWS[2] if isinstance(root, dict) and "type" not in root else ROWS[3]
+                elif note == TYPED:
+                    note = ROWS[1]
+                elif note.startswith("recursive $ref"):
+                    note = ROWS[4]
+                elif note.startswith("$refs past"):
+                    note = ROWS[5]
+                elif note.endswith("(an anchor) left open"):
+                    note = ROWS[6]
+                count(note, mode)
+        for mode in STRUCTURED:
+            if original is not None and notes:
+                count(ROWS[8], mode)
+    print(f"{cases:,} schemas under {data}: cases per difference between the schema posed and the original, per mode")
+    print(f"\n| difference | {' | '.join(modes)} |\n| --- |{' ---: |' * len(modes)}")
+    for row, counts in sorted(rows.items(), key=lambda item: ROWS.index(item[0])):
+        print(f"| {row} | {' | '.join(f'{counts[mode]:,}' for mode in modes)} |")
 
 
 def main() -> None:
@@ -221,7 +319,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="JSONSchemaBench's data/ folder: time validation over it")
     parser.add_argument("--checks", type=int, default=3, help="checks of each instance (a)")
     parser.add_argument("--run", action="store_true", help="time a run of the sample against the mock (b)")
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--concurrency", type=int, help="(b) 32 by default; (c) main.py run's default unless given")
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--repeats", type=int, help="rounds: (b) 3 by default, (c) 1")
     parser.add_argument("--copies", type=int, default=7, help="each schema posed this often (b): 1,820 requests")
@@ -229,20 +327,25 @@ def main() -> None:
         "--start", action="store_true", help="(c) instead of (a): first request and peak memory of a run over --data"
     )
     parser.add_argument("--mode", action="append", help="(c): the run's mode, repeatable (default tool)")
+    parser.add_argument(
+        "--posing", action="store_true", help="(d) instead of (a): how each mode poses each schema of --data, counted"
+    )
     parser.add_argument("--keep", type=Path, help="(c): store the runs under this folder (default: thrown away)")
     args = parser.parse_args()
     if args.data is None and not args.run:
         parser.error("give --data DIR, --run, or both")
     if args.data is not None and not args.data.is_dir():
         parser.error(f"--data {args.data}: not a folder")
+    if (args.start or args.posing) and args.data is None:
+        parser.error("--start and --posing read --data DIR: give it")
+    if args.posing:
+        posing(args.data)
     if args.start:
-        if args.data is None:
-            parser.error("--start measures a run over --data DIR: give it")
         start(args.data, args.mode or ["tool"], args.concurrency, args.repeats or 1, args.keep)
-    elif args.data is not None:
+    elif args.data is not None and not args.posing:
         validation(args.data, args.checks)
     if args.run:
-        run(args.concurrency, args.latency_ms, args.repeats or 3, args.copies)
+        run(args.concurrency or 32, args.latency_ms, args.repeats or 3, args.copies)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ required property dropped, or a value of the wrong type; checked likewise), a sc
 (native mode only: the HTTP 400). A request is matched to its schema by its last user message that is a schema of the
 script (the schema as JSONSchemaBench sends it); the attempt is the number of assistant turns after it.
 Tool mode answers with a call of the offered tool; native and text modes with the JSON as the content; prompted mode
-with the JSON in a ```json fence. A root that is not an object is answered as `{"response": ...}` in the structured
-modes (the suite's documented wrapping), bare in text mode.
+with the JSON in a ```json fence. A root that is not an object (nor posed as one: no `type` and an object keyword) is
+answered as `{"response": ...}` in the structured modes (the suite's documented wrapping), bare in text mode.
 """
 
 from __future__ import annotations
@@ -119,13 +119,22 @@ def _verdict(schema: Any, instance: Any) -> bool | None:
         return None
 
 
+_OBJECT_ONLY = ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+                "minProperties", "maxProperties", "dependencies", "dependentRequired", "dependentSchemas",
+                "unevaluatedProperties")  # fmt: skip
+"""Keywords that apply to objects only."""
+
+
 def object_root(schema: Any) -> bool:
-    """Whether the schema's root is `type: object` once a root `$ref` is followed (else the structured modes wrap)."""
+    """Whether the schema's root, once a root `$ref` is followed, is `type: object`, or has no `type` and an object
+    keyword (posed with `type: object` added, as JSONSchemaBench poses it); else the structured modes wrap."""
     node = schema
     for _ in range(10):
         if isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#"):
             node = {**_local(schema, node["$ref"]), **{k: v for k, v in node.items() if k != "$ref"}}
-    return isinstance(node, dict) and node.get("type") == "object"
+    if not isinstance(node, dict):
+        return False
+    return node.get("type") == "object" or ("type" not in node and any(key in node for key in _OBJECT_ONLY))
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from typed_eval.core.datasets import Dataset
 from typed_eval.core.errors import InputError
 from typed_eval.suites.schemas.data import load_path, load_sample
 from typed_eval.suites.schemas.metrics import coverage
-from typed_eval.suites.schemas.outputs import sent_schema
+from typed_eval.suites.schemas.outputs import TYPED, sent_schema
 from typed_eval.suites.schemas.prompts import SYSTEM, load_shots, request_messages
 from typed_eval.suites.schemas.sampling import SETS, few_shots
 from typed_eval.suites.schemas.suite import SCHEMAS, SchemasParams, show_instance
@@ -119,8 +119,10 @@ def test_what_is_sent_has_local_references_written_out_and_recursion_cut() -> No
     fifty = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(50)}}
     wide = {"definitions": {"a": fifty}, "properties": {f"q{i}": {"$ref": "#/definitions/a"} for i in range(50)}}
     cut = sent_schema(wide, max_nodes=1_000)  # written out while under the bound, then left open
-    assert cut.notes == ["$refs past 1,000 nodes written out left open (any value)"]
+    assert isinstance(cut.schema, dict)
+    assert cut.notes == [TYPED, "$refs past 1,000 nodes written out left open (any value)"]
     assert [len(value) for value in cut.schema["properties"].values()].count(0) == 40
+    assert (cut.object_root, cut.schema["type"]) == (True, "object")  # no type: asked for as an object
 
 
 # --- cases and the benchmark's request ------------------------------------------------------------------------

@@ -2,9 +2,12 @@
 (pydantic cannot hand on a schema's own definitions), what is accepted is what `jsonschema` finds valid against the
 original.
 
-A root that is not `type: object` cannot be a tool's parameters, a response format or pydantic-ai's prompted schema
-as it is: it is asked for as `{"response": <schema>}` in every structured mode (as pydantic-ai wraps such outputs)
-and the reply unwrapped, so the instance scored is the bare value; a plain-text reply is the bare value itself.
+A root with object keywords (`properties`, `required`, `additionalProperties`...) and no `type` is posed as
+JSONSchemaBench poses it, with `"type": "object"` added: asked for as the object it describes (the validator still
+judges against the original). Any other root that is not `type: object` cannot be a tool's parameters, a response
+format or pydantic-ai's prompted schema as it is: it is asked for as `{"response": <schema>}` in every structured
+mode (as pydantic-ai wraps such outputs) and the reply unwrapped, so the instance scored is the bare value; a
+plain-text reply is the bare value itself.
 A recursive reference is written out once and then cut to `{}` (any value), as is any reference met once the
 written-out schema is `MAX_NODES` large: the model is shown less than the schema asks, the validator still checks
 all of it. A `$ref` to anything but the schema
@@ -13,7 +16,7 @@ itself (a URL, a file) is never fetched: the case cannot be posed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
@@ -21,7 +24,7 @@ from pydantic_core import PydanticCustomError, core_schema
 
 from typed_eval.suites.schemas.validation import SchemaProblem, pointer
 
-__all__ = ["MAX_NODES", "WRAPPER", "Sent", "schema_output", "sent_schema"]
+__all__ = ["MAX_NODES", "OBJECT_KEYWORDS", "TYPED", "WRAPPER", "Sent", "schema_output", "sent_schema"]
 
 MAX_NODES = 20_000
 """How large a schema may grow as its references are written out (objects, lists and values counted; about 0.7 MB
@@ -29,6 +32,16 @@ of JSON at most over JSONSchemaBench, 57 of its schemas reach it): past it, a
 `$ref` is left open (any value), said in the case's notes; the validator still checks all of it."""
 WRAPPER = "response"
 """The key a root that is not an object is asked for under (pydantic-ai's own for such outputs)."""
+OBJECT_KEYWORDS = ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+                   "minProperties", "maxProperties", "dependencies", "dependentRequired", "dependentSchemas",
+                   "unevaluatedProperties")  # fmt: skip
+"""Keywords that apply to objects only: a root with one of them and no `type` is posed as an object."""
+TYPED = (
+    'the root has object keywords and no type: posed with "type": "object" added, as JSONSchemaBench poses it '
+    "(structured modes)"
+)
+"""The note of a root posed as an object with `type: object` added (JSONSchemaBench's engines add it to a root with
+no type: `add_root_type_if_missing`, `adapt_schema`)."""
 _LEFT_OUT = ("definitions", "$defs", "$schema", "$id")
 """The root's keys not sent: its definitions (written out where used) and what only says how to read it."""
 
@@ -58,12 +71,12 @@ def _plain(node: Any, sizes: dict[int, int]) -> int:
     return total
 
 
-def sent_schema(schema: dict[str, Any] | bool, max_nodes: int = MAX_NODES) -> Sent:
+def sent_schema(schema: Mapping[str, Any] | bool, max_nodes: int = MAX_NODES) -> Sent:
     """`schema` with every local `$ref` replaced by what it names (its sibling keywords kept over it), recursion cut
     to `{}`, and so is any `$ref` met once `max_nodes` nodes are written out (a schema whose definitions use each
-    other many times over grows exponentially); the root's definitions, `$schema` and `$id` left out; SchemaProblem
-    for a reference that is not local. What holds no `$ref` is `schema`'s own, not copied (a third less time over
-    JSONSchemaBench)."""
+    other many times over grows exponentially); the root's definitions, `$schema` and `$id` left out, and a root with
+    object keywords and no `type` given `"type": "object"` (`TYPED`); SchemaProblem for a reference that is not local.
+    What holds no `$ref` is `schema`'s own, not copied (a third less time over JSONSchemaBench)."""
     if isinstance(schema, bool):
         return Sent(schema, [])
     notes: list[str] = []
@@ -104,8 +117,10 @@ def sent_schema(schema: dict[str, Any] | bool, max_nodes: int = MAX_NODES) -> Se
             return {**target, **siblings}
         return {key: walk(value, path) for key, value in node.items()}
 
-    shown = {k: v for k, v in schema.items() if k not in _LEFT_OUT}
-    return Sent(walk(shown, ()), sorted(set(notes)))
+    shown = walk({k: v for k, v in schema.items() if k not in _LEFT_OUT}, ())
+    if isinstance(shown, dict) and "type" not in shown and any(key in shown for key in OBJECT_KEYWORDS):
+        return Sent({**shown, "type": "object"}, [TYPED, *sorted(set(notes))])
+    return Sent(shown, sorted(set(notes)))
 
 
 def schema_output(sent: Sent, check: Callable[[Any], list[str]], *, wrap: bool, again: Callable[[], Sent]) -> type:

@@ -99,11 +99,11 @@ class SchemaTasks:
         return request_messages(case.prompt, self.shots.get(case.group or "", [])[: self.count], self.system)
 
     def check(self, case: Case) -> Sent:
-        """What is posed for the case; SchemaProblem when it cannot be posed or checked."""
+        """What is posed for the case; SchemaProblem when it cannot be posed or checked. What is posed shares what it
+        does not rewrite with the schema the validator holds (read, never changed): one parse of it, not two."""
         if case.metadata.get(PROBLEM):
             raise SchemaProblem(str(case.metadata[PROBLEM]))
-        self.validators.for_text(case.prompt)
-        return sent_schema(json.loads(case.prompt))
+        return sent_schema(self.validators.for_text(case.prompt).schema)
 
     def task_for(self, case: Case, mode: AnswerMode) -> Task[Any]:
         try:
@@ -116,9 +116,7 @@ class SchemaTasks:
 
         return Task(  # a schema pydantic-ai cannot take is this case's error, when the engine makes its agent
             name=SUITE,
-            output_type=schema_output(
-                sent, check, wrap=not is_text_mode(mode), again=lambda: sent_schema(json.loads(case.prompt))
-            ),
+            output_type=schema_output(sent, check, wrap=not is_text_mode(mode), again=lambda: self.check(case)),
             score=self.score,
             messages=self.messages,
         )
@@ -141,7 +139,7 @@ def _noted(case: Case, tasks: SchemaTasks) -> Case:
     except SchemaProblem as exc:
         return case.model_copy(update={"metadata": {**case.metadata, PROBLEM: str(exc)}})
     notes = ([] if sent.object_root else [WRAPPED]) + sent.notes
-    features = {KEY: schema_features(json.loads(case.prompt))}
+    features = {KEY: schema_features(tasks.validators.for_text(case.prompt).schema)}
     return case.model_copy(update={"metadata": {**case.metadata, **features, **({NOTES: notes} if notes else {})}})
 
 
