@@ -8,9 +8,12 @@ The importable core, on one page: no argument parsing, no printing.
     result = asyncio.run(evaluator.evaluate(task, cases, "openai:gpt-4o-mini", mode="tool", retries=5))
     # or: config = evaluator.RunConfig(mode="tool", retries=5); evaluator.evaluate(task, cases, model, config)
     result.records[0].output, result.records[0].score, result.scores.score
+    # how this process drives and watches the run (never stored): a RunControl after the config
+    evaluator.evaluate(task, cases, model, config, evaluator.RunControl(on_record=print, pacer=evaluator.Pacer(rpm=60)))
 
 `evaluate()` poses and scores; `run()` does the same and stores the run (resumable) under a results folder, its
-`summary.json` holding the settings the run resolved from the `RunConfig`. `read_records(run_dir)` and
+`summary.json` holding the settings the run resolved from the `RunConfig` (what the run is), never the `RunControl`
+(how this process drives it: stop state, callbacks, pacer, worker processes). `read_records(run_dir)` and
 `load_runs(folder)` read stored runs. `Suite(name, params, build)` makes a benchmark a plug-in (entry-point group
 `typed_eval.suites`), run with `main.py run --suite NAME -S key=value`. `analyse(records)` gives a run's interval
 (and its chance baselines, given a suite's `baseline`), `compare(a, b)` pairs two runs case by case:
@@ -39,6 +42,7 @@ from typed_eval.core.run_config import RunConfig
 from typed_eval.core.simulated_user import SimulatedUser
 from typed_eval.core.suite import Suite, SuiteContext
 from typed_eval.core.tasks import Score, Task
+from typed_eval.engine.control import RunControl
 from typed_eval.engine.evaluation import EvaluationResult, evaluate
 from typed_eval.engine.runs import RunOutcome, run
 from typed_eval.providers.flow import Pacer
@@ -54,6 +58,7 @@ __all__ = [
     "InputError",
     "Pacer",
     "RunConfig",
+    "RunControl",
     "RunOutcome",
     "RunSummary",
     "SampleRecord",

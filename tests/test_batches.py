@@ -187,6 +187,7 @@ def counting(replies: dict[str, list[str]]) -> tuple[FunctionModel, list[int]]:
 
 TASK: Task[Count] = Task(name="count", output_type=Count, score=lambda case, out: float(out.n == case.expected))
 QUICK = BatchOptions(poll_interval_s=0.01, max_wait_s=0.05)
+BATCHED = evaluator.RunConfig(batch=True, batch_options=QUICK)
 
 
 @pytest.mark.parametrize("mode", ["tool", "native", "prompted", "text"])
@@ -196,7 +197,9 @@ def test_a_batched_run_records_what_a_live_run_records(mode: str) -> None:
 
     def run(batch: BatchOptions | None) -> tuple[list[Any], list[int]]:
         model, sizes = counting({k: list(v) for k, v in script.items()})
-        result = asyncio.run(evaluator.evaluate(TASK, cases, model, mode=mode, batch=batch))  # type: ignore[arg-type]
+        result = asyncio.run(
+            evaluator.evaluate(TASK, cases, model, mode=mode, batch=batch is not None, batch_options=batch)
+        )
         return [(r.case_id, r.status, r.score, [a.valid for a in r.attempts], r.usage.requests, r.output)
                 for r in result.records], sizes  # fmt: skip
 
@@ -213,7 +216,7 @@ def test_pending_requests_survive_a_torn_line_and_count_batch_states(tmp_path: P
     path = tmp_path / "batches.jsonl"
     store = PendingRequests(path)
     samples = [(Case(id="a", prompt="a", expected=3), 0)]
-    result = asyncio.run(evaluate_samples(TASK, samples, model, batch=QUICK, batch_store=store))
+    result = asyncio.run(evaluate_samples(TASK, samples, model, BATCHED, batch_store=store))
     assert result.records[0].status == "correct"
     waited, done = path.read_text().splitlines()
     assert (json.loads(waited)["case_id"], json.loads(done)) == ("a", {"case_id": "a", "repeat": 0, "done": True})
@@ -244,7 +247,7 @@ def test_a_sample_whose_batch_failed_it_is_sent_again_by_a_retry_of_errors(tmp_p
     samples = [(Case(id="a", prompt="a", expected=3), 0)]
     for expected in ("error", "correct"):  # the first run, then a retry of its error with the run's file
         model = FunctionModel(refuse_then_answer)
-        result = asyncio.run(evaluate_samples(TASK, samples, model, batch=QUICK, batch_store=PendingRequests(path)))
+        result = asyncio.run(evaluate_samples(TASK, samples, model, BATCHED, batch_store=PendingRequests(path)))
         assert result.records[0].status == expected
     assert calls == ["asked", "asked"]
 
@@ -256,13 +259,13 @@ def test_a_task_asking_in_a_loop_and_a_model_without_batches_are_refused() -> No
     looping: Task[Count] = Task(name="loop", output_type=Count, score=lambda case, out: 1.0, session=session)
     model, _ = counting({"a": ['{"n": 3}']})
     with pytest.raises(evaluator.EvaluatorError, match="asks each case in a loop of its own"):
-        asyncio.run(evaluator.evaluate(looping, [Case(id="a", prompt="a")], model, batch=QUICK))
+        asyncio.run(evaluator.evaluate(looping, [Case(id="a", prompt="a")], model, BATCHED))
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
     chat = OpenAIChatModel("m", provider=OpenAIProvider(base_url="http://127.0.0.1:9/v1", api_key="x"))
     with pytest.raises(evaluator.EvaluatorError, match="has no batch API"):
-        asyncio.run(evaluator.evaluate(TASK, [Case(id="a", prompt="a")], chat, batch=QUICK))
+        asyncio.run(evaluator.evaluate(TASK, [Case(id="a", prompt="a")], chat, BATCHED))
 
 
 # --- batch prices ---------------------------------------------------------------------------------------------
@@ -302,7 +305,8 @@ def test_corrective_retries_are_the_sample_s_across_follow_up_batches() -> None:
 
     def run(batch: BatchOptions | None) -> tuple[Any, list[int]]:
         model, sizes = counting({"a": ['{"n": "x"}'] * 10})
-        (record,) = asyncio.run(evaluator.evaluate(TASK, [case], model, retries=2, batch=batch)).records
+        config = evaluator.RunConfig(retries=2, batch=batch is not None, batch_options=batch)
+        (record,) = asyncio.run(evaluator.evaluate(TASK, [case], model, config)).records
         return (record.status, [a.valid for a in record.attempts], record.corrective_retries), sizes
 
     assert run(None) == (("missing", [False] * 3, 2), [])

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +31,7 @@ from tests.conftest import without_usage
 from typed_eval.contracts import AnswerMode, Attempt, Quiz, SampleRecord
 from typed_eval.core.attempts import UserPrices
 from typed_eval.core.errors import EvaluatorError
+from typed_eval.core.run_config import BatchOptions
 from typed_eval.suites.multiple_choice import (
     DEFAULT_SYSTEM_PROMPT,
     TAG_INSTRUCTION,
@@ -76,9 +78,13 @@ def scripted(replies: dict[str, list[ModelResponse | Exception]], **model: Any) 
 
 
 def run(
-    quizzes: Iterable[Quiz], model: FunctionModel, settings: evaluator.RunConfig | None = None, **options: Any
+    quizzes: Iterable[Quiz],
+    model: FunctionModel,
+    settings: evaluator.RunConfig | None = None,
+    control: evaluator.RunControl | None = None,
+    **options: Any,
 ) -> EvaluationResult:
-    return asyncio.run(evaluate_quizzes(quizzes, model, settings, **options))
+    return asyncio.run(evaluate_quizzes(quizzes, model, settings, control, **options))
 
 
 def answer(record: SampleRecord) -> str | None:
@@ -305,7 +311,8 @@ def test_quizzes_are_pulled_lazily_and_records_can_stay_out_of_memory() -> None:
 
     seen: list[str] = []
     model = scripted({f"q{n}": [call({"answer": 2})] for n in range(1, 31)})
-    result = run(stream(), model, concurrency=4, keep_records=False, on_record=lambda r: seen.append(r.case_id))
+    kept_out = evaluator.RunControl(keep_records=False, on_record=lambda r: seen.append(r.case_id))
+    result = run(stream(), model, control=kept_out, concurrency=4)
     assert (result.records, len(seen), len(made)) == ([], 30, 30)
     assert [(c.group, c.correct) for c in result.scores.groups] == [("odd", 15), ("even", 15)]
 
@@ -316,8 +323,8 @@ def test_records_come_back_in_quiz_order_and_each_is_reported_once() -> None:
     result = run(
         quizzes,
         scripted({q.id: [call({"answer": 2})] for q in quizzes}),
+        control=evaluator.RunControl(on_record=lambda r: seen.append(r.case_id)),
         concurrency=5,
-        on_record=lambda r: seen.append(r.case_id),
     )
     assert [r.case_id for r in result.records] == [q.id for q in quizzes]
     assert sorted(seen) == sorted(q.id for q in quizzes)
@@ -405,6 +412,16 @@ def test_settings_and_keyword_overrides_are_one_thing() -> None:
         ({"price_in": 1.0}, "prices", "prices: give both the input and the output price"),
         ({"prices": (1.0, 2.0)}, "prices", "prices: must be a UserPrices (USD per million tokens), got (1.0, 2.0)"),
         ({"prices": UserPrices(-1.0, 2.0)}, "prices", "prices: must be finite numbers of 0 or more, got -1.0 and 2.0"),
+        (
+            {"on_record": print},
+            "on_record",
+            "on_record: is how the caller drives the run, not a setting of it: pass "
+            "it in RunControl, as control=RunControl(on_record=...)",
+        ),
+        ({"keep_records": False}, "keep_records", "keep_records: is how the caller drives the run"),
+        ({"batch": BatchOptions()}, "batch", "batch: is True or False: give the BatchOptions as batch_options"),
+        ({"batch_options": BatchOptions()}, "batch_options", "batch_options: given with batch=False: set batch=True"),
+        ({"model_settings": 3}, "model_settings", "model_settings: must be a pydantic-ai ModelSettings (a dict)"),
     ],
 )
 def test_an_unknown_or_bad_setting_names_its_parameter(changes: dict[str, Any], parameter: str, message: str) -> None:
@@ -419,6 +436,22 @@ def test_an_unknown_or_bad_setting_names_its_parameter(changes: dict[str, Any], 
         assert refused.value.parameter == parameter
         assert str(refused.value).startswith(message)
         assert str(refused.value) == f"{parameter}: {refused.value.message}"
+
+
+def test_how_a_run_is_driven_is_its_control_and_what_only_run_takes_is_refused_elsewhere(tmp_path: Path) -> None:
+    task, cases = multiple_choice_task(), [quiz(1).to_case()]
+    refusals: dict[str, Callable[[], object]] = {
+        "control": lambda: run([quiz(1)], scripted({}), None, evaluator.RunConfig()),  # type: ignore[arg-type]
+        "on_start": lambda: run([quiz(1)], scripted({}), control=evaluator.RunControl(on_start=lambda *_: None)),
+        "model_settings": lambda: asyncio.run(
+            evaluator.run(task, cases, scripted({}), results_dir=tmp_path, model_settings={"temperature": 0.5})
+        ),
+    }
+    for parameter, call_it in refusals.items():
+        with pytest.raises(evaluator.InputError) as refused:
+            call_it()
+        assert refused.value.parameter == parameter
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_bad_value_in_a_settings_object_is_refused_too() -> None:

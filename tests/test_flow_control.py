@@ -250,7 +250,8 @@ def test_two_runs_in_one_process_share_the_pacer_they_are_handed() -> None:
 
     async def both(url: str) -> list[evaluator.EvaluationResult]:
         model = OpenAIChatModel("m", provider=OpenAIProvider(base_url=url, api_key="k"))
-        return list(await asyncio.gather(*(evaluator.evaluate(task, cases, model, pacer=pacer) for _ in range(2))))
+        paced = evaluator.RunControl(pacer=pacer)
+        return list(await asyncio.gather(*(evaluator.evaluate(task, cases, model, control=paced) for _ in range(2))))
 
     with FakeOpenAI(reply) as server:
         results = asyncio.run(both(server.url))

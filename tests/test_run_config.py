@@ -96,7 +96,7 @@ def test_the_stored_settings_keep_their_keys_and_the_config_holds_no_run_fields(
     assert list(RunSettings().model_dump(mode="json")) == STORED_KEYS
     filled_by_the_run = {"model", "instructions", "tool_choice_reason", "workers", "model_file", "updated_prices"}
     assert set(RunConfig.model_fields) == set(STORED_KEYS) - filled_by_the_run | {
-        "update_prices", "max_cost", "max_requests", "trace", "trace_content",
+        "update_prices", "max_cost", "max_requests", "trace", "trace_content", "model_settings", "batch_options",
     }  # fmt: skip
 
 
@@ -153,11 +153,12 @@ def test_the_command_line_makes_its_arguments_into_the_config_once(tmp_path: Pat
         "--model", "test", "--model", "test", "--retries", "2", "--rpm", "30", "--batch", "--batch-poll", "5",
         "--results-dir", str(tmp_path), "--resume",
     )  # fmt: skip
-    assert command.config == RunConfig(retries=2, temperature=0.01, seed=42, rpm=30.0, batch=True, max_wait_s=600.0)
-    assert command.models == ["test"]
-    assert (command.resume, command.batch, command.cache_path, command.workers, command.results_dir) == (
-        True, BatchOptions(poll_interval_s=5.0), None, 1, tmp_path,
+    assert command.config == RunConfig(
+        retries=2, temperature=0.01, seed=42, rpm=30.0, batch=True, batch_options=BatchOptions(poll_interval_s=5.0),
+        max_wait_s=600.0,
     )  # fmt: skip
+    assert command.models == ["test"]
+    assert (command.resume, command.cache_path, command.workers, command.results_dir) == (True, None, 1, tmp_path)
 
 
 def test_sampling_not_given_is_the_suite_s_and_given_is_the_user_s(tmp_path: Path) -> None:
@@ -209,10 +210,11 @@ def test_the_argument_namespace_stays_in_the_cli() -> None:
 
 def test_evaluator_exports_one_page_of_names() -> None:
     assert evaluator.__all__ == [
-        "Case", "Environment", "EvaluationResult", "EvaluatorError", "InputError", "Pacer", "RunConfig", "RunOutcome",
-        "RunSummary", "SampleRecord", "Score", "SimulatedUser", "Suite", "SuiteContext", "Task", "TaskError",
-        "ToolResult", "analyse", "compare", "converse", "evaluate", "load_runs", "pass_hat_k", "read_records", "run",
+        "Case", "Environment", "EvaluationResult", "EvaluatorError", "InputError", "Pacer", "RunConfig", "RunControl",
+        "RunOutcome", "RunSummary", "SampleRecord", "Score", "SimulatedUser", "Suite", "SuiteContext", "Task",
+        "TaskError", "ToolResult", "analyse", "compare", "converse", "evaluate", "load_runs", "pass_hat_k",
+        "read_records", "run",
     ]  # fmt: skip
-    assert len(evaluator.__all__) <= 25
+    assert len(evaluator.__all__) <= 26
     public = {name for name in vars(evaluator) if not name.startswith("_") and name != "annotations"}
     assert public == set(evaluator.__all__)

@@ -489,8 +489,9 @@ def test_a_run_in_progress_shows_each_record_once_written(tmp_path: Path) -> Non
             seen.append((run["status"], found["total"], [row["case_id"] for row in found["cases"]][-1:]))
 
         outcome = asyncio.run(
-            evaluator.run(task(), CASES, answering("beta", fixed=frozenset({3})), results_dir=results, retries=1,
-                          concurrency=1, on_start=started, on_record=written)
+            evaluator.run(task(), CASES, answering("beta", fixed=frozenset({3})),
+                          control=evaluator.RunControl(on_start=started, on_record=written), results_dir=results,
+                          retries=1, concurrency=1)
         )  # fmt: skip
         assert seen == [("running", k + 1, [IDS[k]]) for k in range(12)]
         (key,) = keys

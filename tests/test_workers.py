@@ -160,7 +160,9 @@ def test_a_worker_that_dies_fails_the_run_and_keeps_what_was_stored(tmp_path: Pa
     with WorkerPool(2, serve=lambda order: 3) as pool:  # a worker that fails its order
         dead = WorkerProcesses(pool, order=lambda work, _: str(work))
         with pytest.raises(EvaluatorError, match=r"worker 2 of 2 stopped without finishing its share \(exit 3\)"):
-            asyncio.run(evaluator.run(task, cases, "test", results_dir=tmp_path, workers=dead))
+            asyncio.run(
+                evaluator.run(task, cases, "test", control=evaluator.RunControl(workers=dead), results_dir=tmp_path)
+            )
     summary, records = stored(tmp_path)
     assert summary.status == "partial"
     assert summary.reason is not None and summary.reason.startswith("stopped by an error: worker 2 of 2")

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from typed_eval.core.errors import InputError
-from typed_eval.core.run_config import RunConfig, config_with
+from typed_eval.core.run_config import BatchOptions, RunConfig, config_with
 from typed_eval.core.suite import Suite
-from typed_eval.providers.batches import BatchOptions
 from typed_eval.providers.local_server import DEFAULT_LOCAL_MODEL
 
 __all__ = ["CACHE_FILE", "LATEST", "RunCommand", "run_command"]
@@ -38,7 +37,6 @@ class RunCommand:
     resume: bool | Path
     """True: each model's latest unfinished run; a path: that run; False: a new run."""
     retry_errors: bool
-    batch: BatchOptions | None
     judge_model: str | None
     workers: int
     limit: int | None
@@ -77,6 +75,7 @@ def run_command(args: argparse.Namespace, suite: Suite[Any]) -> RunCommand:
         price_out=args.price_out,
         chat_format=args.chat_format,
         batch=args.batch,
+        batch_options=BatchOptions(poll_interval_s=args.batch_poll) if args.batch else None,
         update_prices=args.update_prices,
         rpm=args.rpm,
         tpm=args.tpm,
@@ -98,7 +97,6 @@ def run_command(args: argparse.Namespace, suite: Suite[Any]) -> RunCommand:
         quiet=args.quiet,
         resume=True if args.resume == LATEST else Path(args.resume) if args.resume else False,
         retry_errors=args.retry_errors,
-        batch=BatchOptions(poll_interval_s=args.batch_poll) if args.batch else None,
         judge_model=args.judge_model,
         workers=args.workers,
         limit=args.limit,

@@ -37,7 +37,7 @@ from typed_eval.core.suite import Suite, SuiteContext, find_suites
 from typed_eval.core.tasks import Task
 from typed_eval.core.terminal import printable
 from typed_eval.engine.collector import COST_UNENFORCEABLE, CREDENTIALS_REFUSED
-from typed_eval.engine.control import StopState
+from typed_eval.engine.control import RunControl, StopState
 from typed_eval.engine.progress import Progress
 from typed_eval.engine.runs import INTERRUPTED, NothingToResume, RunOutcome, run
 from typed_eval.engine.workers import (
@@ -437,18 +437,19 @@ async def _run_model(
             dataset,
             prepared,
             config,
+            RunControl(
+                stop=stop,
+                on_record=progress.advance if progress is not None else write_record_line,
+                on_start=(lambda total, _: progress.start(total, prepared.resolved.name, traffic))
+                if progress is not None
+                else None,
+                pacer=pacer,
+                traffic=traffic,
+                workers=workers,
+            ),
             results_dir=command.results_dir,
             resume=command.resume,
             retry_errors=command.retry_errors,
-            stop=stop,
-            on_record=progress.advance if progress is not None else write_record_line,
-            on_start=(lambda total, _: progress.start(total, prepared.resolved.name, traffic))
-            if progress is not None
-            else None,
-            pacer=pacer,
-            traffic=traffic,
-            batch=command.batch,
-            workers=workers,
             judge_model=judge_name(task),
         )
 

@@ -1,23 +1,54 @@
-"""What a caller gives a run (`RunConfig`: the stored choices of `ChosenSettings` and what is never stored):
-defaults, keyword overrides, checks.
+"""What a caller gives a run (`RunConfig`: the stored choices of `ChosenSettings` and what is never stored, such as
+pydantic-ai's `model_settings` and the `BatchOptions`): defaults, keyword overrides, checks.
 
 `evaluate()`, `run()` and `open_model()` take a `RunConfig` and keyword overrides of its fields; each is checked
 here, and an unknown keyword or a bad value is an `InputError` whose `parameter` names it. The run resolves it, once,
-into the `RunSettings` it used and stores (`typed_eval.engine.settings.resolve_settings`).
+into the `RunSettings` it used and stores (`typed_eval.engine.settings.resolve_settings`). How the calling process
+drives and watches a run (stop, callbacks, pacer, worker processes) is not a setting: `typed_eval.engine.control`'s
+`RunControl`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-from pydantic import ConfigDict, ValidationError
+from pydantic import ConfigDict, Field, PlainValidator, ValidationError
+from pydantic_ai.settings import ModelSettings
+from pydantic_core import PydanticCustomError
 
 from typed_eval.contracts import ChosenSettings, RunSettings
 from typed_eval.core.attempts import UserPrices
 from typed_eval.core.errors import InputError
 
-__all__ = ["RunConfig", "check_config", "config_with", "user_prices"]
+__all__ = ["BatchOptions", "RunConfig", "check_config", "config_with", "user_prices"]
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """How a run uses the provider's batch API (`RunConfig.batch_options`; `typed_eval.providers.batches` sends it).
+
+    Every sample is sent at once (up to `max_requests` in flight), gathered into batches of at most
+    `max_requests` by pydantic-ai; a queue is submitted once its first request has waited `max_wait_s`. A batch
+    is checked after `poll_interval_s`, then half as long again after each check, up to `max_poll_interval_s`.
+    A request the provider let expire, or failed with a rate limit or server error, goes out again in a new
+    batch up to `max_resubmissions` times; corrective retries after an invalid output are follow-up batches.
+    """
+
+    poll_interval_s: float = 30.0
+    max_poll_interval_s: float = 600.0
+    max_wait_s: float = 1.0
+    max_requests: int = 10_000
+    max_resubmissions: int = 2
+
+
+def _model_settings(value: Any) -> ModelSettings | None:
+    """pydantic-ai's settings kept as given (the keys of a provider's own settings class included; a value such as an
+    `httpx.Timeout` is no JSON), only checked to be a dict."""
+    if value is None or isinstance(value, dict):
+        return value  # type: ignore[return-value]
+    raise PydanticCustomError("model_settings", "must be a pydantic-ai ModelSettings (a dict)")
 
 
 class RunConfig(ChosenSettings):
@@ -38,12 +69,22 @@ class RunConfig(ChosenSettings):
     see `typed_eval.engine.traces`; not stored)."""
     trace_content: bool = False
     """Traces: the prompts, replies, outputs and expected values too (else counts, names and scores only)."""
+    model_settings: Annotated[ModelSettings | None, PlainValidator(_model_settings), Field(exclude=True)] = None
+    """pydantic-ai's model settings, on top of those the config makes (`temperature`, `seed`, `max_tokens`...):
+    `evaluate()` only, as they are never stored (`run()` refuses them: its summary would not say how it asked)."""
+    batch_options: Annotated[BatchOptions | None, Field(exclude=True)] = None
+    """How a batched run (`batch=True`) uses the batch API; None: the default options. Not stored (`batch` is)."""
+
+
+MOVED_TO_CONTROL = ("stop", "on_record", "on_start", "pacer", "traffic", "keep_records", "workers")
+"""Keywords `evaluate()` and `run()` once took, now fields of the `RunControl` (how the caller drives the run)."""
 
 
 def config_with(config: RunConfig | None = None, /, **changes: Any) -> RunConfig:
     """`config` (default: every default) with `changes` applied, and checked: each change names a `RunConfig`
     field, or is `prices` (a `UserPrices`, which sets `price_in` and `price_out`). An unknown name, or a bad value
-    (changed or not), raises `InputError` whose `parameter` names it."""
+    (changed or not), raises `InputError` whose `parameter` names it; one of the `RunControl`'s fields
+    (`MOVED_TO_CONTROL`: `on_record`, `stop`, `pacer`...) says to pass it there."""
     base = config if config is not None else RunConfig()
     if not isinstance(base, RunConfig):
         raise InputError(f"must be a RunConfig, got {type(base).__name__}", parameter="config")
@@ -54,8 +95,18 @@ def config_with(config: RunConfig | None = None, /, **changes: Any) -> RunConfig
                 raise InputError(f"must be a UserPrices (USD per million tokens), got {_shown(value)}", parameter=name)
             values["price_in"] = value.input_per_million if value is not None else None
             values["price_out"] = value.output_per_million if value is not None else None
+        elif name == "batch" and isinstance(value, BatchOptions):
+            raise InputError(
+                "is True or False: give the BatchOptions as batch_options (with batch=True)", parameter=name
+            )
         elif name in RunConfig.model_fields:
             values[name] = value
+        elif name in MOVED_TO_CONTROL:
+            raise InputError(
+                f"is how the caller drives the run, not a setting of it: pass it in RunControl, as "
+                f"control=RunControl({name}=...) (evaluator.RunControl)",
+                parameter=name,
+            )
         else:
             raise InputError("unknown parameter: not one of this function's, nor a RunConfig field", parameter=name)
     try:
@@ -105,6 +156,10 @@ def check_config(config: RunConfig) -> None:
         )
     if any(price is not None and not (math.isfinite(price) and price >= 0) for price in prices):
         raise InputError(f"must be finite numbers of 0 or more, got {prices[0]} and {prices[1]}", parameter="prices")
+    if config.batch_options is not None and not config.batch:
+        raise InputError(
+            "given with batch=False: set batch=True to batch the run (they say how)", parameter="batch_options"
+        )
 
 
 def user_prices(settings: RunConfig | RunSettings) -> UserPrices | None:

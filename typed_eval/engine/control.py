@@ -1,14 +1,25 @@
-"""What may end a run early, as two objects: its budgets (cost, requests) and its stop state (Ctrl-C, a budget
-spent, the provider's silence). The pacer that gates each request is a third (`typed_eval.providers.flow.Pacer`)."""
+"""How a run is driven and watched from outside, and what may end it early: the `RunControl` a caller hands
+`evaluate()` and `run()` (never stored), its budgets (cost, requests) and its stop state (Ctrl-C, a budget spent, the
+provider's silence). The pacer that gates each request is a third (`typed_eval.providers.flow.Pacer`)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from typed_eval.contracts import SampleRecord
+from typed_eval.core.errors import InputError
 from typed_eval.core.run_config import RunConfig
+from typed_eval.providers.flow import Pacer
+from typed_eval.providers.transport import TrafficMeter
 
-__all__ = ["Budget", "StopState"]
+if TYPE_CHECKING:  # workers.py imports this module
+    from typed_eval.engine.workers import WorkerProcesses, WorkerShare
+
+__all__ = ["Budget", "RunControl", "StopState", "control_of"]
 
 
 @dataclass(frozen=True)
@@ -71,3 +82,41 @@ class StopState:
         self._event = self._event or asyncio.Event()
         if self.reason is None:
             await self._event.wait()
+
+
+@dataclass(frozen=True)
+class RunControl:
+    """How the calling process drives and watches a run: objects of this process (a stop state, callbacks, a pacer
+    shared between runs, worker processes), never stored and never part of what the run is (its `RunConfig`), so a
+    resumed run needs none of them. Every field is optional; `RunControl()` is a run left to itself."""
+
+    stop: StopState | None = None
+    """Stops the run early from outside (Ctrl-C): no new sample starts, those in flight get its grace period."""
+    on_record: Callable[[SampleRecord], None] | None = None
+    """Called with each sample's record as it finishes (`run()`: once it is on disk)."""
+    on_start: Callable[[int, Path], None] | None = None
+    """`run()` only: called with the number of samples to pose and the run folder, before the first request."""
+    pacer: Pacer | None = None
+    """Paces every request (`rpm`, `tpm`, `max_wait_s`); runs handed one pacer share its pace. None: the run makes its
+    own from its config's `rpm`, `tpm` and `max_wait_s`."""
+    traffic: TrafficMeter | None = None
+    """Gauges the run's transport as it goes (for a progress display)."""
+    keep_records: bool = True
+    """`evaluate()` only: False keeps memory flat on huge runs (records then reach only `on_record`); `run()` keeps
+    its records on disk, never in memory."""
+    workers: WorkerProcesses | WorkerShare | None = None
+    """`run()` only: the processes that pose the run's samples with this one (see `typed_eval.engine.workers`)."""
+
+
+def control_of(control: RunControl | None, *, stores: bool) -> RunControl:
+    """`control` checked (None: a run left to itself). `stores`: for `run()`; `evaluate()` poses in this process and
+    has no run folder, so a control with `workers` or `on_start` is refused there rather than ignored."""
+    if control is None:
+        return RunControl()
+    if not isinstance(control, RunControl):
+        raise InputError(f"must be a RunControl, got {type(control).__name__}", parameter="control")
+    if not stores:
+        for name in ("workers", "on_start"):
+            if getattr(control, name) is not None:
+                raise InputError("is run()'s: evaluate() poses in this process and stores no run", parameter=name)
+    return control

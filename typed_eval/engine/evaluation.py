@@ -1,8 +1,9 @@
 """Pose a task's cases to a model and record and score every output: `evaluate()`, and the loop that poses a run's
 samples (the first alone, the rest by workers pulling from one stream) under its budgets, stop state and pacer.
 
-No argument parsing, no printing: `evaluate()` takes a task, cases and a model, and returns every sample
-record with the run's scores; `on_record` is called as each sample finishes.
+No argument parsing, no printing: `evaluate()` takes a task, cases and a model, the run's `RunConfig` and how the
+caller drives it (`RunControl`), and returns every sample record with the run's scores; the control's `on_record` is
+called as each sample finishes.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ from pydantic_ai.settings import ModelSettings
 
 from typed_eval.contracts import Case, RunSettings, RunStatus, SampleRecord, Scores
 from typed_eval.core.errors import EvaluatorError, InputError, TaskError
-from typed_eval.core.run_config import RunConfig, config_with
+from typed_eval.core.run_config import BatchOptions, RunConfig, config_with
 from typed_eval.core.scoring import ScoreBook
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.tasks import Task
 from typed_eval.engine.collector import Collector
-from typed_eval.engine.control import Budget, StopState
+from typed_eval.engine.control import Budget, RunControl, StopState, control_of
 from typed_eval.engine.posing import Outcome, Poser
 from typed_eval.engine.set_aside import SetAside
 from typed_eval.engine.settings import (
@@ -37,7 +38,7 @@ from typed_eval.engine.settings import (
     resolve_settings,
 )
 from typed_eval.engine.traces import NO_TRACES, Traces, run_traces
-from typed_eval.providers.batches import Batching, BatchOptions, PendingRequests
+from typed_eval.providers.batches import Batching, PendingRequests
 from typed_eval.providers.flow import DEFAULT_MAX_WAIT_S, Pacer, WaitedTooLong
 from typed_eval.providers.prepared_model import PreparedModel
 from typed_eval.providers.prices import updated_prices
@@ -113,53 +114,39 @@ async def evaluate(
     cases: Iterable[Case],
     model: Model | str | PreparedModel,
     config: RunConfig | None = None,
-    *,
-    model_settings: ModelSettings | None = None,
-    on_record: Callable[[SampleRecord], None] | None = None,
-    stop: StopState | None = None,
-    keep_records: bool = True,
-    batch: BatchOptions | bool | None = None,
-    pacer: Pacer | None = None,
+    control: RunControl | None = None,
     **changes: Any,
 ) -> EvaluationResult:
     """Pose every case of `task` to `model` as `config` says, validate and score the outputs.
 
+    Two objects, so the signature stays short and what the run is stays apart from how this process drives it:
+    `config` (a `RunConfig`) is what the run is, `control` (a `RunControl`) how the caller drives and watches it.
+
     `model` is a pydantic-ai `Model` (FunctionModel and TestModel included), a `PreparedModel` (`open_model`) or a
     model string: any of pydantic-ai's (`openai:gpt-4o`, `anthropic:...`), `test`, `ollama:NAME`,
     `local:smollm2-135m` (its server is started for the run and stopped after it) or `replay:LOGFILE`. `config`
-    (a `RunConfig`; default: every default) says how: `mode`, `retries` (corrective retries after an invalid
-    output; default `default_retries(mode, task)`), `concurrency` (default 8, or what suits the model string: a local
-    server 1, with its 512-token answer cap), `repeats` (every case posed that many times; records carry the
-    repeat index, scores are means over all of them), `local` (a model whose cost is 0; default: a test model or
-    a loopback server), `tool_choice` (None tries forcing the output tool call and falls back to `auto` if the
-    server refuses it on the first case), `temperature`, `seed`, `max_tokens`, `system_prompt`, `price_in` and
-    `price_out`, the budgets `max_cost` and `max_requests`... Each keyword in `changes` overrides one of them
-    (`mode="tag", retries=0`; `prices=UserPrices(...)` sets both prices), checked: an unknown name or a bad value
-    raises `InputError` naming it (`.parameter`).
+    (default: every default) says how: `mode`, `retries` (corrective retries after an invalid output; default
+    `default_retries(mode, task)`), `concurrency` (default 8, or what suits the model string: a local server 1,
+    with its 512-token answer cap), `repeats` (every case posed that many times; records carry the repeat index,
+    scores are means over all of them), `local` (a model whose cost is 0; default: a test model or a loopback
+    server), `tool_choice` (None tries forcing the output tool call and falls back to `auto` if the server refuses
+    it on the first case), `temperature`, `seed`, `max_tokens`, `system_prompt`, `price_in` and `price_out`, the
+    budgets `max_cost` and `max_requests`, `model_settings` (pydantic-ai's, on top of those the config makes),
+    `batch` (every request through the provider's batch API, all samples at once: half the price, results within a
+    day; corrective retries go out as follow-up batches; `batch_options` says how)... Each keyword in `changes`
+    overrides one of them (`mode="tag", retries=0`; `prices=UserPrices(...)` sets both prices), checked: an unknown
+    name or a bad value raises `InputError` naming it (`.parameter`).
 
-    `model_settings` are pydantic-ai's, on top of those the config makes. The first case is posed alone: if the
-    model cannot be reached, the run stops there as `dnf`. `stop` (a `StopState`) stops the run early from outside
-    (Ctrl-C); `keep_records=False` keeps memory flat on huge runs (records then reach only `on_record`). If a worker
-    fails, the others are cancelled before this raises. `batch` sends every request through the provider's batch
-    API (`BatchOptions`, or True for the default ones: half the price, results within a day), all samples at once;
-    corrective retries go out as follow-up batches. `pacer` paces every request (a `Pacer`: `rpm`, `tpm`,
-    `max_wait_s`; see `typed_eval.providers.flow`): the limits the provider states are kept, a 429 waits without
-    spending a transport retry, an outage holds the requests; runs handed one pacer share its pace. Without one the
-    run makes its own, from the config's `rpm`, `tpm` and `max_wait_s`.
+    `control` (default: the run left to itself): `stop` (a `StopState`) stops the run early from outside (Ctrl-C);
+    `on_record` is called as each sample finishes; `keep_records=False` keeps memory flat on huge runs (records then
+    reach only `on_record`); `pacer` paces every request (a `Pacer`: `rpm`, `tpm`, `max_wait_s`; see
+    `typed_eval.providers.flow`): the limits the provider states are kept, a 429 waits without spending a transport
+    retry, an outage holds the requests; runs handed one pacer share its pace. Without one the run makes its own,
+    from the config's `rpm`, `tpm` and `max_wait_s`. The first case is posed alone: if the model cannot be reached,
+    the run stops there as `dnf`. If a worker fails, the others are cancelled before this raises.
     """
     config = config_with(config, **changes)
-    return await evaluate_samples(
-        task,
-        repeated(cases, config.repeats),
-        model,
-        config,
-        model_settings=model_settings,
-        on_record=on_record,
-        stop=stop,
-        keep_records=keep_records,
-        batch=batch,
-        pacer=pacer,
-    )
+    return await evaluate_samples(task, repeated(cases, config.repeats), model, config, control)
 
 
 async def evaluate_samples(
@@ -167,25 +154,20 @@ async def evaluate_samples(
     samples: Iterable[Sample],
     model: Model | str | PreparedModel,
     config: RunConfig | None = None,
+    control: RunControl | None = None,
     *,
-    model_settings: ModelSettings | None = None,
-    on_record: Callable[[SampleRecord], None] | None = None,
-    stop: StopState | None = None,
-    keep_records: bool = True,
-    batch: BatchOptions | bool | None = None,
     batch_store: PendingRequests | None = None,
-    pacer: Pacer | None = None,
 ) -> EvaluationResult:
-    """`evaluate()` over given (case, repeat) pairs. With `batch`, `batch_store` keeps the requests that wait on a
-    batch, and gives those a resumed sample continues from."""
+    """`evaluate()` over given (case, repeat) pairs. With `config.batch`, `batch_store` keeps the requests that wait
+    on a batch, and gives those a resumed sample continues from."""
     config = config_with(config)
-    options = batch_options(batch, config)
-    config = config.model_copy(update={"batch": options is not None})
+    control = control_of(control, stores=False)
+    options = batch_options(config)
     async with AsyncExitStack() as stack:
         if config.update_prices is not None:
             stack.enter_context(updated_prices(config.update_prices))
         prepared = await prepared_model(model, config, task, stack)
-        settings = resolve_settings(config, prepared, task, batch=options is not None, pacer=pacer)
+        settings = resolve_settings(config, prepared, task, batch=options is not None, pacer=control.pacer)
         traces = stack.enter_context(
             run_traces(config, task.name, settings, prepared.resolved.model, dataset_name=task.name)
         )
@@ -194,12 +176,13 @@ async def evaluate_samples(
             samples,
             prepared,
             settings,
-            model_settings=model_settings,
-            on_record=on_record,
+            model_settings=config.model_settings,
+            on_record=control.on_record,
             budget=Budget.of(config),
-            stop=stop,
-            pacer=pacer,
-            keep_records=keep_records,
+            stop=control.stop,
+            pacer=control.pacer,
+            traffic=control.traffic,
+            keep_records=control.keep_records,
             batch=options,
             batch_store=batch_store,
             traces=traces,

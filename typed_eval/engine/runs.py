@@ -23,17 +23,17 @@ from pydantic_ai.models import Model
 from typed_eval.contracts import Case, Pacing, RunSettings, RunStatus, RunSummary, SampleRecord, Scores, SourceLog
 from typed_eval.core.datasets import Dataset, dataset_from_cases
 from typed_eval.core.errors import EvaluatorError, InputError, ResultFileError
-from typed_eval.core.run_config import RunConfig, config_with
+from typed_eval.core.run_config import BatchOptions, RunConfig, config_with
 from typed_eval.core.scoring import ScoreBook
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.tasks import Task
-from typed_eval.engine.control import Budget, StopState
+from typed_eval.engine.control import Budget, RunControl, StopState, control_of
 from typed_eval.engine.evaluation import EvaluationResult, Sample, pose_samples
 from typed_eval.engine.resume import THIS_SEGMENT, NothingToResume, differences, run_to_continue
 from typed_eval.engine.settings import batch_options, model_name, prepared_model, resolve_settings
 from typed_eval.engine.traces import Traces, run_traces
 from typed_eval.engine.workers import WorkerProcesses, WorkerShare, claimed_samples, pose_in_workers
-from typed_eval.providers.batches import PENDING_FILE, BatchOptions, PendingRequests
+from typed_eval.providers.batches import PENDING_FILE, PendingRequests
 from typed_eval.providers.flow import Pacer, PaceReport
 from typed_eval.providers.prepared_model import PreparedModel
 from typed_eval.providers.prices import updated_prices
@@ -105,47 +105,50 @@ async def run(
     cases: Dataset | Iterable[Case],
     model: str | Model | PreparedModel,
     config: RunConfig | None = None,
+    control: RunControl | None = None,
     *,
     results_dir: Path | str = "result",
     resume: bool | str | Path = False,
     retry_errors: bool = False,
-    stop: StopState | None = None,
-    on_record: Callable[[SampleRecord], None] | None = None,
-    on_start: Callable[[int, Path], None] | None = None,
-    pacer: Pacer | None = None,
-    traffic: TrafficMeter | None = None,
-    batch: BatchOptions | bool | None = None,
-    workers: WorkerProcesses | WorkerShare | None = None,
     imported: Imported | None = None,
     **changes: Any,
 ) -> RunOutcome:
     """Evaluate and store: a new run under `results_dir`, or the one `resume` names (True: the latest
-    unfinished run with the same model, task, settings and dataset; or a run folder). `config` and `changes` are
-    `evaluate()`'s (`mode="tag", retries=0`...), with `judge_model` (the model a task's LLM judge grades with:
-    stored, and a resume must keep it) and `update_prices` (a URL, e.g.
+    unfinished run with the same model, task, settings and dataset; or a run folder). `config`, `control` and
+    `changes` are `evaluate()`'s: what the run is (stored as the settings it resolved from them), and how this process
+    drives it (never stored, so a resume needs none of it). `config` adds `judge_model` (the model a task's LLM judge
+    grades with: stored, and a resume must keep it) and `update_prices` (a URL, e.g.
     `typed_eval.providers.prices.DEFAULT_UPDATE_URL`: genai-prices' data is refreshed from it before the first
-    request, and the run's settings say so); the run stores the settings it resolved from them. A resumed run keeps
-    its finished samples and poses the rest; `retry_errors` poses again only the samples whose call failed (`error`;
-    a schema the provider refused, `unsupported`, would be refused again and is kept) and keeps one record per
-    sample. Every finished sample is on disk before it counts, so an interrupted run (Ctrl-C, kill -9, a reboot)
-    loses nothing: resume it. `on_start(to_pose, run_dir)` is called before the first request. Returns the
-    final summary; `summary.status` says `finished`, `partial` or `dnf`. Resume and the retry of errors work per
-    (case, repeat). `batch` sends the run through the provider's batch API; each request waiting on a batch is kept
-    in the run folder (`batches.jsonl`) as soon as it is submitted, so a resume collects it instead of sending it
-    again. `workers` (`WorkerProcesses`) poses the samples in `workers.count` parts, this process and its pool's
-    worker processes sharing one stream of them (see `typed_eval.engine.workers`), this process storing every record;
-    a `WorkerShare` is a worker's side: pose its part of that work file of a stored run with its share of the
-    budgets, give each record to `on_record` only, and store nothing. `stop` (a `StopState`) stops the run from
-    outside (Ctrl-C). `pacer` paces every request (see `evaluate()`; runs handed one share its pace); what it met
-    (429s, waits, outages) is stored in the summary's totals. `traffic` gauges the run's transport as it goes (for a
-    progress display). `imported` stores an import of published results (see `Imported`): if that run is stored
-    already, it is returned as it is (`posed` 0, `result` None).
+    request, and the run's settings say so); its `model_settings` are refused, as the summary would not say how the
+    run asked. A resumed run keeps its finished samples and poses the rest; `retry_errors` poses again only the
+    samples whose call failed (`error`; a schema the provider refused, `unsupported`, would be refused again and is
+    kept) and keeps one record per sample. Every finished sample is on disk before it counts, so an interrupted run
+    (Ctrl-C, kill -9, a reboot) loses nothing: resume it. Returns the final summary; `summary.status` says
+    `finished`, `partial` or `dnf`. Resume and the retry of errors work per (case, repeat). A batched run
+    (`config.batch`) keeps each request waiting on a batch in the run folder (`batches.jsonl`) as soon as it is
+    submitted, so a resume collects it instead of sending it again. `imported` stores an import of published
+    results (see `Imported`): if that run is stored already, it is returned as it is (`posed` 0, `result` None).
+
+    `control` as for `evaluate()` (its records are on disk, never kept in memory), and: `on_start(to_pose, run_dir)`
+    is called before the first request; what the `pacer` met (429s, waits, outages) is stored in the summary's
+    totals; `traffic` gauges the run's transport as it goes. `workers` (`WorkerProcesses`) poses the samples in
+    `workers.count` parts, this process and its pool's worker processes sharing one stream of them (see
+    `typed_eval.engine.workers`), this process storing every record; a `WorkerShare` is a worker's side: pose its
+    part of that work file of a stored run with its share of the budgets, give each record to `on_record` only, and
+    store nothing.
     """
     config = config_with(config, **changes)
+    control = control_of(control, stores=True)
+    workers = control.workers
+    if config.model_settings is not None:
+        raise InputError(
+            "are not stored, so a stored run would not say how it asked: give its settings as RunConfig fields "
+            "(temperature, seed, max_tokens...), or use evaluate()",
+            parameter="model_settings",
+        )
     if imported is not None and (resume is not False or retry_errors or workers is not None):
         raise InputError("an import is stored whole, in one process: it is not resumed or shared", parameter="imported")
-    options = batch_options(batch, config)
-    config = config.model_copy(update={"batch": options is not None})
+    options = batch_options(config)
     budget = Budget.of(config)
     if isinstance(workers, WorkerShare):
         budget = budget.share(workers.parts)
@@ -159,7 +162,7 @@ async def run(
             prepared,
             task,
             batch=options is not None,
-            pacer=pacer,
+            pacer=control.pacer,
             workers=workers.count if isinstance(workers, WorkerProcesses) else 1,
             imported=imported is not None,
         )
@@ -179,17 +182,17 @@ async def run(
             prepared,
             settings,
             budget,
-            stop or StopState(),
-            pacer,
-            traffic or TrafficMeter(),
-            on_record,
+            control.stop or StopState(),
+            control.pacer,
+            control.traffic or TrafficMeter(),
+            control.on_record,
             options,
             stack.enter_context(traces),
         )
         if isinstance(workers, WorkerShare):
             return await _pose_share(call, workers.work)
         return await _run(
-            call, Path(results_dir), resume, retry_errors, workers=workers, imported=imported, on_start=on_start
+            call, Path(results_dir), resume, retry_errors, workers=workers, imported=imported, on_start=control.on_start
         )
 
 

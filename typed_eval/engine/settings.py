@@ -13,9 +13,8 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from typed_eval.contracts import AnswerMode, ChosenSettings, RunSettings
-from typed_eval.core.run_config import RunConfig
+from typed_eval.core.run_config import BatchOptions, RunConfig
 from typed_eval.core.tasks import Task
-from typed_eval.providers.batches import BatchOptions
 from typed_eval.providers.flow import DEFAULT_MAX_WAIT_S, Pacer
 from typed_eval.providers.prepared_model import PreparedModel, open_model
 from typed_eval.providers.resolve import ResolvedModel
@@ -86,11 +85,11 @@ def resolve_settings(
     )
 
 
-def batch_options(batch: BatchOptions | bool | None, config: RunConfig) -> BatchOptions | None:
-    """How a run batches: as `batch` says (True: the default options), else as `config.batch` does."""
-    if isinstance(batch, BatchOptions):
-        return batch
-    return BatchOptions() if batch or (batch is None and config.batch) else None
+def batch_options(config: RunConfig) -> BatchOptions | None:
+    """How a run batches: `config.batch_options` when `config.batch` (None there: the default options), else not."""
+    if not config.batch:
+        return None
+    return config.batch_options or BatchOptions()
 
 
 def model_name(model: Model) -> str:

@@ -254,8 +254,8 @@ class WorkerProcesses:
 
 @dataclass(frozen=True)
 class WorkerShare:
-    """A worker's side of `WorkerProcesses`: its part of the stored run whose work file `work` is (`run(workers=)`
-    poses it, gives each record to `on_record` only, and stores nothing)."""
+    """A worker's side of `WorkerProcesses`: its part of the stored run whose work file `work` is (`run()`, given it as
+    its `RunControl`'s `workers`, poses it, gives each record to `on_record` only, and stores nothing)."""
 
     work: Path
     parts: int = 1

@@ -22,6 +22,7 @@ from pydantic_ai.models import Model
 from pydantic_core import to_jsonable_python
 
 from typed_eval.core.errors import EvaluatorError, ResultFileError
+from typed_eval.core.run_config import BatchOptions
 from typed_eval.core.secrets import Redactor
 from typed_eval.providers.transport import TrafficMeter
 
@@ -30,6 +31,7 @@ __all__ = [
     "BatchOptions",
     "Batching",
     "PendingRequests",
+    "batch_capability",
     "batch_of",
     "describe_states",
     "without_pending",
@@ -41,31 +43,15 @@ SampleKey = tuple[str, int]
 """A sample: its case id and repeat index."""
 
 
-@dataclass(frozen=True)
-class BatchOptions:
-    """How a run uses the provider's batch API.
-
-    Every sample is sent at once (up to `max_requests` in flight), gathered into batches of at most
-    `max_requests` by pydantic-ai; a queue is submitted once its first request has waited `max_wait_s`. A batch
-    is checked after `poll_interval_s`, then half as long again after each check, up to `max_poll_interval_s`.
-    A request the provider let expire, or failed with a rate limit or server error, goes out again in a new
-    batch up to `max_resubmissions` times; corrective retries after an invalid output are follow-up batches.
-    """
-
-    poll_interval_s: float = 30.0
-    max_poll_interval_s: float = 600.0
-    max_wait_s: float = 1.0
-    max_requests: int = 10_000
-    max_resubmissions: int = 2
-
-    def capability(self) -> BatchModelRequests:
-        return BatchModelRequests(
-            max_requests=self.max_requests,
-            max_wait=timedelta(seconds=self.max_wait_s),
-            max_resubmissions=self.max_resubmissions,
-            poll_interval=timedelta(seconds=self.poll_interval_s),
-            max_poll_interval=timedelta(seconds=max(self.max_poll_interval_s, self.poll_interval_s)),
-        )
+def batch_capability(options: BatchOptions) -> BatchModelRequests:
+    """pydantic-ai's capability that batches a run's requests as `options` say."""
+    return BatchModelRequests(
+        max_requests=options.max_requests,
+        max_wait=timedelta(seconds=options.max_wait_s),
+        max_resubmissions=options.max_resubmissions,
+        poll_interval=timedelta(seconds=options.poll_interval_s),
+        max_poll_interval=timedelta(seconds=max(options.max_poll_interval_s, options.poll_interval_s)),
+    )
 
 
 def batch_of(response: ModelResponse) -> tuple[str, str] | None:
@@ -189,7 +175,7 @@ class Batching:
 
     def __init__(self, model: Model, options: BatchOptions, pending: PendingRequests) -> None:
         self.options, self.pending = options, pending
-        self.capability = options.capability()
+        self.capability = batch_capability(options)
         if model.batch_max_requests is None:
             raise EvaluatorError(
                 f"{model.system}:{model.model_name} has no batch API (OpenAI's Responses API, Anthropic and Google "

@@ -17,6 +17,7 @@ from typed_eval.contracts import AnswerMode, Case, Quiz, SampleRecord, is_text_m
 from typed_eval.core.run_config import RunConfig
 from typed_eval.core.suite import AnswerLine, answer_lines
 from typed_eval.core.tasks import Task, TextReader
+from typed_eval.engine.control import RunControl
 from typed_eval.engine.evaluation import EvaluationResult, evaluate
 from typed_eval.suites.farel.generator import TAG_INSTRUCTION
 
@@ -193,9 +194,14 @@ def option_baseline(record: SampleRecord) -> tuple[int, int] | None:
 
 
 async def evaluate_quizzes(
-    quizzes: Iterable[Quiz], model: Model | str, config: RunConfig | None = None, **options: Any
+    quizzes: Iterable[Quiz],
+    model: Model | str,
+    config: RunConfig | None = None,
+    control: RunControl | None = None,
+    **options: Any,
 ) -> EvaluationResult:
     """Multiple-choice quizzes (as the FaRel generator makes them) posed as `multiple_choice_task()`'s cases:
-    the option number validated against each quiz's options, macro accuracy over classes. `config` and
+    the option number validated against each quiz's options, macro accuracy over classes. `config`, `control` and
     `options` are `evaluate()`'s."""
-    return await evaluate(multiple_choice_task(), (quiz.to_case() for quiz in quizzes), model, config, **options)
+    cases = (quiz.to_case() for quiz in quizzes)
+    return await evaluate(multiple_choice_task(), cases, model, config, control, **options)
