@@ -25,6 +25,7 @@ from tests.conftest import FAREL_FIXTURES, PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, completion, embeddings, tool_call
 from tests.test_format_result import answers, store
 from typed_eval.contracts import RunSummary
+from typed_eval.core import datasets
 from typed_eval.providers import ollama_models
 from typed_eval.providers.embeddings import endpoint_embedder
 from typed_eval.suites.judge import Judge
@@ -53,7 +54,8 @@ def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
 # --- 25: a FaRel length whose family outgrows the name lists -------------------------------------------------------
 
 
-def test_a_farel_length_beyond_the_names_is_one_line(tmp_path: Path) -> None:
+def test_a_farel_length_beyond_the_names_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(datasets, "_PROGRESS_AFTER_S", math.inf)  # a slow machine's progress line is not the point
     run = cli("main.py", "run", "--length", "18", "--model", "test", "--results-dir", str(tmp_path))
     assert one_line_error(run) == (
         "main.py: error: degree 17 drew 101 female people of 171, more than the 100 female names: use a length of at "
