@@ -88,11 +88,12 @@ def _environment(env: Mapping[str, str] | None) -> Iterator[None]:
     saved = dict(os.environ)
     folders = [folder for folder in (env or {}).get("PYTHONPATH", "").split(os.pathsep) if folder]
 
-    def forget() -> None:
-        places = {Path(folder).resolve() for folder in folders}
-        for name, module in list(sys.modules.items()):
+    places = {os.path.abspath(folder) for folder in folders} | {os.path.realpath(folder) for folder in folders}
+
+    def forget() -> None:  # a module's file is named under the folder as it was put on the path: no path resolved
+        for name, module in list(sys.modules.items()) if places else ():
             where = getattr(module, "__file__", None)
-            if where is not None and Path(where).resolve().parent in places:
+            if isinstance(where, str) and os.path.dirname(os.path.abspath(where)) in places:
                 del sys.modules[name]
 
     try:

@@ -278,6 +278,10 @@ def test_unreachable_server_is_a_one_line_error_and_a_stored_dnf(tmp_path: Path)
         (["--model", "test", "--quizzes", "missing.csv"], "main.py: error: cannot read quizzes from missing.csv"),
         (["--model", "test", "--length", "0"], "main.py run: error: argument --length: must be at least 1, got 0"),
         (["--model", "test", "--price-in", "1"], "main.py: error: give both --price-in and --price-out"),
+        (
+            ["--model", "test", "--grace", "-1"],
+            "main.py run: error: argument --grace: must be 0 seconds or more, got -1",
+        ),
     ],
 )
 def test_bad_input_gets_one_line_and_a_non_zero_exit(args: list[str], message: str, tmp_path: Path) -> None:

@@ -126,7 +126,8 @@ def test_a_cache_that_cannot_be_written_is_skipped_and_every_answer_kept(tmp_pat
     assert [line for line in done.stderr.splitlines() if "cache" in line] == [
         "warning: the response cache cannot be written (database is locked): answers are no longer kept in it"
     ]
-    first, second = sorted(tmp_path.glob("m/*/summary.json"))
+    by_size = {len(stored_in(path.parent)): path for path in tmp_path.glob("m/*/summary.json")}  # two runs of a second
+    first, second = by_size[3], by_size[9]
     cached = {r.case_id for r in stored_in(first.parent)}
     summary, records = RunSummary.model_validate_json(second.read_text()), stored_in(second.parent)
     assert (summary.status, summary.scores.correct, summary.scores.errors) == ("finished", 9, 0)
@@ -195,7 +196,8 @@ def test_ctrl_c_while_a_batch_runs_is_partial_and_exit_130(tmp_path: Path) -> No
         fake.release.clear()  # the batch stays in progress
         command = [PYTHON, "main.py", "run", "--model", "gpt-4o-mini", "--base-url", fake.url, "--api-key", SECRET,
                    "--limit", "9", "--results-dir", str(tmp_path), "--quiet", "--batch", *FAST]  # fmt: skip
-        with subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
+        stopped = [*command, "--grace", "1"]
+        with subprocess.Popen(stopped, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
             deadline = time.monotonic() + 120
             while fake.polls < 2 and time.monotonic() < deadline and run.poll() is None:
                 time.sleep(0.05)

@@ -1,9 +1,12 @@
 """Tasks a `pose_as` gives per case: an output type pydantic-ai refuses is that case's error (not the run's), and the
-engine keeps only the recently used agents (a suite may pose every case with its own output type)."""
+engine keeps only the recently used agents of tasks met again (a suite may pose every case with its own output
+type)."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -72,7 +75,7 @@ def test_an_output_type_pydantic_ai_refuses_is_that_cases_error_and_the_run_goes
     assert (records["bad"].attempts, sorted(asked)) == ([], ["1", "3"])  # nothing sent for it
 
 
-def test_only_the_recently_used_posers_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_task_met_again_keeps_its_poser_among_the_recently_used(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(posing, "POSERS_KEPT", 2)
     made: list[str] = []
     task = _tasks(made)
@@ -93,9 +96,38 @@ def test_only_the_recently_used_posers_are_kept(monkeypatch: pytest.MonkeyPatch)
         real(self, posed, *args, **kwargs)
 
     monkeypatch.setattr(posing.Poser, "__init__", counted)
-    names = ["a", "b", "a", "c", "d", "a"]  # `a` is dropped once b, c, d were posed after it
+    # met first: a poser of its own; met again: kept, the least recently used of those dropped (`b` once a and c are)
+    names = ["a", "b", "a", "b", "a", "c", "c", "a", "b"]
     cases = [Case(id=name, prompt=str(k), expected=str(k)) for k, name in enumerate(names)]
     run = Task(name="t", output_type=Any, score=task.score, pose_as=kept)
     result = asyncio.run(evaluator.evaluate(run, cases, _answering([]), mode="tool", concurrency=1))
-    assert [r.status for r in result.records] == ["correct"] * 6
-    assert [next(n for n, t in tasks.items() if id(t) == b) for b in built[1:]] == ["a", "b", "c", "d", "a"]
+    assert [r.status for r in result.records] == ["correct"] * len(names)
+    built_for = [next(n for n, t in tasks.items() if id(t) == b) for b in built[1:]]
+    assert built_for == ["a", "b", "a", "b", "c", "c", "b"]
+
+
+def test_a_task_made_for_one_case_goes_with_its_sample() -> None:
+    """A suite making a task per case (each case its own output type) has none of them kept once posed."""
+    made: list[str] = []
+    task = _tasks(made)
+    inner = task.pose_as
+    assert inner is not None
+    tasks: list[weakref.ref[Task[Any]]] = []
+    alive: list[int] = []
+
+    def fresh(case: Case, mode: AnswerMode) -> tuple[Task[Any], AnswerMode]:
+        posed, mode = inner(case, mode)
+        tasks.append(weakref.ref(posed))
+        return posed, mode
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        gc.collect()
+        alive.append(sum(ref() is not None for ref in tasks))  # the case being asked's own, and no other
+        prompt = str(messages[0].parts[-1].content)  # type: ignore[union-attr]
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"value": int(prompt)})])
+
+    cases = [Case(id=f"c{k}", prompt=str(k), expected=str(k)) for k in range(5)]
+    run = Task(name="t", output_type=Any, score=task.score, pose_as=fresh)
+    result = asyncio.run(evaluator.evaluate(run, cases, FunctionModel(respond), mode="tool", concurrency=1))
+    assert [r.status for r in result.records] == ["correct"] * 5
+    assert alive == [1] * 5

@@ -136,6 +136,14 @@ def test_validators_keep_a_bounded_number_and_size_the_least_recently_used_dropp
         with pytest.raises(SchemaProblem, match=r"^not a valid JSON Schema"):
             problem.for_text('{"type": 1}')
     assert problem.compiled == 1  # a schema that cannot be compiled is remembered as such
+    held = Validators(kept=1)
+    first = held.for_text(texts[0])  # held by its case's task while the case is posed and scored
+    held.for_text(texts[1])
+    assert (held.for_text(texts[0]) is first, held.compiled) == (True, 2)  # dropped from the kept, not compiled again
+    del first
+    held.for_text(texts[1])
+    held.for_text(texts[0])
+    assert held.compiled == 4  # held by nothing once dropped: each compiled again
 
 
 def test_the_lazy_cases_are_those_the_files_make_in_the_same_order(tmp_path: Path) -> None:

@@ -20,8 +20,9 @@ from typed_eval.store.storage import load_runs
 
 RUN_OPTIONS = [
     "--api-key", "--base-url", "--batch", "--batch-poll", "--cache", "--chat-format", "--concurrency", "--full",
-    "--help", "--judge-model", "--limit", "--max-cost", "--max-requests", "--max-tokens", "--max-transport-retries",
-    "--max-wait", "--mode", "--model", "--model-seed", "--no-cache", "--price-in", "--price-out", "--pull", "--quiet",
+    "--grace", "--help", "--judge-model", "--limit", "--max-cost", "--max-requests", "--max-tokens",
+    "--max-transport-retries", "--max-wait", "--mode", "--model", "--model-seed", "--no-cache", "--price-in",
+    "--price-out", "--pull", "--quiet",
     "--repeats", "--request-timeout", "--results-dir", "--resume", "--retries", "--retry-errors", "--rpm", "--suite",
     "--system-prompt", "--temperature", "--tool-choice", "--tpm", "--trace", "--trace-content", "--update-prices",
     "--workers", "-S", "-h",

@@ -78,7 +78,7 @@ def comparable(record: SampleRecord) -> tuple[Any, ...]:
 
 
 def test_two_workers_pose_at_once_and_store_what_one_process_stores(tmp_path: Path) -> None:
-    one, two = Server(latency_s=0.25), Server(latency_s=0.25)
+    one, two = Server(), Server(latency_s=0.1)  # long enough for the two processes' requests to meet
     with FakeOpenAI(one) as server:
         assert run(server, tmp_path / "one", "--concurrency", "1") == (0, "")
     with FakeOpenAI(two) as server:

@@ -132,6 +132,13 @@ def seconds(text: str) -> float:
     return value
 
 
+def grace(text: str) -> float:
+    value = finite(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 seconds or more, got {text}")
+    return value
+
+
 @contextmanager
 def notes_in_one_line(program: str) -> Iterator[None]:
     """Warnings meant for the user (a plug-in under a group's earlier name) as one line each on stderr, as the

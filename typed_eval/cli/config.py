@@ -34,6 +34,8 @@ class RunCommand:
     """The response cache, with `--cache`."""
     pull: bool
     quiet: bool
+    grace_s: float
+    """`--grace`: the seconds a stop leaves requests in flight."""
     resume: bool | Path
     """True: each model's latest unfinished run; a path: that run; False: a new run."""
     retry_errors: bool
@@ -95,6 +97,7 @@ def run_command(args: argparse.Namespace, suite: Suite[Any]) -> RunCommand:
         cache_path=args.results_dir / CACHE_FILE if args.cache else None,
         pull=args.pull,
         quiet=args.quiet,
+        grace_s=args.grace,
         resume=True if args.resume == LATEST else Path(args.resume) if args.resume else False,
         retry_errors=args.retry_errors,
         judge_model=args.judge_model,

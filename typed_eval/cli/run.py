@@ -26,7 +26,6 @@ from typed_eval.cli.common import (
     prog,
 )
 from typed_eval.cli.config import CACHE_FILE, LATEST, RunCommand, run_command
-from typed_eval.cli.run_report import print_comparison, print_report
 from typed_eval.cli.suite_flags import add_suite_flags, given_keys
 from typed_eval.cli.suites import answer_modes, default_suite, suite_from_args
 from typed_eval.contracts import AnswerMode
@@ -196,6 +195,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "outage to end, with nothing answered (default 600)",
     )
     faults.add_argument(
+        "--grace",
+        type=common.grace,
+        default=10.0,
+        metavar="SECONDS",
+        help="on a stop (Ctrl-C, SIGTERM, SIGHUP, a budget spent), how long requests in flight may take to finish "
+        "and be recorded before they are cancelled, to be posed again by --resume (default 10)",
+    )
+    faults.add_argument(
         "--max-transport-retries",
         type=common.non_negative,
         help="resend a request after HTTP 429/5xx, a timeout or a dropped connection, with "
@@ -290,7 +297,7 @@ def _serving(
         name, mode, work, parent = json.loads(order)
 
         async def pose() -> int:
-            stop = StopState()
+            stop = StopState(grace_s=command.grace_s)
             with stop_when_told(lambda: stop.stop(TERMINATED)), _stopped_by_signals(stop.stop):
                 outcome = await _run_model(
                     command, name, mode, task, dataset, stop, pacer, None, share=(Path(work), parent)
@@ -336,7 +343,7 @@ async def _run(
     """Each of the command's models in each of `modes` in turn on the identical cases, a stored run each, under one
     progress display; then the comparison. With `pool`, each run is posed by it and this process. Every run keeps
     `pacer`'s pace, started afresh for each run (shared with the workers, which never reset it)."""
-    current = StopState()
+    current = StopState(grace_s=command.grace_s)
     stopped: list[str] = []
 
     def stop(reason: str) -> None:
@@ -350,7 +357,7 @@ async def _run(
         for name, mode in ((name, mode) for name in models for mode in modes):
             if stopped:
                 break
-            current = StopState()  # per run
+            current = StopState(grace_s=command.grace_s)  # per run
             pacer.reset()
             try:
                 outcome = await _run_model(command, name, mode, task, dataset, current, pacer, progress, pool=pool)
@@ -372,6 +379,8 @@ async def _run(
     if not outcomes and not stopped:
         raise NothingToResume("none of the models has an unfinished run with these settings")
     if len(outcomes) > 1:
+        from typed_eval.cli.run_report import print_comparison  # the reports' modules: imported once a run is done
+
         print_comparison([o.run_dir for o in outcomes], modes)
     return code
 
@@ -468,6 +477,8 @@ def _outcome_code(outcome: RunOutcome, suite: Suite[Any]) -> int:
             file=sys.stderr,
         )
         return EXIT_DNF
+    from typed_eval.cli.run_report import print_report  # the reports' modules: imported once a run is done
+
     print_report(final, run_dir, suite)
     if final.reason is not None and final.reason.startswith(CREDENTIALS_REFUSED):
         print(printable(f"{prog()}: error: {final.reason} (run stored as partial in {run_dir})"), file=sys.stderr)

@@ -292,7 +292,9 @@ class FoundSuite:
     """Where the package registered it, `module:object`: what `--suite` takes to pick one of two of a name."""
 
 
-def _load(point: EntryPoint) -> FoundSuite:
+def _load(point: EntryPoint, packages: dict[int, tuple[str, str]]) -> FoundSuite:
+    """The suite `point` names; `packages` holds the name and version of each distribution already read (reading
+    them parses its metadata: most suites come from one distribution)."""
     try:
         suite = point.load()
     except Exception as exc:
@@ -300,7 +302,12 @@ def _load(point: EntryPoint) -> FoundSuite:
     if not isinstance(suite, Suite):
         raise TaskError(f"suite {point.name!r} ({point.value}) is a {type(suite).__name__}, not an evaluator.Suite")
     dist = point.dist
-    return FoundSuite(suite, dist.name if dist else None, dist.version if dist else None, point.value)
+    if dist is None:
+        return FoundSuite(suite, None, None, point.value)
+    if id(dist) not in packages:
+        packages[id(dist)] = (dist.name, dist.version)
+    package, version = packages[id(dist)]
+    return FoundSuite(suite, package, version, point.value)
 
 
 def _points() -> list[EntryPoint]:
@@ -311,9 +318,11 @@ def find_suites(on_error: Callable[[TaskError], None] | None = None) -> list[Fou
     """Every suite installed, by name; one that fails to load raises, or with `on_error` is handed to it and left
     out (a broken plug-in does not hide the others)."""
     found: list[FoundSuite] = []
-    for point in _points():
+    points = _points()  # held while loading: a distribution's id is not reused among them
+    packages: dict[int, tuple[str, str]] = {}
+    for point in points:
         try:
-            found.append(_load(point))
+            found.append(_load(point, packages))
         except TaskError as exc:
             if on_error is None:
                 raise
@@ -341,7 +350,7 @@ def suite_named(name: str) -> tuple[FoundSuite, dict[str, object]]:
     points = _points()
     for point in points:
         if point.value == name:  # one of two suites of a name, picked by its entry point
-            return _load(point), {}
+            return _load(point, {}), {}
     loaded = find_suites(on_error=lambda _: None)  # a broken plug-in is said by `suites`, and by its own name
     twins = same_named(loaded).get(name)
     if twins is not None:
@@ -349,7 +358,7 @@ def suite_named(name: str) -> tuple[FoundSuite, dict[str, object]]:
                          f"one by its entry point (--suite {twins[0].entry_point})")  # fmt: skip
     for point in points:
         if point.name == name:
-            return _load(point), {}
+            return _load(point, {}), {}
     for found in loaded:
         if found.suite.paths and name.endswith(found.suite.paths):
             return found, {"path": name}

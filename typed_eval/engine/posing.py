@@ -60,7 +60,7 @@ from typed_eval.core.calls import (
     tool_definitions,
 )
 from typed_eval.core.errors import CaseScoringError, EvaluatorError, failure_line
-from typed_eval.core.recent import Recent
+from typed_eval.core.recent import RecentAgain
 from typed_eval.core.run_config import user_prices
 from typed_eval.core.secrets import Redactor, redacted_record
 from typed_eval.core.tasks import EMPTY_REPLY, EmptyReplyAsText, Score, Task, TextReply
@@ -87,7 +87,8 @@ Halt = Callable[[float | None, int], str | None]
 
 
 POSERS_KEPT = 128
-"""Posers of `pose_as`'s tasks kept, least recently used dropped: else an agent per case would be kept all run long."""
+"""Posers kept of the `pose_as` tasks met again (a task met once, as one made per case, has a poser that goes with its
+sample), least recently used dropped: else an agent per case would be kept all run long (`RecentAgain`)."""
 
 
 class OutputNotPosable(Exception):
@@ -143,8 +144,8 @@ class _Turns:
 class Poser:
     """Poses single cases with one agent; holds what every sample of a run shares.
 
-    A task whose cases are posed differently (`Task.pose_as`) gets one poser per way of posing, made on first use;
-    every one of them scores with the run's task.
+    A task whose cases are posed differently (`Task.pose_as`) gets one poser per way of posing, made on first use
+    (kept from its second: `POSERS_KEPT`); every one of them scores with the run's task.
     """
 
     def __init__(
@@ -169,7 +170,7 @@ class Poser:
         self.recording = recording if recording is not None else span_recording(self.grader, traces)
         self.model = model = self.recording.instrumented(model)
         self.settings = settings
-        self._posers: Recent[tuple[int, AnswerMode], tuple[Task[Any], Poser]] = Recent(POSERS_KEPT)
+        self._posers: RecentAgain[Task[Any], Poser] = RecentAgain(POSERS_KEPT)
         self.redact = redact
         self.mode = settings.mode
         self.retries = settings.retries or 0  # resolved (`resolve_settings`): never None
@@ -254,8 +255,8 @@ class Poser:
         task, mode = self.task.pose_as(case, self.mode)
         if task is self.task and mode == self.mode:
             return self
-        try:  # the task is kept with its poser so its id is not reused
-            return self._posers.get((id(task), mode), lambda: (task, self._made(task, mode)))[1]
+        try:
+            return self._posers.get(task, mode, lambda: self._made(task, mode))
         except (EvaluatorError, asyncio.CancelledError):
             raise
         except Exception as exc:  # pydantic-ai reads the output type as the poser is made: this case's error

@@ -19,7 +19,6 @@ from urllib.parse import urlsplit
 
 import httpx2
 from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult
-from pydantic_ai.embeddings.openai import OpenAIEmbeddingModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from typed_eval.contracts import Cost, TokenUsage
@@ -205,6 +204,8 @@ def endpoint_embedder(
         )
     cache = ResponseCache(cache_path) if cache_path is not None else None
     http = http_client(cache=cache, timeout=request_timeout, paced=False)
+    from pydantic_ai.embeddings.openai import OpenAIEmbeddingModel  # and tiktoken: imported when one is used
+
     provider_ = OpenAIProvider(base_url=base_url, api_key=key, http_client=http)
     model = OpenAIEmbeddingModel(model_name, provider=provider_)
     redact = Redactor.for_run(api_key=key, urls=[base_url])

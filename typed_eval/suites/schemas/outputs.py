@@ -118,6 +118,7 @@ def sent_schema(schema: Mapping[str, Any] | bool, max_nodes: int = MAX_NODES) ->
         return {key: walk(value, path) for key, value in node.items()}
 
     shown = walk({k: v for k, v in schema.items() if k not in _LEFT_OUT}, ())
+    sizes.clear()  # `walk` refers to itself, a cycle that holds it until a collection: a count per node, let go now
     if isinstance(shown, dict) and "type" not in shown and any(key in shown for key in OBJECT_KEYWORDS):
         return Sent({**shown, "type": "object"}, [TYPED, *sorted(set(notes))])
     return Sent(shown, sorted(set(notes)))

@@ -85,10 +85,10 @@ def _problem_task(reason: str) -> Task[Any]:
 
 @dataclass
 class SchemaTasks:
-    """The task posing each case with its own schema as the output type, made when the case is posed (the engine
-    keeps the recently used ones with their agents, so this keeps none), and the scorer checking an instance against
-    the original schema. A task holds the case, not its validator nor its schema as posed: those are the bounded
-    `validators`' and pydantic-ai's, so the agents the engine keeps hold one copy of each schema, not three."""
+    """The task posing each case with its own schema as the output type, made when the case is posed (met once, the
+    engine lets it go with its sample; this keeps none), and the scorer checking an instance against the original
+    schema. A task holds the case and its validator (so `validators` finds it until the case is scored, however many
+    cases are in flight), not its schema as posed: pydantic-ai keeps that, one copy of each schema, not two."""
 
     shots: Shots
     count: int = MAX_SHOTS
@@ -110,9 +110,10 @@ class SchemaTasks:
             sent = self.check(case)
         except SchemaProblem as exc:
             return _problem_task(str(exc))
+        validator = self.validators.for_text(case.prompt)
 
         def check(value: Any) -> list[str]:
-            return problems(self.validators.for_text(case.prompt), value)
+            return problems(validator, value)
 
         return Task(  # a schema pydantic-ai cannot take is this case's error, when the engine makes its agent
             name=SUITE,

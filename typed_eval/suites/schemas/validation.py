@@ -20,6 +20,7 @@ import json
 import re
 import time
 import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -27,7 +28,6 @@ from typing import Any, Literal
 from urllib.parse import unquote
 
 import regex
-import rfc3987_syntax2
 from jsonschema import (
     Draft3Validator,
     Draft4Validator,
@@ -182,6 +182,8 @@ _BOXED = {draft: _time_boxed(draft) for draft in _DRAFTS.values()}
 
 def _iri(term: Literal["iri", "iri_reference"]) -> Callable[[object], bool]:
     def check(instance: object) -> bool:
+        import rfc3987_syntax2  # and its parser (lark): imported when an `iri` is first checked
+
         return not isinstance(instance, str) or rfc3987_syntax2.is_valid_syntax(term, instance)
 
     return check
@@ -326,25 +328,27 @@ def problems(
     return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in found[:limit]]
 
 
-VALIDATORS_KEPT = 64
-"""Compiled validators a `Validators` keeps at most, the least recently used dropped: a run needs a case's only from
-just before it is posed until it is scored (twice the default concurrency); JSONSchemaBench's 9,557 all kept took
-hundreds of MB."""
-VALIDATORS_CHARS = 4_000_000
+VALIDATORS_KEPT = 4
+"""Compiled validators a `Validators` keeps at most, the least recently used dropped, besides those still held
+elsewhere (a case's task holds its own while the case is posed and scored, so a run compiles each schema once at any
+concurrency); JSONSchemaBench's 9,557 all kept took hundreds of MB."""
+VALIDATORS_CHARS = 250_000
 """And at most this many characters of schema text among them (each validator holds its schema parsed, a few times
-the text's size): the benchmark's largest schema has 0.9 million."""
+the text's size; the one asked for is kept whatever its size): the benchmark's largest schema has 0.9 million."""
 
 
 class Validators:
     """Compiled validators by schema text, so a schema is compiled once for all its replies while it is among the
-    most recently used (`kept` of them, `chars` characters of text at most, the one asked for always kept); a schema
-    given as data is keyed by its canonical JSON; `compiled` counts the compilations."""
+    most recently used (`kept` of them, `chars` characters of text at most, the one asked for always kept) or held
+    elsewhere; a schema given as data is keyed by its canonical JSON; `compiled` counts the compilations."""
 
     def __init__(self, kept: int = VALIDATORS_KEPT, chars: int = VALIDATORS_CHARS) -> None:
         self.kept, self.chars = kept, chars
         self.compiled = 0
         self._held: OrderedDict[str, Validator | SchemaProblem] = OrderedDict()
         self._held_chars = 0
+        self._alive: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+        """Every validator (or problem) made that something still holds: a case's task, while the case is posed."""
 
     def __len__(self) -> int:
         return len(self._held)
@@ -356,7 +360,9 @@ class Validators:
         """The validator of the schema `text` is (parsed only when compiled); SchemaProblem when it has none."""
         found = self._held.pop(text, None)
         if found is None:
-            found = self._compile(text, schema)
+            found = self._alive.get(text)
+            if found is None:
+                found = self._alive[text] = self._compile(text, schema)
             self._held_chars += len(text)
         self._held[text] = found
         while len(self._held) > max(1, self.kept) or (self._held_chars > self.chars and len(self._held) > 1):

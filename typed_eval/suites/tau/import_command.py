@@ -8,14 +8,15 @@ import asyncio
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from typed_eval.core.errors import EvaluatorError, InputError, OneLineArgumentParser
 from typed_eval.core.suite import SuiteCommand
 from typed_eval.core.terminal import printable
 from typed_eval.suites.importing import RESULTS_DIR, error_line, score_text
-from typed_eval.suites.tau.import_files import results_sources, shown
-from typed_eval.suites.tau.import_scoring import NL_NOTE
-from typed_eval.suites.tau.importer import TauImport, import_results
+
+if TYPE_CHECKING:  # the importer's modules are imported as the command runs, not with the suite
+    from typed_eval.suites.tau.importer import TauImport
 
 __all__ = ["IMPORT_TAU"]
 
@@ -47,6 +48,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
 def _data(settings: Sequence[str]) -> str | None:
     """The `-S data=DIR` given (the last one), or None; any other setting is one line."""
+    from typed_eval.suites.tau.import_files import shown
+
     data = None
     for setting in settings:
         key, sep, value = setting.partition("=")
@@ -60,6 +63,9 @@ def command_import(argv: Sequence[str], prog: str) -> int:
     """Each results file named (or listed by a submission) as an imported run; importing a file again stores nothing
     new. A file that cannot be imported is one line and makes the exit 2, the others are imported still; else the
     exit is 1 when a stored reward differs from ours."""
+    from typed_eval.suites.tau.import_files import results_sources
+    from typed_eval.suites.tau.importer import import_results
+
     args = _parser(prog).parse_args(list(argv))
     try:
         data = _data(args.settings)
@@ -87,6 +93,8 @@ def command_import(argv: Sequence[str], prog: str) -> int:
 
 def _said(done: TauImport) -> int:
     """What the import did, a line each: the run, the task version, rewards kept, each mismatch. 1: a mismatch."""
+    from typed_eval.suites.tau.import_scoring import NL_NOTE
+
     path, run_dir = printable(str(done.source.path)), printable(str(done.run_dir))
     rescoring, summary = done.rescoring, done.summary
     if rescoring is None:

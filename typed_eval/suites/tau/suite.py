@@ -15,15 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from typed_eval.contracts import RunSummary, Scores
 from typed_eval.core.datasets import Dataset, dataset_from_cases
-from typed_eval.core.dialogue import DialogueLimits
 from typed_eval.core.errors import InputError
 from typed_eval.core.money import money
 from typed_eval.core.suite import Suite
 from typed_eval.core.tasks import Task
-from typed_eval.suites.tau import data as tau_data
 from typed_eval.suites.tau.conversation_view import conversation_lines
 from typed_eval.suites.tau.import_command import IMPORT_TAU
-from typed_eval.suites.tau.runner import TauCases, TauScorer, TauSession, tau_case, tau_metrics
 
 __all__ = ["TAU", "TauParams"]
 
@@ -53,6 +50,11 @@ class TauParams(BaseModel):
 
 
 def _build(params: TauParams) -> tuple[Task[Any], Dataset]:
+    # imported as the suite is built, not as it is found (every command line finds every suite)
+    from typed_eval.core.dialogue import DialogueLimits
+    from typed_eval.suites.tau import data as tau_data
+    from typed_eval.suites.tau.runner import TauCases, TauScorer, TauSession, tau_case, tau_metrics
+
     loaded = tau_data.load(params.domains, params.split, params.data)
     wanted = set(params.tasks) if params.tasks is not None else None
     chosen = {
