@@ -102,3 +102,20 @@ def test_the_leaderboard_of_such_a_run_says_the_notice_once(site: Path, tmp_path
     )  # fmt: skip
     assert (board.returncode, [row["suite"] for row in json.loads(board.stdout)]) == (0, ["old"])
     assert board.stderr == NOTICE.format(name="old", group="suites").replace("main.py:", "format_result.py:", 1)
+
+
+def test_a_package_installed_into_a_folder_already_on_the_path_is_found_by_the_next_lookup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The entry points are read once for the lookups of a command, and again once a folder of the path changed."""
+    from typed_eval.core.plugins import plugin_points
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = [point.name for point in plugin_points("typed_eval.suites")]
+    assert "late" not in before
+    info = tmp_path / "late_bench-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: late-bench\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[typed_eval.suites]\nlate = late_bench:SUITE\n")
+    after = [point.name for point in plugin_points("typed_eval.suites")]
+    assert after == sorted([*before, "late"])
