@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from jsonschema.protocols import Validator
 from pydantic import BaseModel, ConfigDict, Field
 
 from typed_eval.contracts import AnswerMode, Case, DatasetInfo, SampleRecord, is_text_mode
@@ -98,19 +99,23 @@ class SchemaTasks:
     def messages(self, case: Case, mode: AnswerMode) -> list[dict[str, Any]]:
         return request_messages(case.prompt, self.shots.get(case.group or "", [])[: self.count], self.system)
 
+    def _validator(self, case: Case) -> Validator:
+        """The case's validator; SchemaProblem when its schema cannot be posed or checked."""
+        if case.metadata.get(PROBLEM):
+            raise SchemaProblem(str(case.metadata[PROBLEM]))
+        return self.validators.for_text(case.prompt)
+
     def check(self, case: Case) -> Sent:
         """What is posed for the case; SchemaProblem when it cannot be posed or checked. What is posed shares what it
         does not rewrite with the schema the validator holds (read, never changed): one parse of it, not two."""
-        if case.metadata.get(PROBLEM):
-            raise SchemaProblem(str(case.metadata[PROBLEM]))
-        return sent_schema(self.validators.for_text(case.prompt).schema)
+        return sent_schema(self._validator(case).schema)
 
     def task_for(self, case: Case, mode: AnswerMode) -> Task[Any]:
         try:
-            sent = self.check(case)
+            validator = self._validator(case)
+            sent = sent_schema(validator.schema)
         except SchemaProblem as exc:
             return _problem_task(str(exc))
-        validator = self.validators.for_text(case.prompt)
 
         def check(value: Any) -> list[str]:
             return problems(validator, value)
