@@ -106,15 +106,23 @@ def test_the_viewer_lists_each_unreadable_run_with_its_reason_and_serves_the_res
     assert [run["run"] for run in viewer.api("/api/runs")] == [
         "sound/run-sound-0", "latin/run-latin-1", "old-model/old",
     ]  # fmt: skip
-    for key, line in (("latin/run-latin-1", 1), ("old-model/old", 3)):
-        reply = viewer.get(f"/api/cases?runs={key}")
-        assert (reply.status, reply.json()) == (500, {
-            "error": f"corrupt records file {results / key / 'samples.jsonl'}: 1 of its lines are not records (the "
-            f"first: line {line})"
-        }), key  # fmt: skip
-    shown = viewer.get("/cases?runs=old-model/old")
-    assert (shown.status, shown.headers["content-type"]) == (500, "text/html; charset=utf-8")
-    assert "Internal Server Error" not in shown.text
+    # each run is shown without its damaged line, which is said with its file and line (issue #44)
+    old, latin = "old-model/old", "latin/run-latin-1"
+    marked = {
+        latin: f"corrupt record at {results}/{latin}/samples.jsonl:1: not UTF-8 text (0xff at byte 19 of the line)",
+        old: f"corrupt record at {results}/{old}/samples.jsonl:3: not a version 1 record: AttributeError: 'str' object "
+        "has no attribute 'items'",
+    }
+    for key, case_ids in ((latin, ["child-1", "child-2"]), (old, ["q1", "q2", "q6"])):
+        grid = viewer.api(f"/api/cases?runs={key}")
+        assert ([row["case_id"] for row in grid["cases"]], grid["damaged"]) == (case_ids, {key: [marked[key]]}), key
+    shown = viewer.get(f"/cases?runs={old}")
+    assert (shown.status, shown.headers["content-type"]) == (200, "text/html; charset=utf-8")
+    assert (
+        f'<li><span class="key">{old}</span> corrupt record at {results}/{old}/samples.jsonl:3: not a version 1 '
+        "record: AttributeError: &#39;str&#39; object has no attribute &#39;items&#39;</li>"
+    ) in shown.text
+    assert ">q6</a>" in shown.text
     sound = viewer.api("/api/cases?runs=sound/run-sound-0")
     assert [row["case_id"] for row in sound["cases"]] == ["child-0", "child-1"]
 

@@ -533,3 +533,20 @@ def test_a_suite_whose_summaries_say_it_is_too_big_reads_no_record(
     grid = case_grids(echo_results, rows, max_cases=5)["echo"]
     assert (grid.rows, grid.runs) == ((), tuple(r.path for r in rows))
     assert grid.notice is not None and grid.notice.startswith("The cases of this suite are not inlined: 6 cases is")
+
+
+def test_a_damaged_records_line_is_left_out_of_the_grid_and_said(echo_results: Path, tmp_path: Path) -> None:
+    root = tmp_path / "result"
+    shutil.copytree(echo_results, root)
+    [beta] = root.glob("function_beta/*")
+    lines = (beta / "samples.jsonl").read_text().splitlines(keepends=True)
+    lines[1] = lines[1][:30] + "\n"  # a line cut in the middle of the file, not its last
+    (beta / "samples.jsonl").write_text("".join(lines))
+    said: list[str] = []
+    rows = build_board(load_runs(root), on_error=lambda exc: said.append(str(exc))).rows
+    grid = case_grids(root, rows, suites={})["echo"]
+    (line,) = grid.damaged
+    assert line.startswith(f"corrupt record at {beta / 'samples.jsonl'}:2: ") and said == [line]  # as the board says
+    assert grid.notice is None and len(grid.rows) == 6  # the case is still there: alpha's record of it
+    page = render_html(rows, {}, cases={"echo": grid})
+    assert f"<p>Left out of the grid, not read as records:</p><ul><li>{line}</li></ul>" in page

@@ -33,10 +33,10 @@ import evaluator
 import farel_bench
 from tests.cli_run import run_cli
 from tests.conftest import REPO
-from tests.fake_openai import FakeOpenAI, answer_key, completion, tool_call
+from tests.fake_openai import FakeOpenAI, answer_key, completion, text, tool_call
 from typed_eval.contracts import SampleRecord
 from typed_eval.core.tasks import TextReader
-from typed_eval.engine.otlp import FLUSH_WAIT_S
+from typed_eval.engine.otlp import FLUSH_WAIT_S, WITHHELD
 
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
 KEY = answer_key(QUIZZES)
@@ -53,6 +53,9 @@ class Span:
     trace_id: bytes
     attributes: dict[str, Any]
     resource: dict[str, Any]
+    status: str = ""
+    """The status's description."""
+    events: tuple[tuple[str, dict[str, Any]], ...] = ()
 
 
 def value_of(value: AnyValue) -> Any:
@@ -84,8 +87,12 @@ class Receiver:
                     for scope_spans in resource_spans.scope_spans:
                         for span in scope_spans.spans:
                             attributes = {a.key: value_of(a.value) for a in span.attributes}
+                            events = tuple(
+                                (e.name, {a.key: value_of(a.value) for a in e.attributes}) for e in span.events
+                            )
+                            ids = (span.span_id, span.parent_span_id, span.trace_id)
                             received.spans.append(
-                                Span(span.name, span.span_id, span.parent_span_id, span.trace_id, attributes, resource)
+                                Span(span.name, *ids, attributes, resource, span.status.message, events)
                             )
                 answer = ExportTraceServiceResponse().SerializeToString()
                 self.send_response(200)
@@ -462,3 +469,39 @@ def test_the_service_is_the_one_the_standard_variables_name_else_typed_eval(
         monkeypatch.setenv(name, value)
     attributes = run_resource().attributes
     assert (attributes["service.name"], attributes["process.pid"]) == (service, os.getpid())
+
+
+def test_without_content_an_error_that_quotes_the_request_sends_no_prompt_system_prompt_or_variable(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(
+        "prompts: ['Describe {{place}} in one word.']\n"
+        "tests:\n"
+        "  - vars: {place: the ocean}\n"
+        "    assert: [{type: contains, value: sea}]\n"
+        "  - vars: {place: zanzibar-variable-text}\n"
+        "    assert: [{type: contains, value: sea}]\n"
+    )
+
+    def quoting(request: dict[str, Any]) -> Any:  # a server whose error quotes what it was sent
+        if "the ocean" in json.dumps(request):
+            return completion(text("sea"))
+        return 400, {"error": {"message": f"cannot serve {json.dumps(request)}", "type": "invalid_request_error"}}
+
+    system = "system-prompt-text-of-the-run"
+    with FakeOpenAI(quoting) as server:
+        done = main_run(server, tmp_path / "runs", otel_env(receiver.url), "--suite", str(cases), "--mode", "text",
+                        "--system-prompt", system, "--trace", "--concurrency", "1")  # fmt: skip
+    stored = records(tmp_path / "runs")
+    assert (done.returncode, sorted(record.status for record in stored.values())) == (0, ["correct", "error"])
+    (failed,) = [record for record in stored.values() if record.status == "error"]
+    assert "zanzibar-variable-text" in (failed.error or "")  # the record keeps the error as the server said it
+    statuses = {span.attributes["typed_eval.status"]: span.status for span in receiver.named("case: {case_name}")}
+    assert statuses == {"correct": "", "error": WITHHELD}  # the error said, its text withheld
+    (call,) = [span for span in receiver.named("chat fake-model") if span.events]
+    kept = {"exception.type": "pydantic_ai.exceptions.ModelRequestRejectedError", "exception.escaped": "False"}
+    assert (call.status, call.events) == ("", (("exception", kept),))  # the type only: its message quotes the request
+    sent = b"".join(receiver.bodies)
+    for said in ("zanzibar-variable-text", system, "Describe", "in one word"):
+        assert said.encode() not in sent

@@ -251,28 +251,39 @@ def test_repeats_of_a_case_are_one_cell_and_the_case_lists_each(extra: Extra, ru
     assert (page.status, page.text.count("Repeat 1: "), page.text.count("Repeat 2: ")) == (200, 1, 1)
 
 
-def test_a_corrupt_record_is_a_500_naming_its_file_and_the_rest_is_served(extra: Extra) -> None:
+def test_a_corrupt_record_is_left_out_and_said_and_the_rest_of_the_run_is_served(extra: Extra) -> None:
     server, key = extra.server, f"corrupt/{extra.corrupt.name}"
-    message = {
-        "error": f"a corrupt record in {extra.corrupt / 'samples.jsonl'}: Input should be 'correct', 'partial', "
-        "'incorrect', 'missing', 'error' or 'unsupported'"
+    said = {
+        key: [
+            f"corrupt record of case 'c01' in {extra.corrupt / 'samples.jsonl'}: Input should be 'correct', 'partial', "
+            "'incorrect', 'missing', 'error' or 'unsupported'"
+        ]
     }
-    for path in (f"/api/cases?runs={key}", f"/api/case/c01?runs={key}"):
-        reply = server.get(path)
-        assert (reply.status, reply.json()) == (500, message), path
-    assert ids(server, [key], per_page=1) == ["c00"]  # a page without it
+    grid = server.api(f"/api/cases?runs={key}")
+    assert (grid["total"], grid["damaged"]) == (12, said)
+    assert [row["case_id"] for row in grid["cases"] if key not in row["cells"]] == ["c01"]  # its cell left out
+    detail = server.api(f"/api/case/c01?runs={key}")
+    assert (detail["runs"][key], detail["damaged"]) == (None, said)
+    assert ids(server, [key], per_page=1) == ["c00"]  # a page without it says nothing
+    assert server.api(f"/api/cases?runs={key}&per_page=1")["damaged"] == {}
     assert server.api(f"/api/case/c00?runs={key}")["runs"][key]["status"] == "correct"
+    shown = server.get(f"/cases?runs={key}")
+    assert shown.status == 200
+    assert "<p>Left out of this page, not read as records:</p>" in shown.text
+    assert f"corrupt record of case &#39;c01&#39; in {extra.corrupt / 'samples.jsonl'}: " in shown.text
     page = server.get("/")
     assert page.status == 200  # the run stays on the leaderboard, its damaged line listed with its reason
     assert "Not on the leaderboard" not in page.text
     assert f"<li>corrupt record at {extra.corrupt / 'samples.jsonl'}:2: " in page.text
 
 
-def test_a_line_cut_in_the_middle_of_the_file_is_a_500_not_a_case_left_out(extra: Extra) -> None:
+def test_a_line_cut_in_the_middle_of_the_file_is_said_with_its_line_not_a_case_left_out_unsaid(extra: Extra) -> None:
     key = f"torn/{extra.torn.name}"
-    reply = extra.server.get(f"/api/cases?runs={key}")
-    message = f"corrupt records file {extra.torn / 'samples.jsonl'}: 1 of its lines are not records (the first: line 3)"
-    assert (reply.status, reply.json()) == (500, {"error": message})
+    grid = extra.server.api(f"/api/cases?runs={key}")
+    assert grid["total"] == 11
+    (line,) = grid["damaged"][key]
+    assert line.startswith(f"corrupt record at {extra.torn / 'samples.jsonl'}:3: ")
+    assert extra.server.api(f"/api/case/c00?runs={key}")["damaged"] == {key: [line]}
 
 
 def test_a_run_folder_named_like_a_glob_reads_its_own_records_only(extra: Extra, runs: Runs) -> None:

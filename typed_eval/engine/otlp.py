@@ -4,7 +4,9 @@ name: a tracer provider of the run's own (never the process-wide one), pydantic-
 Imported only when a run traces (the `otel` extra). The spans leave through a batch processor's thread, so a slow
 endpoint never holds a request; one that fails drops every later span with one warning (the exporter's own retry
 messages are kept quiet until it is done), and the run waits for what is left at most `FLUSH_WAIT_S` at its end.
-Every text of a span (attributes, events, status) passes through the run's `Redactor` before it leaves.
+Every text of a span (attributes, events, status) passes through the run's `Redactor` before it leaves; without
+`--trace-content`, the texts of errors (a status's description, an exception's message and stack) are withheld too,
+since a server's error may quote the request: its prompt, system prompt and the case's variables.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ FLUSH_WAIT_S = 5.0
 SCOPE = "typed_eval"
 _QUIETED = ("opentelemetry.exporter.otlp.proto.http.trace_exporter", "opentelemetry.sdk._shared_internal")
 """The exporter's and the batch processor's loggers: a retry or a failure of theirs is said once, by `_Exporter`."""
+WITHHELD = "(withheld: the run was traced without --trace-content)"
+"""An error's text in a span of a run traced without content (the exception's type is kept)."""
+_EXCEPTION_KEPT = ("exception.type", "exception.escaped")
+"""What an exception event keeps without content: its message and stack may quote the request."""
 _log = logging.getLogger("typed_eval.traces")
 
 
@@ -53,11 +59,13 @@ class _Quiet(logging.Filter):
 
 
 class _Exporter(SpanExporter):
-    """The OTLP exporter, each span redacted first; after its first failure every span is dropped, with one warning
-    (`quiet`: none, a worker process's, whose owner says it for the run)."""
+    """The OTLP exporter, each span redacted first (and without `content`, its errors' texts withheld); after its
+    first failure every span is dropped, with one warning (`quiet`: none, a worker process's, whose owner says it for
+    the run)."""
 
-    def __init__(self, exporter: SpanExporter, where: str, redact: Redactor, *, quiet: bool) -> None:
+    def __init__(self, exporter: SpanExporter, where: str, redact: Redactor, *, content: bool, quiet: bool) -> None:
         self._exporter, self._where, self._redact, self._quiet = exporter, where, redact, quiet
+        self._content = content
         self._warned = threading.Event()
         self._lock, self._closed = threading.Lock(), False
 
@@ -86,18 +94,18 @@ class _Exporter(SpanExporter):
         return result
 
     def _redacted(self, span: ReadableSpan) -> ReadableSpan:
-        if not self._redact.active:
+        if self._content and not self._redact.active:
             return span
         status = span.status
         if status.description:
-            status = Status(status.status_code, self._redact(status.description))
+            status = Status(status.status_code, self._redact(status.description) if self._content else WITHHELD)
         return ReadableSpan(
             name=self._redact(span.name),
             context=span.context,
             parent=span.parent,
             resource=span.resource,
             attributes=self._attributes(span.attributes),
-            events=[Event(e.name, self._attributes(e.attributes), e.timestamp) for e in span.events],
+            events=[Event(e.name, self._attributes(self._event_attributes(e)), e.timestamp) for e in span.events],
             links=span.links,
             kind=span.kind,
             status=status,
@@ -105,6 +113,11 @@ class _Exporter(SpanExporter):
             end_time=span.end_time,
             instrumentation_scope=span.instrumentation_scope,
         )
+
+    def _event_attributes(self, event: Event) -> Mapping[str, Any] | None:
+        if self._content or event.name != "exception" or event.attributes is None:
+            return event.attributes
+        return {key: value for key, value in event.attributes.items() if key in _EXCEPTION_KEPT}
 
     def _attributes(self, attributes: Mapping[str, Any] | None) -> dict[str, Any]:
         def redacted(value: Any) -> Any:
@@ -221,7 +234,7 @@ def traced_run(
     endpoints = [os.environ.get(f"OTEL_EXPORTER_OTLP{signal}_ENDPOINT") for signal in ("", "_TRACES")]
     redact = Redactor.for_run(model=model, urls=[settings.base_url, *endpoints], keys=_header_values())
     provider = TracerProvider(resource=run_resource(), shutdown_on_exit=False)
-    exporter = _Exporter(OTLPSpanExporter(), _endpoint(), redact, quiet=parent is not None)
+    exporter = _Exporter(OTLPSpanExporter(), _endpoint(), redact, content=content, quiet=parent is not None)
     provider.add_span_processor(BatchSpanProcessor(exporter))
     quiet = _Quiet()
     for logger in _QUIETED:

@@ -54,6 +54,8 @@ class CaseGrid:
     """Why the cases are not inlined (plain text)."""
     no_records: tuple[str, ...] = ()
     """Runs of the suite with no column: they stored no record."""
+    damaged: tuple[str, ...] = ()
+    """Lines of its runs' records files left out of the grid, each with why (as `format_result.py` says it)."""
 
 
 def case_grids(
@@ -138,12 +140,14 @@ def _suite_grid(
         )
         return CaseGrid(runs, suite=suite, notice=notice, no_records=no_records)
     found: list[CaseRow] = []
+    damaged: dict[str, None] = {}
     page = 1
     while True:
         got = store.cases(shown, page=page, per_page=1000)
         found += [replace(row, cells={by_key[key]: cell for key, cell in row.cells.items()}) for row in got.rows]
+        damaged.update(dict.fromkeys(line for lines in got.damaged.values() for line in lines))
         if page * got.per_page >= got.total:
             break
         page += 1
     filters = {f: frozenset(store.case_ids(shown, filter=f)) for f in GRID_FILTERS if f != "disagree" or len(shown) > 1}
-    return CaseGrid(runs, tuple(found), filters, suite, None, no_records)
+    return CaseGrid(runs, tuple(found), filters, suite, None, no_records, tuple(damaged))

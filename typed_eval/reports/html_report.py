@@ -18,6 +18,7 @@ from markupsafe import Markup
 from typed_eval.contracts import LeaderboardRow, ModeComparison
 from typed_eval.core.errors import InputError
 from typed_eval.core.suite import Suite
+from typed_eval.core.terminal import printable
 from typed_eval.reports.case_grid import GRID_FILTERS, GRID_LINES, GRID_TEXT, CaseGrid
 from typed_eval.reports.formatting import count, interval, money, number
 from typed_eval.reports.html import CellView, asset, cell_view, render
@@ -296,6 +297,7 @@ def _grid(grid: CaseGrid, rows: Sequence[LeaderboardRow]) -> dict[str, object]:
         "notice": grid.notice,
         "runs": grid.runs,
         "no_records": [_label(by_path[path]) for path in grid.no_records if path in by_path],
+        "damaged": [printable(line) for line in grid.damaged],
         "about": f"{count(total, 'case')} x {count(len(grid.runs), 'run')}" if shown else "",
         "total": total,
         "choices": choices,

@@ -149,19 +149,21 @@ class CaseStore:
             groups = cursor.execute(f"SELECT DISTINCT grp FROM ({ids}) WHERE grp IS NOT NULL ORDER BY grp").fetchall()
             total = found[0][2] if found else self._count(cursor, ids, joins, where, params)
             wanted = [[rid for row in found for rid in (row[3 + index] or [])] for index in range(len(entries))]
+            damaged = self._damaged(entries)
             records = [
-                self._records(cursor, table, rids, entry)
+                self._records(cursor, table, rids, entry, damaged[entry.key])
                 for entry, table, rids in zip(entries, tables, wanted, strict=True)
             ]
         rows = []
         for row in found:
-            cells = {
-                entry.key: CaseCell([records[index][rid] for rid in row[3 + index]])
-                for index, entry in enumerate(entries)
-                if row[3 + index]
-            }
+            cells = {}
+            for index, entry in enumerate(entries):
+                kept = [records[index][rid] for rid in row[3 + index] or () if rid in records[index]]
+                if kept:
+                    cells[entry.key] = CaseCell(kept)
             rows.append(CaseRow(row[0], row[1], cells))
-        return CasePage(total, page, per_page, rows, [group for (group,) in groups], entries)
+        said = {key: lines for key, lines in damaged.items() if lines}
+        return CasePage(total, page, per_page, rows, [group for (group,) in groups], entries, said)
 
     def case_ids(
         self, keys: Sequence[str], *, filter: str = "all", group: str | None = None, query: str | None = None
@@ -186,17 +188,27 @@ class CaseStore:
         entries = self.entries(keys)
         tables = self._tables_of(entries)
         runs: dict[str, list[SampleRecord]] = {}
+        posed = False
+        damaged = self._damaged(entries)
         with self._queries.reading(), contextlib.closing(self._db.cursor()) as cursor:
             for entry, table in zip(entries, tables, strict=True):
                 found = cursor.execute(f"SELECT rids FROM {table}_cells WHERE case_id = ?", [case_id]).fetchone()
                 rids = list(found[0]) if found else []
-                by_rid = self._records(cursor, table, rids, entry)
-                runs[entry.key] = [by_rid[rid] for rid in rids]
-        first = next((records[0] for records in runs.values() if records), None)
-        if first is None:
+                posed = posed or bool(rids)
+                by_rid = self._records(cursor, table, rids, entry, damaged[entry.key])
+                runs[entry.key] = [by_rid[rid] for rid in rids if rid in by_rid]
+        if not posed:
             raise NotFoundError(f"no case {case_id!r} in {', '.join(keys)}")
+        first = next((records[0] for records in runs.values() if records), None)  # None: its records are damaged
         prompt = next((r.prompt for records in runs.values() for r in records if r.prompt is not None), None)
-        return CaseDetail(case_id, prompt, first.expected, first.group, runs, entries)
+        said = {key: lines for key, lines in damaged.items() if lines}
+        expected, group = (first.expected, first.group) if first is not None else (None, None)
+        return CaseDetail(case_id, prompt, expected, group, runs, entries, said)
+
+    def _damaged(self, entries: Sequence[RunEntry]) -> dict[str, list[str]]:
+        """Per run, the lines its tables left out (each said once per page, as the loading found them); a record
+        found damaged when read is added by `_records`."""
+        return {entry.key: list(self._tables[entry.key].damaged) for entry in entries}
 
     def _tables_of(self, entries: Sequence[RunEntry], *, searchable: bool = False) -> list[str]:
         """The runs' table names, those not loaded yet (or changed) loaded side by side: DuckDB's reading of one file
@@ -302,16 +314,19 @@ class CaseStore:
 
     @staticmethod
     def _records(
-        cursor: duckdb.DuckDBPyConnection, table: str, rids: Sequence[int], entry: RunEntry
+        cursor: duckdb.DuckDBPyConnection, table: str, rids: Sequence[int], entry: RunEntry, damaged: list[str]
     ) -> dict[int, SampleRecord]:
+        """The records of the rows `rids`; one that does not read as a record is left out and said in `damaged`."""
         if not rids:
             return {}
-        found = cursor.execute(f"SELECT rowid, line FROM {table} WHERE rowid IN (SELECT unnest(?))", [list(rids)])
+        found = cursor.execute(
+            f"SELECT rowid, line, case_id FROM {table} WHERE rowid IN (SELECT unnest(?))", [list(rids)]
+        )
         records = {}
-        for rid, line in found.fetchall():
+        for rid, line, case_id in found.fetchall():
             try:
                 records[rid] = parse_record(line)
             except (ValidationError, ValueError, KeyError, TypeError) as exc:
                 why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-                raise ResultFileError(f"a corrupt record in {entry.run.path / RECORDS_FILE}: {why}") from None
+                damaged.append(f"corrupt record of case {case_id!r} in {entry.run.path / RECORDS_FILE}: {why}")
         return records

@@ -5,7 +5,6 @@ SQL; records of an older schema are read through the one migration (`current_rec
 from __future__ import annotations
 
 import contextlib
-import json
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,7 @@ import duckdb
 
 from typed_eval.core.counted_score import counted_score_sql
 from typed_eval.core.errors import ResultFileError
-from typed_eval.store.storage import current_records_file
+from typed_eval.store.storage import current_records_file, read_records
 
 __all__ = ["RunTable", "load_run_table", "make_searchable"]
 
@@ -72,6 +71,8 @@ class RunTable:
     """The records file's size and time when the tables were made ((0, 0): no records file)."""
     searchable: bool = False
     """Its `_text` table is made (for this stamp)."""
+    damaged: tuple[str, ...] = ()
+    """Why each line that is not a record was left out (one line each, naming the file and the line)."""
 
 
 def _lines(path: Path, *, blank: bool = False) -> int:
@@ -88,22 +89,14 @@ def _lines(path: Path, *, blank: bool = False) -> int:
     return count - empty
 
 
-def _first_bad_line(path: Path) -> int | None:
-    """The number of the first whole line that is not a record's JSON object (not UTF-8, not JSON, no case id), read
-    only once a file is known to hold one."""
-    with path.open("rb") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.endswith(b"\n"):
-                return None
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line.decode("utf-8"))
-            except ValueError:
-                return number
-            if not isinstance(data, dict) or not isinstance(data.get("case_id"), str):
-                return number
-    return None
+def _damaged_lines(path: Path, left_out: int) -> tuple[str, ...]:
+    """Why the lines of the records file `path` that are not records were left out, as `format_result.py` says it:
+    read again as records only once a file is known to hold such a line (`left_out` of them)."""
+    found: list[str] = []
+    with contextlib.suppress(ResultFileError):
+        for _ in read_records(path.parent, lambda damaged: found.append(str(damaged))):
+            pass
+    return tuple(found) or (f"corrupt records file {path}: {left_out} of its lines are not records",)
 
 
 def load_run_table(
@@ -115,7 +108,8 @@ def load_run_table(
     alone: AbstractContextManager[object],
 ) -> RunTable:
     """The run's tables made from its records file `path` (`stamp`: its size and time); `scratch` is a folder of
-    the store's own for links and migrated copies; the tables are replaced inside `alone` (while no query runs)."""
+    the store's own for links and migrated copies; the tables are replaced inside `alone` (while no query runs). A
+    line that is not a record is left out and said in `RunTable.damaged`: the rest of the run is shown."""
     source = _NO_RECORDS if stamp == (0, 0) else _RECORDS
     load = _LOAD.format(records=name, cells=f"{name}_cells", source=source, fields=_FIELDS)
     link = scratch / f"{name}.jsonl"
@@ -129,19 +123,16 @@ def load_run_table(
                     cursor.execute(statement, [str(link)] if "?" in statement else [])
             found = cursor.execute(f"SELECT count(*) FROM {name}").fetchone()
         records = found[0] if found else 0
+        damaged: tuple[str, ...] = ()
         if stamp != (0, 0) and records < _lines(current):
             lines = _lines(current, blank=True)
-            if records < lines:  # only a last line still being written may be left out
-                first = _first_bad_line(current)
-                at = f" (the first: line {first})" if first is not None else ""
-                raise ResultFileError(
-                    f"corrupt records file {path}: {lines - records} of its lines are not records{at}"
-                )
+            if records < lines:  # only a last line still being written may be left out unsaid
+                damaged = _damaged_lines(path, lines - records)
     except duckdb.Error as exc:
         raise ResultFileError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
     except OSError as exc:
         raise ResultFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return RunTable(name, stamp)
+    return RunTable(name, stamp, damaged=damaged)
 
 
 def make_searchable(db: duckdb.DuckDBPyConnection, table: RunTable) -> None:

@@ -149,6 +149,8 @@ class CasePage:
     """Every group of the shown runs' cases (for the group filter)."""
     entries: list[RunEntry] = field(default_factory=list)
     """The runs shown, in their columns' order."""
+    damaged: dict[str, list[str]] = field(default_factory=dict)
+    """By run key: why each of its lines that is not a record was left out (runs with none are not keys)."""
 
 
 @dataclass(frozen=True)
@@ -161,3 +163,5 @@ class CaseDetail:
     """By run key: the run's records of the case, one per repeat (none when the run did not pose it)."""
     entries: list[RunEntry] = field(default_factory=list)
     """The runs shown, in the order named."""
+    damaged: dict[str, list[str]] = field(default_factory=dict)
+    """As `CasePage.damaged`."""

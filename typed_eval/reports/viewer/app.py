@@ -136,6 +136,7 @@ def create_app(results_dir: Path, *, hosts: Sequence[str] = LOOPBACK_HOSTS) -> S
                     }
                     for row in page.rows
                 ],
+                "damaged": page.damaged,
             }
         )
 
@@ -286,6 +287,7 @@ def _case_json(detail: CaseDetail) -> dict[str, Any]:
         "expected": detail.expected,
         "group": detail.group,
         "runs": runs,
+        "damaged": detail.damaged,
     }
 
 

@@ -241,6 +241,7 @@ def cases(
         pages=pages,
         prev=link(page=page.page - 1) if page.page > 1 else None,
         next=link(page=page.page + 1) if page.page < pages else None,
+        damaged=_damaged(page.damaged),
     )
 
 
@@ -298,7 +299,13 @@ def case(
         expected=_json_text(detail.expected),
         runs=runs,
         limit=PAGE_TEXT,
+        damaged=_damaged(detail.damaged),
     )
+
+
+def _damaged(damaged: Mapping[str, Sequence[str]]) -> list[tuple[str, list[str]]]:
+    """Each run's lines left out, as a page lists them (the file's text made safe to show)."""
+    return [(key, [printable(line) for line in lines]) for key, lines in damaged.items()]
 
 
 def _json_text(value: object) -> str:
