@@ -103,6 +103,7 @@ def test_a_batch_run_counts_every_request_fault_and_follow_up_batch(tmp_path: Pa
     error = by_prompt[refused]
     assert error.status == "error"
     assert error.error is not None and "Invalid schema for function" in error.error
+    assert error.usage.requests == 1
     assert [(by_prompt[q].status, by_prompt[q].usage.requests) for q in (expired, failed)] == [("correct", 1)] * 2
     answered = [r for r in records.values() if r.status != "error"]
     assert sum(r.usage.requests for r in answered) == 9  # 7 first answers, 1 retry, 1 answer after a 500
@@ -114,7 +115,7 @@ def test_a_batch_run_counts_every_request_fault_and_follow_up_batch(tmp_path: Pa
     rows = run_cli("format_result.py", str(tmp_path), "--format", "json")
     assert rows.returncode == 0, rows.stderr
     (row,) = json.loads(rows.stdout)
-    assert (row["batch"], row["requests"], row["errors"]) == (True, 9, 1)
+    assert (row["batch"], row["requests"], row["errors"]) == (True, 10, 1)  # the refused request was sent too
 
 
 def test_a_run_killed_while_its_batch_runs_resumes_that_batch_and_pays_once(tmp_path: Path) -> None:

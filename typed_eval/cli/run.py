@@ -35,7 +35,7 @@ from typed_eval.core.run_config import user_prices
 from typed_eval.core.suite import Suite, SuiteContext, find_suites
 from typed_eval.core.tasks import Task
 from typed_eval.core.terminal import printable
-from typed_eval.engine.collector import COST_UNENFORCEABLE, CREDENTIALS_REFUSED
+from typed_eval.engine.collector import COST_UNENFORCEABLE, CREDENTIALS_REFUSED, NOTHING_POSABLE
 from typed_eval.engine.control import RunControl, StopState
 from typed_eval.engine.progress import Progress
 from typed_eval.engine.runs import INTERRUPTED, NothingToResume, RunOutcome, run
@@ -466,6 +466,9 @@ async def _run_model(
 def _outcome_code(outcome: RunOutcome, suite: Suite[Any]) -> int:
     """Report one model's run; its exit code (0, or why it stopped)."""
     final, run_dir = outcome.summary, outcome.run_dir
+    if final.status == "dnf" and (final.reason or "").startswith(NOTHING_POSABLE):  # the data, not the model
+        print(printable(f"{prog()}: error: {final.reason} (run stored as DNF in {run_dir})"), file=sys.stderr)
+        return 2
     if final.status == "dnf":
         where = f" at {final.settings.base_url}" if final.settings.base_url else ""
         answered = (final.reason or "").startswith("HTTP ") and (final.reason or "")[5:8] not in ("401", "403", "404")

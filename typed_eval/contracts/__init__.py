@@ -13,6 +13,7 @@ from typed_eval.contracts.record import (
     SampleStatus,
     TokenUsage,
     is_text_mode,
+    status_of,
 )
 from typed_eval.contracts.summary import (
     SCHEMA_VERSION,
@@ -60,4 +61,5 @@ __all__ = [
     "TokenUsage",
     "Totals",
     "is_text_mode",
+    "status_of",
 ]

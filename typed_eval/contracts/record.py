@@ -16,6 +16,7 @@ __all__ = [
     "SampleStatus",
     "TokenUsage",
     "is_text_mode",
+    "status_of",
 ]
 
 AnswerMode = Literal["tool", "native", "prompted", "text", "tag"]
@@ -29,6 +30,12 @@ all retries (scored 0); `error`: the call itself failed (not the model's output)
 `unsupported`: the provider refused the schema sent (an HTTP 400 about the response format or a tool's parameters,
 `typed_eval.providers.refusals`), neither an invalid output nor an error: left out of the score, counted, never
 retried nor posed again."""
+
+
+def status_of(score: float) -> SampleStatus:
+    """The status a score gives: `correct` at 1, `incorrect` at 0, `partial` between."""
+    return "correct" if score == 1.0 else "incorrect" if score == 0.0 else "partial"
+
 
 InvalidKind = Literal[
     "no_tool_call",

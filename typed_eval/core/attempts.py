@@ -37,6 +37,7 @@ __all__ = [
     "Verdicts",
     "added_cost",
     "added_usage",
+    "answers_held",
     "priced_attempts",
     "read_attempts",
     "sample_cost",
@@ -392,3 +393,9 @@ def added_cost(a: Cost, b: Cost) -> Cost:
     paid = [c.source for c in (a, b) if c.source != "local"]
     source = max(paid, key=_TRUST.index) if paid else "local"
     return Cost(usd=a.usd + b.usd, source=source, batch_price=batch_price)
+
+
+def answers_held(history: Sequence[ModelMessage]) -> int:
+    """How many answers a conversation continued from a batch already holds: each was invalid (else the
+    conversation would have ended), so each used one of the sample's corrective retries."""
+    return sum(isinstance(m, ModelResponse) and m.state != "suspended" for m in history)

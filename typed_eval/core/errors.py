@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from typed_eval.contracts import Cost, TokenUsage
 
 __all__ = [
+    "CaseProblem",
     "CaseScoringError",
     "EvaluatorError",
     "InputError",
@@ -59,6 +60,11 @@ class TaskError(EvaluatorError):
     gives a value outside [0, 1], a suite file without TASK and CASES."""
 
     exit_code = 2
+
+
+class CaseProblem(Exception):
+    """A case that cannot be posed as its data stands (a schema no validator takes, a reference it cannot follow):
+    the case's error with this reason, never the model's; a run none of whose cases can be posed says so."""
 
 
 class CaseScoringError(Exception):

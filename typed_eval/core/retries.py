@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from typed_eval.contracts import Aggregate, SampleRecord, SampleStatus, Scores
+from typed_eval.contracts import Aggregate, SampleRecord, Scores, status_of
 from typed_eval.core.counted_score import LEFT_OUT_STATUSES
 from typed_eval.core.scoring import ScoreBook
 
@@ -45,8 +45,7 @@ def with_retries_up_to(record: SampleRecord, r: int) -> SampleRecord:
         return record  # every attempt invalid, none scored on its own: stored before attempts kept their score
     if score is None:
         return record.model_copy(update={"status": "missing", "score": None, "output": None, "score_details": None})
-    status: SampleStatus = "correct" if score == 1.0 else "incorrect" if score == 0.0 else "partial"
-    return record.model_copy(update={"status": status, "score": score, "output": None, "score_details": None})
+    return record.model_copy(update={"status": status_of(score), "score": score, "output": None, "score_details": None})
 
 
 class RetryBook:

@@ -9,7 +9,16 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
-from typed_eval.contracts import Aggregate, Compliance, GroupScore, InvalidKind, SampleRecord, Scores, Totals
+from typed_eval.contracts import (
+    Aggregate,
+    Compliance,
+    GroupScore,
+    InvalidKind,
+    SampleRecord,
+    Scores,
+    Totals,
+    status_of,
+)
 from typed_eval.core.counted_score import counted_score
 from typed_eval.core.errors import TaskError
 
@@ -212,8 +221,7 @@ def with_relaxed_reading(record: SampleRecord) -> SampleRecord:
     if record.status != "missing" or record.relaxed_score is None:
         return record
     value = record.relaxed_score
-    status = "correct" if value == 1.0 else "incorrect" if value == 0.0 else "partial"
-    return record.model_copy(update={"status": status, "score": value, "output": record.relaxed_output})
+    return record.model_copy(update={"status": status_of(value), "score": value, "output": record.relaxed_output})
 
 
 def relaxed_score(records: Iterable[SampleRecord], aggregate: Aggregate) -> float | None:

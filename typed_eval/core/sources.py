@@ -8,8 +8,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from typed_eval.core.errors import InputError
+from typed_eval.core.files import read_regular
 
-__all__ = ["files_named", "read_csv_source"]
+__all__ = ["MAX_CSV_BYTES", "files_named", "read_csv_source"]
+
+MAX_CSV_BYTES = 256 * 1024 * 1024
+"""The most a CSV file is read of (FaRel's published dataset holds 230 kB)."""
 
 
 def files_named(paths: Iterable[str], suffix: str, kind: str) -> list[Path]:
@@ -39,7 +43,7 @@ def read_csv_source(path: str, what: str) -> tuple[bytes, str, str]:
         raw, where = sys.stdin.buffer.read(), "standard input"
     else:
         try:
-            raw = Path(path).read_bytes()
+            raw = read_regular(path, MAX_CSV_BYTES)
         except OSError as exc:
             raise InputError(f"cannot read quizzes from {path}: {exc.strerror or exc}") from None
         where = path

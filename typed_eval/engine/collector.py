@@ -10,16 +10,19 @@ from pydantic_ai import ModelHTTPError
 
 from typed_eval.contracts import SampleRecord
 from typed_eval.core.counted_score import LEFT_OUT_STATUSES
+from typed_eval.core.errors import CaseProblem
 from typed_eval.core.scoring import ScoreBook
 from typed_eval.core.tasks import Task
 from typed_eval.engine.control import Budget, StopState
 
-__all__ = ["COST_UNENFORCEABLE", "CREDENTIALS_REFUSED", "Collector"]
+__all__ = ["COST_UNENFORCEABLE", "CREDENTIALS_REFUSED", "NOTHING_POSABLE", "Collector"]
 
 COST_UNENFORCEABLE = "stopped: max_cost cannot be enforced without usage"
 """The start of a run's reason when an answer came with no usage that can be read (its cost is unknown)."""
 
 CREDENTIALS_REFUSED = "stopped: the server refused the credentials mid-run"
+NOTHING_POSABLE = "no case could be posed"
+"""The reason of a run whose every case failed before its request (each a `CaseProblem`): its data, not its model."""
 """The start of a run's reason when a 401 or 403 came after the first case (the run is `partial`)."""
 
 
@@ -54,10 +57,14 @@ class Collector:
         self._settled = asyncio.Event()
         self.first_error: str | None = None
         """The error of the first sample recorded, which says why a run where every sample failed is `dnf`."""
+        self.unposable = 0
+        """Samples whose case could not be posed (`CaseProblem`): when they are all, the run says so."""
 
     def add(self, index: int, record: SampleRecord, exception: BaseException | None = None) -> None:
         if not self.book.samples:
             self.first_error = record.error
+        if isinstance(exception, CaseProblem):
+            self.unposable += 1
         self.book.add(record, index)
         if self.records is not None:
             self.records.append((index, record))

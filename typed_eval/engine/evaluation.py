@@ -26,7 +26,7 @@ from typed_eval.core.run_config import BatchOptions, RunConfig, config_with
 from typed_eval.core.scoring import ScoreBook
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.tasks import Task
-from typed_eval.engine.collector import Collector
+from typed_eval.engine.collector import NOTHING_POSABLE, Collector
 from typed_eval.engine.control import Budget, RunControl, StopState, control_of
 from typed_eval.engine.posing import Outcome, Poser
 from typed_eval.engine.set_aside import SetAside
@@ -92,15 +92,31 @@ class EvaluationResult:
 
 
 def _unreachable(exc: BaseException | None) -> bool:
-    """The model cannot answer at all: no connection, refused credentials, or no such model."""
+    """The model cannot answer at all: no connection, refused credentials, no such model, or a first request rejected
+    (HTTP 400, 422: as every request would be, a parameter the server refuses), unless the rejection names the
+    prompt's length: that is the sample's error, and the run goes on."""
     if isinstance(exc, ModelConnectionError | ModelRequestRejectedError | OSError):
-        return True
+        return not _prompt_too_long(exc)
     return isinstance(exc, ModelHTTPError) and exc.status_code in (401, 403, 404)
 
 
+_TOO_LONG = ("context length", "context_length", "context window", "maximum context", "prompt is too long",
+             "too many tokens", "input is too long")  # fmt: skip
+"""How servers say a prompt is longer than the model takes (OpenAI, vLLM, llama.cpp, Anthropic, Ollama)."""
+
+
+def _prompt_too_long(exc: BaseException) -> bool:
+    body = " ".join(str(exc.body).split()).lower() if isinstance(exc, ModelHTTPError) else ""
+    return isinstance(exc, ModelHTTPError) and 400 <= exc.status_code < 500 and any(s in body for s in _TOO_LONG)
+
+
 def _refused_forced_choice(exc: BaseException | None) -> bool:
-    """A request error that a server refusing `tool_choice: required` gives (llama-cpp-python: HTTP 500)."""
-    return isinstance(exc, ModelHTTPError) and exc.status_code in (400, 422, 500)
+    """A request error that a server refusing `tool_choice: required` gives: HTTP 500 (llama-cpp-python), or a 400
+    or 422 that names the tool choice. Any other 4xx cannot change when the request is sent again (a context length
+    exceeded): it is the sample's error, sent once."""
+    if not isinstance(exc, ModelHTTPError):
+        return False
+    return exc.status_code == 500 or (exc.status_code in (400, 422) and _names_tool_choice(exc))
 
 
 def _names_tool_choice(exc: BaseException | None) -> bool:
@@ -338,7 +354,7 @@ async def _evaluate(
             "its prices (USD per million input and output tokens)",
             parameter="max_cost",
         )
-    collected.add(head[0], first.record)
+    collected.add(head[0], first.record, first.exception)
     status: RunStatus = "finished"
     why: str | None = None
     if _unreachable(first.exception) and not reached and first.record.status != "unsupported":
@@ -360,6 +376,8 @@ def _result(
     book = collected.book
     if status == "finished" and book.samples and book.answered == 0 and book.errors == book.samples:
         status, why = "dnf", collected.first_error
+        if collected.unposable == book.samples:
+            why = f"{NOTHING_POSABLE}: {why}"
     elif status == "finished" and stop.stopping:
         status, why = "partial", stop.reason
     records = [record for _, record in sorted(collected.records or [], key=lambda pair: pair[0])]

@@ -15,8 +15,7 @@ from typing import Any
 from pydantic_ai import (
     Agent,
     DeferredToolRequests,
-    ModelMessage,
-    ModelResponse,
+    ModelHTTPError,
     PendingModelResponse,
     UnexpectedModelBehavior,
     UserError,
@@ -36,11 +35,13 @@ from typed_eval.contracts import (
     SampleStatus,
     TokenUsage,
     is_text_mode,
+    status_of,
 )
 from typed_eval.core.attempts import (
     Verdicts,
     added_cost,
     added_usage,
+    answers_held,
     priced_attempts,
     read_attempts,
     sample_cost,
@@ -76,7 +77,7 @@ from typed_eval.engine.recording import SpanRecording, span_recording
 from typed_eval.engine.traces import NO_TRACES, Traces
 from typed_eval.providers.batches import Batching, without_pending
 from typed_eval.providers.flow import Pacer
-from typed_eval.providers.refusals import refuses_schema
+from typed_eval.providers.refusals import refuses_schema, scored_rejection
 from typed_eval.providers.transport import SampleTraffic, TrafficMeter, current_traffic
 
 __all__ = ["Outcome", "Poser"]
@@ -309,7 +310,7 @@ class Poser:
                     settings = self._settings_for(repeat)
                     asked = None if history else prompt
                     answered = history[prefix:] if history else None
-                    left = max(self.retries - _answers(answered), 0) if answered else None  # the sample's
+                    left = max(self.retries - answers_held(answered), 0) if answered else None  # the sample's
                     model: Model | None = None  # the agent's own, or one replaying the reply asked directly
                     if direct and history:
                         direct, merged = False, merge_model_settings(self.model_settings or None, settings)
@@ -439,11 +440,15 @@ class Poser:
                 traffic.set_waiting(False)
         latency = time.perf_counter() - started - traffic.wait_s
         attempts, usage = turns.attempts, turns.usage
-        verdict: Score | None = None
         relaxed_output: Any = None
         relaxed: Score | None = None
         status: SampleStatus
-        if exception is not None:
+        if isinstance(exception, ModelHTTPError):  # sent and answered, though pydantic-ai counts no request
+            usage = usage.model_copy(update={"requests": usage.requests + 1})
+        verdict = scored_rejection(self.task, case, exception)  # a failed call as the task's benchmark scores it
+        if verdict is not None:
+            status, exception = status_of(verdict.value), None
+        elif exception is not None:
             status = "unsupported" if refuses_schema(exception) else "error"  # a refusal is the provider's answer
         elif value is None:
             status = "missing"
@@ -456,7 +461,7 @@ class Poser:
         else:
             try:
                 verdict = await self.grader.grade(case, value, latency, spans)
-                status = "correct" if verdict.value == 1.0 else "incorrect" if verdict.value == 0.0 else "partial"
+                status = status_of(verdict.value)
             except CaseScoringError as exc:  # this case's error (its output kept), not the run's
                 exception, status = exc, "error"
         cost = turns.cost
@@ -492,9 +497,3 @@ class Poser:
             wait_s=round(traffic.wait_s, 4),
         )
         return Outcome(redacted_record(record, self.redact), exception)  # a key a server echoes is not stored either
-
-
-def _answers(history: list[ModelMessage]) -> int:
-    """How many answers a conversation continued from a batch already holds: each was invalid (else the
-    conversation would have ended), so each used one of the sample's corrective retries."""
-    return sum(isinstance(m, ModelResponse) and m.state != "suspended" for m in history)

@@ -21,11 +21,30 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic_ai import ModelHTTPError
 
-__all__ = ["refuses_schema"]
+from typed_eval.contracts import Case
+from typed_eval.core.errors import failure_line
+from typed_eval.core.tasks import Score, Task
+
+__all__ = ["cannot_change", "refuses_schema", "scored_rejection"]
+
+_TRANSIENT_4XX = frozenset({408, 409, 429})
+"""4xx statuses a resend may pass (a timeout, a conflict, a rate limit)."""
+_UNREACHABLE_4XX = frozenset({401, 403, 404})
+"""4xx statuses that say the model cannot be reached at all (credentials, no such model): the run's, not a case's."""
+
+
+def cannot_change(exc: BaseException | None) -> TypeGuard[ModelHTTPError]:
+    """Whether `exc` is a provider's rejection of this request that no resend can change: a 4xx other than the
+    transient ones and those that say the model cannot be reached (a context length exceeded, a parameter refused)."""
+    if not isinstance(exc, ModelHTTPError):
+        return False
+    status = exc.status_code
+    return 400 <= status < 500 and status not in _TRANSIENT_4XX | _UNREACHABLE_4XX
+
 
 _OPENAI_CODES = frozenset({"invalid_json_schema", "invalid_function_parameters"})
 _PARAM = re.compile(r"^(response_format|tools)([.\[]|$)")
@@ -52,3 +71,11 @@ def refuses_schema(exc: BaseException | None) -> bool:
     if error.get("status") == "INVALID_ARGUMENT":
         return any(word in text.lower() for word in _GOOGLE_WORDS)
     return False
+
+
+def scored_rejection(task: Task[Any], case: Case, exc: BaseException | None) -> Score | None:
+    """The task's score for a case whose request was rejected as no resend can change (`Task.rejected`: BFCL scores
+    a failed call as its reply), or None: no such rejection (a refused schema is `unsupported`), or no such rule."""
+    if task.rejected is None or not cannot_change(exc) or refuses_schema(exc):
+        return None
+    return task.rejected(case, failure_line(exc))

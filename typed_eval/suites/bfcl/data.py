@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from typed_eval.core.errors import InputError
+from typed_eval.core.files import read_regular
 
 __all__ = [
     "CATEGORY_SIZES",
     "DISTRIBUTION",
+    "MAX_DATA_BYTES",
     "SAMPLE_DIR",
     "SINGLE_TURN_CATEGORIES",
     "SUPPORTED_VERSION",
@@ -36,6 +38,8 @@ DISTRIBUTION = "bfcl-eval"
 SUPPORTED_VERSION = "2026.3.23"
 FILE_PREFIX = "BFCL_v4_"
 INSTALL_HINT = f"pip install --no-deps {DISTRIBUTION}=={SUPPORTED_VERSION}"
+MAX_DATA_BYTES = 64 * 1024 * 1024
+"""The most a BFCL data file is read of (the largest BFCL v4 file, live_multiple, holds 3.9 MB)."""
 
 CATEGORY_SIZES: dict[str, int] = {  # in BFCL's order (constants/category_mapping.py), cases in 2026.3.23
     "simple_python": 400,
@@ -166,7 +170,7 @@ def read_folder(folder: Path, categories: Sequence[str], *, version: str | None)
 def read_json_lines(path: Path, digest: Any) -> list[tuple[int, dict[str, Any]]]:
     """A JSON-lines file's objects with their line numbers; a bad line is a one-line error naming file and line."""
     try:
-        content = path.read_bytes()
+        content = read_regular(path, MAX_DATA_BYTES)
     except OSError as error:
         raise InputError(f"cannot read BFCL data file {path}: {error.strerror or error}") from None
     digest.update(path.name.encode() + b"\0" + content)

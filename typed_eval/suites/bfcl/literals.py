@@ -6,14 +6,30 @@ with regular expressions rather than a parser, and keeps the string unchanged wh
 (which then fails the type check, unless the possible answer is itself a string). These functions give the same
 values for the same strings, quirks included (a Java `char` is never converted; a Java `String[]` keeps its
 elements' quotes; JavaScript arrays and objects split on commas). Nothing is evaluated.
+
+BFCL's patterns backtrack without end on some texts (a JavaScript array of arrays, a `new HashMap<>() {` and 2,000
+spaces): they run in the `regex` module, which matches as `re` does and can be stopped, each match bounded by
+`LITERAL_TIME_S`; past it, `SlowLiteral` (the case's error: BFCL's checker would never end).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-__all__ = ["JAVASCRIPT_TYPES", "JAVA_TYPES", "UnsupportedTypeError", "java_value", "javascript_value"]
+import regex
+
+__all__ = [
+    "JAVASCRIPT_TYPES",
+    "JAVA_TYPES",
+    "LITERAL_TIME_S",
+    "SlowLiteral",
+    "UnsupportedTypeError",
+    "java_value",
+    "javascript_value",
+]
+
+LITERAL_TIME_S = 1.0
+"""How long one of BFCL's patterns may take to read one argument's literal."""
 
 JAVA_TYPES: dict[str, type] = {  # the Python type a Java type's value has once converted
     "byte": int,
@@ -68,18 +84,55 @@ class UnsupportedTypeError(ValueError):
     """A declared type BFCL's checker has no conversion for (it stops with an error there)."""
 
 
+class SlowLiteral(Exception):
+    """An argument's literal that one of BFCL's patterns did not finish reading within `LITERAL_TIME_S`."""
+
+
+class _Patterns:
+    """`re`'s match, search, findall and sub, in the `regex` module, each bounded in time."""
+
+    @staticmethod
+    def _bounded(call: Any, pattern: str, text: str, *args: Any) -> Any:
+        try:
+            return call(pattern, text, *args, timeout=LITERAL_TIME_S)
+        except TimeoutError:
+            raise SlowLiteral(
+                f"BFCL's pattern {pattern!r} did not finish reading a {len(text):,}-character literal in "
+                f"{LITERAL_TIME_S:g} s (it backtracks without end)"
+            ) from None
+
+    def match(self, pattern: str, text: str, flags: int = 0) -> Any:
+        return self._bounded(regex.match, pattern, text, flags)
+
+    def search(self, pattern: str, text: str, flags: int = 0) -> Any:
+        return self._bounded(regex.search, pattern, text, flags)
+
+    def findall(self, pattern: str, text: str, flags: int = 0) -> Any:
+        return self._bounded(regex.findall, pattern, text, flags)
+
+    def sub(self, pattern: str, replacement: str, text: str) -> Any:
+        try:
+            return regex.sub(pattern, replacement, text, timeout=LITERAL_TIME_S)
+        except TimeoutError:
+            raise SlowLiteral(f"BFCL's pattern {pattern!r} did not finish in {LITERAL_TIME_S:g} s") from None
+
+
+_BOUNDED = _Patterns()
+DOTALL = regex.DOTALL
+
+
 def java_value(text: str, java_type: str, item_type: str | None = None) -> Any:
     """The value BFCL's checker reads from a Java literal `text` of the declared `java_type`."""
     if java_type not in JAVA_TYPES:
         raise UnsupportedTypeError(f"Unsupported type: {java_type}")
     if java_type in ("byte", "short", "integer"):
-        return int(text) if re.match(WHOLE, text) else text
+        return int(text) if _BOUNDED.match(WHOLE, text) else text
     if java_type == "float":
-        return float(re.sub(r"[fF]$", "", text)) if re.match(JAVA_FLOAT, text) else text
+        return float(_BOUNDED.sub(r"[fF]$", "", text)) if _BOUNDED.match(JAVA_FLOAT, text) else text
     if java_type == "double":
-        return float(text) if re.match(JAVA_DOUBLE, text) else text
+        return float(text) if _BOUNDED.match(JAVA_DOUBLE, text) else text
     if java_type == "long":
-        return int(re.sub(r"[lL]$", "", text)) if re.match(JAVA_LONG, text) else text
+        return int(_BOUNDED.sub(r"[lL]$", "", text)) if _BOUNDED.match(JAVA_LONG, text) else text
     if java_type == "boolean":
         return text == "true" if text in ("true", "false") else text
     if java_type in ("char", "String", "any"):
@@ -101,19 +154,19 @@ def java_element(text: str, item_type: str | None) -> Any:
 
 
 def java_arraylist(text: str, item_type: str | None) -> Any:
-    as_list = re.search(ARRAYLIST_AS_LIST, text)
+    as_list = _BOUNDED.search(ARRAYLIST_AS_LIST, text)
     if as_list:
         return [java_element(part.strip(), item_type) for part in as_list.group(1).split(",")]
-    adds = re.search(ARRAYLIST_ADDS, text, re.DOTALL)
+    adds = _BOUNDED.search(ARRAYLIST_ADDS, text, DOTALL)
     if adds:
-        return [java_element(added.strip(), item_type) for added in re.findall(r"add\((.+?)\)", adds.group(1))]
-    if re.search(ARRAYLIST_EMPTY, text):
+        return [java_element(added.strip(), item_type) for added in _BOUNDED.findall(r"add\((.+?)\)", adds.group(1))]
+    if _BOUNDED.search(ARRAYLIST_EMPTY, text):
         return []
     return text
 
 
 def java_array(text: str, item_type: str | None) -> Any:
-    found = re.search(ARRAY_INIT, text)
+    found = _BOUNDED.search(ARRAY_INIT, text)
     if not found:
         return text
     parts = [part.strip() for part in found.group(1).split(",") if part.strip()]
@@ -123,14 +176,14 @@ def java_array(text: str, item_type: str | None) -> Any:
 
 
 def java_hashmap(text: str) -> Any:
-    found = re.search(HASHMAP_INIT, text, re.DOTALL)
+    found = _BOUNDED.search(HASHMAP_INIT, text, DOTALL)
     if found:
         entries: dict[str, Any] = {}
         if found.group(1).strip():
-            for key, value in re.findall(HASHMAP_PUT, found.group(1)):
+            for key, value in _BOUNDED.findall(HASHMAP_PUT, found.group(1)):
                 entries[key] = java_untyped(value.strip())
         return entries
-    if re.search(HASHMAP_EMPTY, text):
+    if _BOUNDED.search(HASHMAP_EMPTY, text):
         return {}
     return text
 
@@ -141,10 +194,10 @@ def java_untyped(text: str) -> Any:
         return text == "true"
     if text.startswith('"') and text.endswith('"'):
         return text[1:-1]
-    if re.match(JAVA_LONG, text):
+    if _BOUNDED.match(JAVA_LONG, text):
         return int(text[:-1])
-    if re.match(JAVA_FLOAT, text):
-        return float(re.sub(r"[fF]$", "", text))
+    if _BOUNDED.match(JAVA_FLOAT, text):
+        return float(_BOUNDED.sub(r"[fF]$", "", text))
     return int_or_float_or_text(text)
 
 
@@ -166,11 +219,11 @@ def javascript_value(text: str, js_type: str, item_type: str | None = None) -> A
     if js_type == "String":
         return text[1:-1] if is_quoted(text) else text
     if js_type == "integer":
-        return int(text) if re.match(WHOLE, text) else text
+        return int(text) if _BOUNDED.match(WHOLE, text) else text
     if js_type == "float":
-        return float(text) if re.match(JS_FLOAT, text) else text
+        return float(text) if _BOUNDED.match(JS_FLOAT, text) else text
     if js_type == "Bigint":
-        return int(text[:-1]) if re.match(JS_BIGINT, text) else text
+        return int(text[:-1]) if _BOUNDED.match(JS_BIGINT, text) else text
     if js_type == "Boolean":
         return text == "true" if text in ("true", "false") else text
     if js_type == "dict":
@@ -187,16 +240,16 @@ def is_quoted(text: str) -> bool:
 def javascript_array(code: str, item_type: str | None) -> Any:
     """An array literal, one or two levels deep; on any failure the code itself, as BFCL gives it."""
     try:
-        nested = re.match(JS_ARRAY_2D, code)
+        nested = _BOUNDED.match(JS_ARRAY_2D, code)
         if nested:
             rows = []
-            for index, row in enumerate(re.findall(r"\[(.*?)\]", nested.group(0))):
+            for index, row in enumerate(_BOUNDED.findall(r"\[(.*?)\]", nested.group(0))):
                 row = row.strip()
                 if index == 0 and row.startswith("["):
                     row = row[1:]
                 rows.append([javascript_untyped(part.strip()) for part in row.split(",")])
             return rows
-        flat = re.match(JS_ARRAY, code)
+        flat = _BOUNDED.match(JS_ARRAY, code)
         if not flat:
             return code
         inside = flat.group(1) if flat.group(1) is not None else flat.group(2)
@@ -218,12 +271,12 @@ def javascript_object(code: str) -> Any:
     """An object literal of flat pairs (arrays and objects as values), split on commas; else the code."""
     if code == "{}":
         return {}
-    found = re.match(JS_OBJECT, code)
+    found = _BOUNDED.match(JS_OBJECT, code)
     if not found:
         return code
     entries: dict[str, Any] = {}
     try:
-        for key, value in re.findall(JS_PAIR, found.group(1)):
+        for key, value in _BOUNDED.findall(JS_PAIR, found.group(1)):
             key = key.strip().strip("'\"")
             value = value.strip()
             if value.startswith("[") and value.endswith("]"):

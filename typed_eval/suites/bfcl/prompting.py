@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import json
 import operator
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,7 +26,7 @@ from typed_eval.suites.bfcl.checker import Decoded, language_of
 from typed_eval.suites.bfcl.source_calls import TreeSitterMissing, read_source_calls
 from typed_eval.suites.bfcl.tools import hinted_functions
 
-__all__ = ["decode_prompt_reply", "prompt_messages", "system_prompt"]
+__all__ = ["TooLargeToCompute", "decode_prompt_reply", "prompt_messages", "system_prompt"]
 
 PERSONA = "You are an expert in composing functions."
 TASK = (
@@ -48,6 +49,8 @@ TOOLS_INTRO = "Here is a list of functions in json format that you can invoke.\n
 MAX_INT_BITS = 10_000
 MAX_PRODUCT_BITS = 1_000_000
 MAX_SEQUENCE = 1_000_000
+MAX_FOLDED = 1_000_000
+"""The most a folded expression's value, or any value made on the way, may hold (items, characters, 64-bit words)."""
 
 
 def system_prompt(functions: Sequence[dict[str, Any]], category: str) -> str:
@@ -72,6 +75,11 @@ class Undecodable(Exception):
     """The reply is not a list of calls BFCL's decoder would accept."""
 
 
+class TooLargeToCompute(Exception):
+    """The reply's arithmetic would make a value too large to hold (BFCL's own decoder would fill the memory): the
+    case's error, with this reason, not a verdict."""
+
+
 def decode_prompt_reply(text: str, category: str = "simple_python") -> Decoded:
     """A prompt-mode reply to a case of `category` decoded as BFCL decodes it, executing nothing.
 
@@ -92,6 +100,8 @@ def decode_prompt_reply(text: str, category: str = "simple_python") -> Decoded:
             return Decoded(calls=read_source_calls(stripped[1:-1], category))
         except TreeSitterMissing:
             raise
+        except TooLargeToCompute:
+            raise
         except Exception as error:  # whatever a model sends, the verdict is "undecodable", never a crash
             return Decoded(error=f"{type(error).__name__}: {str(error)[:200]}")
     source = stripped.strip().strip("'")
@@ -107,6 +117,8 @@ def decode_prompt_reply(text: str, category: str = "simple_python") -> Decoded:
                 raise Undecodable(f"expected a call, got {type(element).__name__}")
             calls.append(read_call(element))
         return Decoded(calls=calls)
+    except TooLargeToCompute:
+        raise
     except Exception as error:  # whatever a model sends, the verdict is "undecodable", never a crash
         return Decoded(error=f"{type(error).__name__}: {str(error)[:200]}")
 
@@ -181,19 +193,60 @@ UNARY: dict[type, Callable[[Any], Any]] = {
 
 def fold(node: ast.expr) -> Any:
     """The value of an expression made only of literals and operators (what Python's evaluation of it gives),
-    refusing any step that could take long or grow large."""
+    refusing any step whose result would be large: the size of every value made is bounded, counted as what it holds
+    written out (`[[0] * 1000] * 1000` holds a million items, though it shares one list), before it is made."""
+    return _folded(node)[0]
+
+
+def _folded(node: ast.expr) -> tuple[Any, int]:
+    """The value and its size (`_size`), each intermediate refused past `MAX_FOLDED`."""
     if isinstance(node, ast.Constant):
-        return node.value
+        return node.value, _size(node.value)
     if isinstance(node, ast.List | ast.Tuple):
-        items = [fold(element) for element in node.elts]
-        return items if isinstance(node, ast.List) else tuple(items)
+        pairs = [_folded(element) for element in node.elts]
+        items = [value for value, _ in pairs]
+        return (items if isinstance(node, ast.List) else tuple(items)), _bounded(1 + sum(size for _, size in pairs))
     if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY:
-        return UNARY[type(node.op)](fold(node.operand))
+        value, size = _folded(node.operand)
+        return UNARY[type(node.op)](value), size
     if isinstance(node, ast.BinOp) and type(node.op) in BINARY:
-        left, right = fold(node.left), fold(node.right)
+        (left, left_size), (right, right_size) = _folded(node.left), _folded(node.right)
         guard(node.op, left, right)
-        return BINARY[type(node.op)](left, right)
+        predicted = _bounded(_predicted(node.op, left, left_size, right, right_size))
+        value = BINARY[type(node.op)](left, right)
+        return value, _bounded(_size(value, predicted))
     raise Undecodable("arithmetic on something other than literals")
+
+
+def _size(value: Any, items: int = 1) -> int:
+    """A value's size: a string's or bytes' length, an integer's 64-bit words, else `items` (for a sequence made by
+    an operator: what it was predicted to hold)."""
+    if isinstance(value, str | bytes):
+        return max(1, len(value))
+    if isinstance(value, int):
+        return max(1, value.bit_length() // 64)
+    return items
+
+
+def _predicted(op: ast.operator, left: Any, left_size: int, right: Any, right_size: int) -> int:
+    """What an operator's result will hold, known before it is made: a repetition its operand times the count, a
+    `%` formatting its text, arguments and every width or precision it may be given, else its operands."""
+    if isinstance(op, ast.Mult):
+        for sequence, size, count in ((left, left_size, right), (right, right_size, left)):
+            if isinstance(sequence, str | bytes | list | tuple) and isinstance(count, int):
+                return size * max(count, 0)
+    if isinstance(op, ast.Mod) and isinstance(left, str | bytes):
+        arguments = right if isinstance(right, tuple) else (right,)
+        widths = sum(abs(a) for a in arguments if isinstance(a, int) and not isinstance(a, bool))
+        written = sum(int(digits) for digits in re.findall(r"\d+", str(left)))
+        return left_size + 32 * right_size + widths + written
+    return left_size + right_size
+
+
+def _bounded(size: int) -> int:
+    if size > MAX_FOLDED:
+        raise TooLargeToCompute(f"the reply's arithmetic makes a value of over {MAX_FOLDED:,} items")
+    return size
 
 
 def guard(op: ast.operator, left: Any, right: Any) -> None:

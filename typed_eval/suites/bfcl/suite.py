@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from typed_eval.contracts import AnswerMode, Case, GroupScore, RunSummary, SampleRecord, Scores, is_text_mode
 from typed_eval.core.datasets import Dataset, dataset_from_cases
+from typed_eval.core.errors import CaseScoringError
 from typed_eval.core.money import money
 from typed_eval.core.suite import AnswerLine, Suite
 from typed_eval.core.tasks import Score, Task, TextReader
@@ -31,12 +32,13 @@ from typed_eval.suites.bfcl.data import (
     load_installed,
     load_sample,
 )
+from typed_eval.suites.bfcl.literals import SlowLiteral
 from typed_eval.suites.bfcl.multi_turn.backend import check_installed
 from typed_eval.suites.bfcl.multi_turn.backend_pool import BackendPool
 from typed_eval.suites.bfcl.multi_turn.cases import load_multi_turn
 from typed_eval.suites.bfcl.multi_turn.task import MultiTurnRunner, multi_turn_case
 from typed_eval.suites.bfcl.multi_turn.turn_view import cause_metrics, trajectory_lines
-from typed_eval.suites.bfcl.prompting import decode_prompt_reply, prompt_messages
+from typed_eval.suites.bfcl.prompting import TooLargeToCompute, decode_prompt_reply, prompt_messages
 from typed_eval.suites.bfcl.scores import Aggregate, CategoryScore, summarize
 from typed_eval.suites.bfcl.source_calls import tree_sitter_needed
 from typed_eval.suites.bfcl.tools import decode_tool_calls, tools_for
@@ -150,6 +152,23 @@ def score_reply(case: Case, output: Any) -> Score:
     return Score(0.0, {"error_type": verdict.error_type, "errors": list(verdict.errors)})
 
 
+IRRELEVANCE_CATEGORIES = ("irrelevance", "live_irrelevance")
+FAILED_CALL = "failed_call"
+"""Where a record scored from a rejected request keeps the provider's error (`score_details`)."""
+
+
+def score_rejected(case: Case, error: str) -> Score:
+    """A request the provider rejected as no resend can change (a context length exceeded) scored as BFCL scores a
+    failed inference: its error text is the reply, which makes no call, right in the irrelevance categories and
+    wrong in every other."""
+    right = case.group in IRRELEVANCE_CATEGORIES
+    why = "no call made: right here, as BFCL scores a failed call" if right else "a failed call: wrong, as in BFCL"
+    details = {FAILED_CALL: error, "scored_as": why}
+    if right:
+        return Score(1.0, details)
+    return Score(0.0, {**details, "error_type": "failed_call", "errors": [error]})
+
+
 def _read_reply(text: str) -> dict[str, str]:
     """Every reply is read (BFCL scores what it cannot decode as such): the checker decodes it."""
     return {REPLY: text}
@@ -181,7 +200,10 @@ def bfcl_task(categories: Sequence[str] = (), runner: MultiTurnRunner | None = N
     async def score(case: Case, output: Any) -> Score:
         if runner is not None and case.group in MULTI_TURN_CATEGORIES:
             return await runner.score(case, output)
-        return score_reply(case, output)
+        try:
+            return score_reply(case, output)
+        except (TooLargeToCompute, SlowLiteral) as exc:  # BFCL's checker would fill the memory or never end
+            raise CaseScoringError(f"{type(exc).__name__}: {exc}") from None
 
     task: Task[Any] = Task(
         name=SUITE,
@@ -192,6 +214,7 @@ def bfcl_task(categories: Sequence[str] = (), runner: MultiTurnRunner | None = N
         functions=_functions,
         messages=_messages,
         empty_reply=True,
+        rejected=score_rejected,
         metrics=cause_metrics if runner is not None else None,
         pose_as=pose_as if runner is not None else None,
     )
@@ -199,10 +222,12 @@ def bfcl_task(categories: Sequence[str] = (), runner: MultiTurnRunner | None = N
 
 
 def _category_scores(scores: Scores) -> dict[str, CategoryScore]:
-    """Each category's BFCL accuracy: correct over every case posed (a missing answer or a failed call is wrong)."""
+    """Each category's BFCL accuracy: correct over the cases scored, as every figure of the run counts them (a
+    missing answer and a rejected call are scored; a call that failed as a resend may pass is an error, left out
+    until `--retry-errors` poses it again)."""
     found = {}
     for group in scores.groups:
-        total = group.correct + group.partial + group.incorrect + group.missing + group.errors
+        total = group.correct + group.partial + group.incorrect + group.missing
         found[group.group] = CategoryScore(group.group, group.correct, total)
     return found
 
@@ -238,6 +263,13 @@ def _report_lines(summary: RunSummary) -> list[str]:
     ]
     present = ", ".join(table.groups_present) or "none"
     lines = [f"BFCL: {', '.join(parts)} (overall counts groups not run as 0; groups present: {present})"]
+    errors = sum(group.errors for group in summary.scores.groups)
+    if errors:
+        them = "them" if errors != 1 else "it"
+        lines.append(
+            f"BFCL: {errors} failed call{'s' if errors != 1 else ''} that a resend may change left out of every figure "
+            f"here (BFCL would count {them} wrong): --resume --retry-errors poses {them} again"
+        )
     multi_turn = [g for g in summary.scores.groups if g.group in MULTI_TURN_CATEGORIES]
     if multi_turn:
         costs = [f"{g.group.removeprefix('multi_turn_')} {money(g.cost_per_correct) or 'n/a'}" for g in multi_turn]
@@ -261,7 +293,12 @@ def show_calls(record: SampleRecord) -> list[AnswerLine]:
     else:
         lines = [AnswerLine(f"(no call) {output}" if output else "(no call, no text)", mark)]
     details = record.score_details or {}
-    if details.get("error_type"):
+    if details.get(FAILED_CALL):
+        lines = [
+            AnswerLine(f"(the request failed) {details[FAILED_CALL]}", mark),
+            AnswerLine(f"{details['scored_as']}"),
+        ]
+    elif details.get("error_type"):
         errors = details.get("errors")
         reasons = "; ".join(str(e) for e in errors) if isinstance(errors, list) else ""
         lines.append(AnswerLine(f"checker: {details['error_type']}: {reasons}"))

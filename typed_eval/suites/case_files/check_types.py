@@ -4,8 +4,6 @@ from the file, the judge's protocol; and the values a check is given (JSON and Y
 from __future__ import annotations
 
 import dataclasses
-import os
-import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +11,7 @@ from typing import Any, Protocol
 
 from typed_eval.contracts import Cost, TokenUsage
 from typed_eval.core.errors import TaskError
+from typed_eval.core.files import FileTooLarge, NotRegularFile, read_regular
 from typed_eval.suites.case_files import yaml12
 from typed_eval.suites.case_files.js import (
     JsonError,
@@ -147,29 +146,17 @@ MAX_VALUE_FILE_BYTES = 16 * 1024 * 1024
 """The most a file a case file names (`file://`, a tests file) may hold: 16 MiB. promptfoo reads any file whole; a
 var naming `/dev/zero`, or a file of gigabytes, would fill the memory before the first request."""
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
-          (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
-
 
 def read_value_bytes(path: Path, reference: str) -> bytes:
     """The bytes of a regular file of at most `MAX_VALUE_FILE_BYTES`; `ValueError` saying, in one line, why `reference`
     (how the case file names it) is not one. Opened without blocking, so a FIFO with no writer is refused, not
     waited for."""
     try:
-        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        return read_regular(path, MAX_VALUE_FILE_BYTES)
+    except NotRegularFile as exc:
+        raise ValueError(f"{reference} is {exc.kind}, not a regular file: name a file") from None
+    except FileTooLarge:
+        raise ValueError(f"{reference} is larger than {MAX_VALUE_FILE_BYTES // (1024 * 1024)} MiB, the most a file "
+                         "a case file names may hold") from None  # fmt: skip
     except OSError as exc:
         raise ValueError(f"cannot read {reference}: {exc.strerror or exc}") from None
-    mode = os.fstat(handle).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(handle)
-        kind = next((name for test, name in _KINDS if test(mode)), "not a file")
-        raise ValueError(f"{reference} is {kind}, not a regular file: name a file")
-    with os.fdopen(handle, "rb") as data:
-        try:
-            content = data.read(MAX_VALUE_FILE_BYTES + 1)
-        except OSError as exc:
-            raise ValueError(f"cannot read {reference}: {exc.strerror or exc}") from None
-    if len(content) > MAX_VALUE_FILE_BYTES:
-        raise ValueError(f"{reference} is larger than {MAX_VALUE_FILE_BYTES // (1024 * 1024)} MiB, the most a file "
-                         "a case file names may hold")  # fmt: skip
-    return content

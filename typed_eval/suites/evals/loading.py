@@ -13,7 +13,7 @@ import importlib
 import inspect
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_json, to_jsonable_python
@@ -23,9 +23,13 @@ from pydantic_evals.evaluators import Evaluator
 
 from typed_eval.contracts import Case
 from typed_eval.core.errors import InputError
+from typed_eval.core.files import read_regular
 from typed_eval.core.named import import_named
 
-__all__ = ["case_id", "evaluator_types", "load_dataset", "output_type", "render_inputs", "to_case"]
+__all__ = ["MAX_DATASET_BYTES", "case_id", "evaluator_types", "load_dataset", "output_type", "render_inputs", "to_case"]
+
+MAX_DATASET_BYTES = 256 * 1024 * 1024
+"""The most a dataset file (or the `$schema` file it names) is read of: 256 MiB."""
 
 
 def output_type(spec: str | None, what: str = "output type", default: Any = str) -> Any:
@@ -75,12 +79,19 @@ def load_dataset(
     """The dataset as pydantic_evals reads it, inputs validated as `inputs` and expected outputs as `output`; what it
     refuses (a malformed file, a case that does not fit, an evaluator it cannot build) is one line naming the case or
     the evaluator."""
-    if not path.is_file():
-        raise InputError(f"dataset {str(path)!r} is not a file")
     if path.suffix.lower() not in (".yaml", ".yml", ".json"):
         raise InputError(f"dataset {str(path)!r}: a pydantic_evals dataset is a .yaml, .yml or .json file")
     try:
-        return EvalsDataset[inputs, output, Any].from_file(path, custom_evaluator_types=evaluators)
+        text = read_regular(path, MAX_DATASET_BYTES).decode("utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read dataset {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"dataset {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    fmt: Literal["yaml", "json"] = "json" if path.suffix.lower() == ".json" else "yaml"
+    try:
+        return EvalsDataset[inputs, output, Any].from_text(
+            text, fmt=fmt, custom_evaluator_types=evaluators, default_name=path.stem
+        )
     except ExceptionGroup as group:  # evaluators it could not build: the first one's line names it
         first = str(group.exceptions[0])
         unknown, known, _ = first.partition(" is not in the provided")

@@ -13,6 +13,10 @@ from typing import Any
 
 from pydantic_ai import StructuredDict
 
+from typed_eval.core.errors import InputError
+from typed_eval.core.files import FileTooLarge, NotRegularFile, read_regular
+from typed_eval.suites.evals.loading import MAX_DATASET_BYTES
+
 __all__ = ["schema_output"]
 
 YAML_REFERENCE = "$schema="
@@ -25,8 +29,10 @@ def schema_output(path: Path) -> Any | None:
     if reference is None or "://" in reference:
         return None
     try:
-        schema = json.loads((path.parent / reference).read_text(encoding="utf-8"))
+        schema = json.loads(read_regular(path.parent / reference, MAX_DATASET_BYTES))
         expected = schema["$defs"]["Case"]["properties"]["expected_output"]
+    except (NotRegularFile, FileTooLarge) as exc:  # named, but no schema file: the user's to fix
+        raise InputError(f"dataset {path}: its $schema {reference!r}: {exc.strerror}") from None
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if not isinstance(expected, dict) or not isinstance(schema["$defs"], dict):
@@ -49,8 +55,8 @@ def schema_output(path: Path) -> Any | None:
 
 def _reference(path: Path) -> str | None:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_regular(path, MAX_DATASET_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError):  # said when the dataset itself is read
         return None
     if path.suffix.lower() == ".json":
         try:

@@ -21,6 +21,7 @@ from pydantic import TypeAdapter
 
 from typed_eval.contracts import Case
 from typed_eval.core.errors import InputError
+from typed_eval.core.files import FileTooLarge, open_regular, read_regular
 from typed_eval.core.named import import_named
 
 __all__ = [
@@ -73,7 +74,10 @@ def file_case(case_id: str, group: str, path: Path, max_bytes: int = MAX_BYTES) 
         if size > max_bytes:
             return Case(id=case_id, prompt="", group=group, metadata={**metadata, PROBLEM: f"the schema file has "
                         f"{size:,} bytes, more than max_bytes={max_bytes:,}"})  # fmt: skip
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, max_bytes).decode("utf-8")
+    except FileTooLarge:  # grown since it was listed
+        return Case(id=case_id, prompt="", group=group, metadata={**metadata, PROBLEM: "the schema file holds more "
+                    f"than max_bytes={max_bytes:,} bytes"})  # fmt: skip
     except OSError as exc:
         raise InputError(f"cannot read schema file {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
@@ -131,6 +135,8 @@ def path_files(path: Path) -> list[SchemaFile]:
         raise InputError(f"schema path {str(path)!r} does not exist")
     if path.is_file():
         return [SchemaFile(path.stem, OWN, str(path))]
+    if not path.is_dir():
+        raise InputError(f"schema path {str(path)!r} is neither a file nor a folder")
     names = _json_names(path)
     if not names:
         raise InputError(f"schema folder {str(path)!r} holds no .json file")
@@ -157,9 +163,11 @@ def files_digest(files: Iterable[SchemaFile], max_bytes: int = MAX_BYTES) -> str
             size = os.stat(file.file).st_size
             md5.update(f"{file.case_id}\0{file.group}\0{size}\0".encode())
             if size <= max_bytes:
-                with open(file.file, "rb") as stream:
-                    while read := stream.readinto(buffer):
+                with open_regular(file.file) as stream:  # a FIFO or a device named *.json: one line, never read
+                    left = max_bytes + 1  # what a file grown since its `stat` may add is bounded too
+                    while left and (read := stream.readinto(memoryview(buffer)[: min(len(buffer), left)])):
                         md5.update(memoryview(buffer)[:read])
+                        left -= read
         except OSError as exc:
             raise InputError(f"cannot read schema file {file.file}: {exc.strerror or exc}") from None
     return md5.hexdigest()

@@ -44,8 +44,11 @@ from jsonschema.validators import extend
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 
+from typed_eval.core.errors import CaseProblem
+
 __all__ = [
     "CHECK_SECONDS",
+    "MAX_IRI_CHARS",
     "MAX_PROBLEMS",
     "VALIDATORS_CHARS",
     "VALIDATORS_KEPT",
@@ -79,7 +82,7 @@ _deadline: ContextVar[tuple[float, float]] = ContextVar("schema_check_deadline",
 """When the instance being checked in this context must be done (monotonic seconds), and its budget."""
 
 
-class SchemaProblem(Exception):
+class SchemaProblem(CaseProblem):
     """A schema that cannot be posed or checked: the case's error, with its reason, never the run's (not a
     ValueError: pydantic would make it an invalid output, asked again)."""
 
@@ -164,10 +167,41 @@ def _timed(original: Keyword) -> Keyword:
     return timed
 
 
+def _canonical(value: Any) -> Any:
+    """A hashable form of a JSON value, equal for two values exactly when `jsonschema`'s `equal` finds them equal: a
+    boolean is not the number it equals in Python (`true` is not `1`), `1` is `1.0`, an object's key order is not
+    its own, at every depth."""
+    if isinstance(value, bool) or value is None:
+        return ("literal", value)
+    if isinstance(value, int | float):
+        return ("number", value)
+    if isinstance(value, str):
+        return ("string", value)
+    if isinstance(value, list | tuple):
+        return ("array", tuple(_canonical(item) for item in value))
+    if isinstance(value, dict):
+        return ("object", frozenset((key, _canonical(item)) for key, item in value.items()))
+    return ("other", repr(value))
+
+
+def _unique_items(validator: Any, unique: Any, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+    """`uniqueItems` in a time linear in the instance, where `jsonschema`'s comparison of every pair is quadratic (a
+    200 kB array of objects: minutes): each item's canonical form into a set."""
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    if time.monotonic() > _deadline.get()[0]:
+        raise _overdue()
+    if len({_canonical(item) for item in instance}) < len(instance):
+        yield ValidationError(f"{instance!r} has non-unique elements")
+
+
 def _time_boxed(draft: type[Validator]) -> type[Validator]:
-    """`draft`'s validator with its pattern keywords matched by `regex` and its applicators looking at the clock."""
+    """`draft`'s validator with its pattern keywords matched by `regex`, `uniqueItems` checked in linear time and its
+    applicators looking at the clock."""
     own = draft.VALIDATORS
     keywords: dict[str, Keyword] = {"pattern": _pattern, "patternProperties": _pattern_properties}
+    if "uniqueItems" in own:
+        keywords["uniqueItems"] = _unique_items
     if "additionalProperties" in own:
         keywords["additionalProperties"] = _additional(own["additionalProperties"])
     for name in ("$ref", "$dynamicRef", "$recursiveRef", *_IN_PLACE, "items", "properties"):
@@ -180,11 +214,23 @@ def _time_boxed(draft: type[Validator]) -> type[Validator]:
 _BOXED = {draft: _time_boxed(draft) for draft in _DRAFTS.values()}
 
 
+MAX_IRI_CHARS = 1_000
+"""The longest string checked as an `iri` or `iri-reference`: the IRI grammar's parser takes about half a
+millisecond a character (1,000: 0.5 s; 150,000: minutes) and cannot be stopped; a longer one is the case's error."""
+
+
 def _iri(term: Literal["iri", "iri_reference"]) -> Callable[[object], bool]:
     def check(instance: object) -> bool:
         import rfc3987_syntax2  # and its parser (lark): imported when an `iri` is first checked
 
-        return not isinstance(instance, str) or rfc3987_syntax2.is_valid_syntax(term, instance)
+        if not isinstance(instance, str):
+            return True
+        if len(instance) > MAX_IRI_CHARS:
+            raise SchemaProblem(
+                f"a {len(instance):,}-character string is too long to check as an {term.replace('_', '-')} within "
+                f"{CHECK_SECONDS:g} s (the IRI grammar's parser checks at most {MAX_IRI_CHARS:,})"
+            )
+        return bool(rfc3987_syntax2.is_valid_syntax(term, instance))
 
     return check
 
@@ -244,20 +290,54 @@ def _subschemas(schema: Any) -> list[dict[str, Any]]:
     return found
 
 
+_REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
+"""The keywords that apply another subschema in place, wherever they point."""
+
+
+def _anchors(schema: Any) -> dict[str, dict[str, Any]]:
+    """Every name a fragment may give a subschema: `$anchor`, `$dynamicAnchor`, and an `$id` that is a fragment
+    alone (`"$id": "#node"`, Draft 6 and 7)."""
+    found: dict[str, dict[str, Any]] = {}
+    for node in _subschemas(schema):
+        for keyword in ("$anchor", "$dynamicAnchor"):
+            if isinstance(node.get(keyword), str):
+                found.setdefault(node[keyword], node)
+        named = node.get("$id")
+        if isinstance(named, str) and named.startswith("#") and len(named) > 1:
+            found.setdefault(named[1:], node)
+    return found
+
+
+def _local_target(schema: Any, anchors: dict[str, dict[str, Any]], base: str | None, reference: str) -> Any:
+    """What a reference names within the schema, read as the cycle finder reads it: a JSON pointer, an anchor's name
+    (a `$dynamicRef` as the anchor of its own resource), either after the root's `$id`; None for anything else."""
+    if base is not None and reference.startswith(base.split("#")[0]) and base.split("#")[0]:
+        reference = reference[len(base.split("#")[0]) :] or "#"
+    if reference == "#" or reference.startswith("#/"):
+        try:
+            return pointer(schema, reference)
+        except SchemaProblem:
+            return None
+    if reference.startswith("#"):
+        return anchors.get(unquote(reference[1:]))
+    return None
+
+
 def _endless_ref(schema: Any) -> str | None:
     """A local `$ref` that leads back to where it is through subschemas applied in place (no base case: checking an
     instance that reaches it recurses without end), or None."""
 
+    anchors = _anchors(schema)
+    base = schema.get("$id") if isinstance(schema, dict) and isinstance(schema.get("$id"), str) else None
+
     def steps(node: dict[str, Any]) -> Iterator[tuple[str | None, dict[str, Any]]]:
         yield from ((None, n) for n in _in_place(node) if isinstance(n, dict))
-        reference = node.get("$ref")
-        if isinstance(reference, str) and (reference == "#" or reference.startswith("#/")):
-            try:
-                target = pointer(schema, reference)
-            except SchemaProblem:
-                return
-            if isinstance(target, dict):
-                yield reference, target
+        for keyword in _REFERENCES:
+            reference = node.get(keyword)
+            if isinstance(reference, str):
+                target = _local_target(schema, anchors, base, reference)
+                if isinstance(target, dict):
+                    yield reference, target
 
     done: set[int] = set()
     for start in _subschemas(schema):

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from typed_eval.core.errors import InputError
+from typed_eval.core.files import FileTooLarge, NotRegularFile, read_regular
 from typed_eval.suites.tau import adapter
 from typed_eval.suites.tau.adapter import DOMAINS, DomainFiles
 
@@ -104,15 +105,15 @@ def _checkout(given: Path) -> tuple[Path, str]:
 def read_bounded(path: Path) -> bytes:
     """A regular file's bytes, at most `MAX_FILE`; anything else is one line."""
     try:
-        if not path.is_file():
-            raise InputError(f"{path}: missing (or not a regular file)")
-        with path.open("rb") as handle:
-            body = handle.read(MAX_FILE + 1)
+        return read_regular(path, MAX_FILE)
+    except FileNotFoundError:
+        raise InputError(f"{path}: missing (or not a regular file)") from None
+    except NotRegularFile:
+        raise InputError(f"{path}: missing (or not a regular file)") from None
+    except FileTooLarge:
+        raise InputError(f"{path}: over {MAX_FILE // 2**20} MB, not a τ-bench file") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
-    if len(body) > MAX_FILE:
-        raise InputError(f"{path}: over {MAX_FILE // 2**20} MB, not a τ-bench file")
-    return body
 
 
 def _json(path: Path) -> Any:

@@ -6,8 +6,6 @@ ever run, and what an error quotes of a file is cut and stripped of control char
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from typed_eval.core.dialogue import Message
 from typed_eval.core.errors import InputError
+from typed_eval.core.files import FileTooLarge, NotRegularFile, read_regular
 from typed_eval.core.terminal import plain_line
 
 __all__ = [
@@ -186,22 +185,13 @@ def read_bytes(path: Path, most: int | None = None) -> bytes:
     reading and bounded while reading, so a FIFO, a device or a file growing is never read without end."""
     bound = MAX_BYTES if most is None else most
     try:
-        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        return read_regular(path, bound)
+    except NotRegularFile:
+        raise InputError(f"{path}: not a regular file") from None
+    except FileTooLarge:
+        raise InputError(f"{path}: over {bound // 2**20} MB, not a τ-bench results file") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
-    with os.fdopen(handle, "rb") as file:
-        try:
-            info = os.fstat(file.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise InputError(f"{path}: not a regular file")
-            if info.st_size > bound:
-                raise InputError(f"{path}: over {bound // 2**20} MB, not a τ-bench results file")
-            body = file.read(bound + 1)
-        except OSError as exc:
-            raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
-    if len(body) > bound:
-        raise InputError(f"{path}: over {bound // 2**20} MB, not a τ-bench results file")
-    return body
 
 
 def _no_constant(name: str) -> Any:

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from typed_eval.core.errors import InputError
+from typed_eval.core.files import read_regular
 from typed_eval.suites.bfcl.data import (
     FILE_PREFIX,
+    MAX_DATA_BYTES,
     SAMPLE_DIR,
     SUPPORTED_VERSION,
     installed_data_dir,
@@ -137,7 +139,7 @@ def read_multi_turn(folder: Path, categories: Sequence[str], *, version: str | N
 def read_docs(path: Path, digest: Any) -> list[dict[str, Any]]:
     """A class's function docs (one JSON object a line); a bad one is a one-line error naming file and line."""
     try:
-        content = path.read_bytes()
+        content = read_regular(path, MAX_DATA_BYTES)
     except OSError as error:
         raise InputError(f"cannot read BFCL function docs {path}: {error.strerror or error}") from None
     digest.update(path.name.encode() + b"\0" + content)
