@@ -208,7 +208,7 @@ def test_a_gemini_batch_run_records_answers_errors_and_follow_ups(tmp_path: Path
     # The job reports the google.rpc code (3); the record states it as generateContent would have answered: HTTP 400.
     refusal = "{'error': {'code': 400, 'message': 'prompt is too long', 'status': 'INVALID_ARGUMENT'}}"
     assert (refused.status, refused.error) == ("error", f"HTTP 400 from {MODEL}: {refusal}")
-    assert (asked["grandparent"], refused.usage.requests) == (1, 0)  # not sent again, and no answer counted
+    assert (asked["grandparent"], refused.usage.requests) == (1, 1)  # not sent again; the one request sent, counted
     assert sum(r.status == "correct" for r in records.values()) == 8
     plain = by_class["parent"]
     assert (plain.usage.requests, plain.usage.input_tokens, plain.usage.output_tokens) == (1, 100, 10)

@@ -377,6 +377,8 @@ def test_a_task_poses_its_multi_turn_cases_through_pose_as_and_scores_them_with_
         ("os.system(command='ls')", "name 'os' is not defined"),
         ("cd(folder=open('x'))", "an argument that is not a literal is not run: Call"),
         ("cd('x')", "positional arguments are not run"),
+        (" cd(folder='x')", ("cd", {"folder": "x"})),  # `eval` strips the spaces: it runs in BFCL
+        ("\uff43\uff44(folder='x')", "name 'cd' is not defined"),  # full-width: Python reads `cd`, BFCL's mapping not
     ],
 )
 def test_a_call_text_is_read_without_running_it_and_refused_in_pythons_words(source: str, read: object) -> None:

@@ -6,9 +6,11 @@ import json
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,9 @@ import pytest
 
 import farel_bench
 from tests.cli_run import run_cli
+from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, answer_key, completion, text, tool_call
+from typed_eval.cli.stop_signals import STUCK_S, UNHEARD_S
 from typed_eval.suites.bfcl.literals import JS_ARRAY_2D, SlowLiteral, java_value
 
 BFCL_SAMPLE = Path(__file__).parents[1] / "typed_eval" / "suites" / "bfcl" / "sample"
@@ -237,7 +241,7 @@ def test_a_bfcl_literal_that_backtracks_is_the_cases_error_in_a_bounded_time(tmp
     started = time.monotonic()
     with pytest.raises(SlowLiteral):  # a Java map opened and never closed, as the issue found it
         java_value("new HashMap<>() {" + " " * 2000, "HashMap")
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 10  # without its bound it never ends
 
 
 def test_a_prompt_mode_reply_whose_arithmetic_would_fill_the_memory_is_the_cases_error(tmp_path: Path) -> None:
@@ -314,3 +318,199 @@ def test_a_ref_cycle_through_an_anchor_or_a_dynamic_ref_is_the_cases_error_not_t
                     "into the value)"),
         "tree": ("correct", None),  # a recursion with a base case is posed and checked
     }  # fmt: skip
+
+
+BLOCKING_SUITE = """
+import re, time
+from pathlib import Path
+import evaluator
+
+BLOCK = Path(__file__).with_name("block")
+
+
+def score(case, output):
+    if case.id == "c2" and BLOCK.exists():
+        if BLOCK.read_text() == "python":
+            while True:  # a scorer that never gives the event loop back
+                pass
+        re.match(r"(a|aa)+$", "a" * 60 + "!")  # backtracks for ages in C: no Python handler runs meanwhile
+    return 1.0
+
+
+TASK = evaluator.Task(name="blocking", output_type=int, score=score, example=1)
+CASES = [evaluator.Case(id=f"c{n}", prompt="Say 1.", expected=1) for n in range(5)]
+"""
+
+
+@pytest.mark.parametrize(
+    ("blocking", "signum"), [("python", signal.SIGTERM), ("python", signal.SIGINT), ("C", signal.SIGTERM)]
+)
+def test_a_stop_signal_ends_a_run_whose_scorer_blocks_the_event_loop(
+    tmp_path: Path, blocking: str, signum: int
+) -> None:
+    suite = tmp_path / "blocking.py"
+    suite.write_text(BLOCKING_SUITE)
+    (tmp_path / "block").write_text(blocking)
+    command = [PYTHON, "main.py", "run", "--suite", str(suite), "--model", "test", "--concurrency", "1",
+               "--results-dir", str(tmp_path / "runs"), "--quiet", "--grace", "1"]  # fmt: skip
+    process = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    records = tmp_path / "runs" / "test"
+
+    def kept() -> list[str]:
+        found = list(records.glob("*/samples.jsonl"))
+        return [json.loads(line)["case_id"] for line in found[0].read_text().splitlines()] if found else []
+
+    while len(kept()) < 2:
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+        time.sleep(0.05)
+    time.sleep(0.3)  # c2's scorer is blocking by now
+    sent = time.monotonic()
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=30)
+    waited = time.monotonic() - sent
+    reason = "interrupted by the user" if signum == signal.SIGINT else "terminated (SIGTERM)"
+    if blocking == "python":  # raised where the scorer was: the run ends as a second Ctrl-C ends it, its summary said
+        assert (process.returncode, kept(), stderr) == (130 if signum == signal.SIGINT else 143, ["c0", "c1"],
+                                                        f"main.py: {reason}; finished samples are kept (--resume "
+                                                        "continues)\n")  # fmt: skip
+        assert UNHEARD_S <= waited < UNHEARD_S + 3
+        summary = json.loads(next(records.glob("*/summary.json")).read_text())
+        assert (summary["status"], summary["reason"]) == ("partial", reason)
+    else:  # a call that never returns to Python: the watchdog ends the process, its records kept
+        assert (process.returncode, kept()) == (-signal.SIGKILL, ["c0", "c1"])
+        assert stderr.splitlines() == [
+            f"main.py: {reason}; the run did not stop within 8 s (a call that never "
+            "returns): it is ended; finished samples are kept (--resume continues)"
+        ]
+        assert UNHEARD_S + STUCK_S <= waited < UNHEARD_S + STUCK_S + 3
+    (tmp_path / "block").unlink()
+    resumed = subprocess.run([*command, "--resume"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert resumed.returncode == 0, resumed.stderr
+    assert sorted(kept()) == [f"c{n}" for n in range(5)]
+
+
+def test_bfcl_runs_the_call_names_this_backend_runs() -> None:
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
+
+    from typed_eval.suites.bfcl.multi_turn.decoded_calls import literal_call
+
+    calls = [" cd(folder='document')", "\uff43\uff44(folder='document')", "cd(folder='document')"]
+    config = {"GorillaFileSystem": {"root": {"workspace": {"type": "directory", "contents": {
+        "document": {"type": "directory", "contents": {}}}}}}}  # fmt: skip
+    results, _ = execute_multi_turn_func_call(calls, config, ["GorillaFileSystem"], "round5", "names_0")
+    ran = [not result.startswith("Error during execution") for result in results]
+    assert (ran, results[1]) == ([True, False, True], "Error during execution: name 'cd' is not defined")
+    assert [isinstance(literal_call(call, ["cd"]), tuple) for call in calls] == ran
+    assert literal_call(calls[1], ["cd"]) == "name 'cd' is not defined"
+
+
+def multi_turn_folder(tmp_path: Path, change: Callable[[dict[str, Any], dict[str, Any]], None]) -> Path:
+    """The sample's BFCL data, its first multi_turn_base case (question and possible answer) changed by `change`."""
+    folder = tmp_path / "bfcl"
+    shutil.copytree(BFCL_SAMPLE, folder)
+    question_file = folder / "BFCL_v4_multi_turn_base.json"
+    answer_file = folder / "possible_answer" / "BFCL_v4_multi_turn_base.json"
+    questions, answers = question_file.read_text().splitlines(), answer_file.read_text().splitlines()
+    question, answer = json.loads(questions[0]), json.loads(answers[0])
+    change(question, answer)
+    questions[0], answers[0] = json.dumps(question), json.dumps(answer)
+    question_file.write_text("\n".join(questions) + "\n")
+    answer_file.write_text("\n".join(answers) + "\n")
+    return folder
+
+
+@pytest.mark.parametrize("hostile", ["ground truth", "id"])
+def test_a_bfcl_data_folder_whose_text_would_run_is_refused_in_one_line(tmp_path: Path, hostile: str) -> None:
+    marker = tmp_path / "M"
+    code = f"__import__('os').system('touch {marker}')"
+
+    def change(question: dict[str, Any], answer: dict[str, Any]) -> None:
+        if hostile == "ground truth":
+            answer["ground_truth"][0][0] = f"cd(folder={code})"
+        else:
+            question["id"] = answer["id"] = f"x_{code}"
+
+    folder = multi_turn_folder(tmp_path, change)
+    done = run_cli("main.py", "run", "--suite", "bfcl", "-S", f"data={folder}", "-S", "categories=multi_turn_base",
+                   "--model", "test", "--results-dir", str(tmp_path / "runs"))  # fmt: skip
+    where = f"{folder / 'BFCL_v4_multi_turn_base.json'}:1"
+    truth, case_id = f"cd(folder={code})", f"x_{code}"
+    said = {
+        "ground truth": f"the ground truth {truth[:80]!r} is refused: an argument that is not a literal (Call)",
+        "id": f"the id {case_id[:80]!r} is refused: BFCL names objects after it and runs them (letters, digits and "
+        "_.:/- only)",
+    }[hostile]
+    assert (done.returncode, done.stderr.splitlines()) == (2, [f"main.py: error: {where}: {said}"])
+    assert not marker.exists()
+
+
+class SteeringHub:
+    """The stand-in Hub of `tests/test_schemas_sources.py`, its file answers changed: an ETag that is a path, a body
+    sent a byte every `drip_s`, or `extra` bytes more than the file holds."""
+
+    def __init__(self, files: dict[str, bytes], *, etag: str | None = None, drip_s: float = 0, extra: int = 0) -> None:
+        from tests.test_schemas_sources import StandInHub
+
+        self.hub = StandInHub(files)
+        send = self.hub.send
+
+        def sent(request: Any, status: int, body: bytes, headers: dict[str, str], with_body: bool) -> None:
+            if "ETag" not in headers:
+                return send(request, status, body, headers, with_body)
+            headers = {**headers, "ETag": f'"{etag}"'} if etag is not None else headers
+            body += b"\0" * extra
+            if not drip_s or not with_body:
+                return send(request, status, body, headers, with_body)
+            request.send_response(status)
+            for name, value in {**headers, "Content-Length": str(len(body))}.items():
+                request.send_header(name, value)
+            request.end_headers()
+            for byte in body:
+                request.wfile.write(bytes([byte]))
+                request.wfile.flush()
+                time.sleep(drip_s)
+
+        self.hub.send = sent  # type: ignore[method-assign]
+
+
+def test_a_hub_mirror_cannot_steer_where_the_download_is_written(tmp_path: Path) -> None:
+    from tests.test_schemas_sources import dataset_files, without_hf
+
+    outside = tmp_path / "outside" / "blob"
+    outside.parent.mkdir()
+    steering = SteeringHub(dataset_files(tmp_path), etag=str(outside))
+    with steering.hub.running() as hub:
+        done = subprocess.run([PYTHON, "main.py", "run", "--suite", "schemas", "-S", "source=jsonschemabench", "-S",
+                               "sets=Snowplow", "--model", "test", "--results-dir", str(tmp_path / "runs")],
+                              cwd=REPO, capture_output=True, text=True, timeout=120,
+                              env={**without_hf(), "HF_HOME": str(tmp_path / "hf"),
+                                   "HF_ENDPOINT": hub.url})  # fmt: skip
+    etag = f'"{outside}"'[:60]
+    assert (done.returncode, done.stderr.splitlines()) == (2, [
+        f"main.py: error: JSONSchemaBench from {hub.url} is refused: the server's etag {etag!r} is not a hash: it "
+        "would name the file written"
+    ])  # fmt: skip
+    assert list(outside.parent.iterdir()) == []  # nothing written outside the cache
+    assert not list((tmp_path / "hf").rglob("*.incomplete"))
+
+
+@pytest.mark.parametrize("hostile", ["slow", "large"])
+def test_a_hub_download_is_bounded_in_time_and_size_and_leaves_nothing_partial(tmp_path: Path, hostile: str) -> None:
+    from tests.test_schemas_sources import dataset_files
+    from typed_eval.core.errors import InputError
+    from typed_eval.suites.schemas.hub import download
+
+    steering = SteeringHub(dataset_files(tmp_path), **({"drip_s": 0.2} if hostile == "slow" else {"extra": 10_000}))
+    cache = tmp_path / "cache"
+    started = time.monotonic()
+    with steering.hub.running() as hub, pytest.raises(InputError) as refused:
+        download(["Snowplow"], endpoint=hub.url, cache_dir=cache, deadline_s=2, most=20_000)
+    assert time.monotonic() - started < 6
+    said = (
+        "the download took more than 2 s"
+        if hostile == "slow"
+        else "the server sent more than 20,000 bytes, more than the sets hold"
+    )
+    assert str(refused.value) == f"JSONSchemaBench from {hub.url} is refused: {said}"
+    blobs = [path for path in cache.rglob("*") if path.is_file() and "blobs" in path.parts]
+    assert [blob for blob in blobs if blob.suffix == ".incomplete" or blob.stat().st_size > 20_000] == []

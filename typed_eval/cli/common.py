@@ -16,6 +16,7 @@ from typed_eval.core.errors import EvaluatorError
 from typed_eval.core.plugins import PluginGroupWarning
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.terminal import printable
+from typed_eval.engine.control import StopForced
 
 PROG = "typed-eval"
 EXIT_DNF = 3
@@ -71,9 +72,10 @@ def reported(args: argparse.Namespace, command: Callable[[], int]) -> int:
     except EvaluatorError as exc:
         print(error_line(exc, getattr(args, "flags", {}), Redactor.for_run(keys=keys, urls=urls)), file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:  # a second Ctrl-C while shutting down: records written so far are kept
-        print(f"{prog()}: interrupted; finished samples are kept (--resume continues)", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:  # a second Ctrl-C, or a stop the run could not take: what is written is kept
+        reason, code = (exc.reason, exc.exit_code) if isinstance(exc, StopForced) else ("interrupted", EXIT_INTERRUPTED)
+        print(f"{prog()}: {reason}; finished samples are kept (--resume continues)", file=sys.stderr)
+        return code
     except BrokenPipeError:  # the reader of the output left (`| head`, a worker's owner that died): say no more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE

@@ -6,10 +6,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from typed_eval.cli.common import (
     prog,
 )
 from typed_eval.cli.config import CACHE_FILE, LATEST, RunCommand, run_command
+from typed_eval.cli.stop_signals import TERMINATED, stopped_by_signals
 from typed_eval.cli.suite_flags import add_suite_flags, given_keys
 from typed_eval.cli.suites import answer_modes, default_suite, suite_from_args
 from typed_eval.contracts import AnswerMode
@@ -57,7 +56,6 @@ from typed_eval.suites.simulators import simulated
 
 SHORT_RUN_CASES = 45
 """A local model's default run: 45 cases spread evenly over the groups (--full for all)."""
-TERMINATED = "terminated (SIGTERM)"
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -298,7 +296,7 @@ def _serving(
 
         async def pose() -> int:
             stop = StopState(grace_s=command.grace_s)
-            with stop_when_told(lambda: stop.stop(TERMINATED)), _stopped_by_signals(stop.stop):
+            with stop_when_told(lambda: stop.stop(TERMINATED)), stopped_by_signals(stop.stop):
                 outcome = await _run_model(
                     command, name, mode, task, dataset, stop, pacer, None, share=(Path(work), parent)
                 )
@@ -308,26 +306,6 @@ def _serving(
         return reported(lambda: asyncio.run(pose()))
 
     return serve
-
-
-@contextmanager
-def _stopped_by_signals(stop: Callable[[str], None]) -> Iterator[None]:
-    """Ctrl-C stops sending and lets requests in flight finish (a second one stops at once); SIGTERM (a service
-    manager) and SIGHUP (the terminal or ssh session closed) do as the first Ctrl-C."""
-    loop = asyncio.get_running_loop()
-
-    def first_interrupt() -> None:
-        stop(INTERRUPTED)
-        loop.remove_signal_handler(signal.SIGINT)
-
-    loop.add_signal_handler(signal.SIGINT, first_interrupt)
-    loop.add_signal_handler(signal.SIGTERM, stop, TERMINATED)
-    loop.add_signal_handler(signal.SIGHUP, stop, TERMINATED)
-    try:
-        yield
-    finally:
-        for handled in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            loop.remove_signal_handler(handled)
 
 
 async def _run(
@@ -353,7 +331,7 @@ async def _run(
     models = command.models
     outcomes: list[RunOutcome] = []
     code = 0
-    with _stopped_by_signals(stop), Progress(quiet=command.quiet) as progress:
+    with stopped_by_signals(stop), Progress(quiet=command.quiet) as progress:
         for name, mode in ((name, mode) for name in models for mode in modes):
             if stopped:
                 break

@@ -13,7 +13,7 @@ from typed_eval.core.files import read_regular
 __all__ = ["MAX_CSV_BYTES", "files_named", "read_csv_source"]
 
 MAX_CSV_BYTES = 256 * 1024 * 1024
-"""The most a CSV file is read of (FaRel's published dataset holds 230 kB)."""
+"""The most a CSV file is read of (a published quiz dataset holds a few hundred kB)."""
 
 
 def files_named(paths: Iterable[str], suffix: str, kind: str) -> list[Path]:

@@ -192,8 +192,8 @@ class Task(Generic[OutputT]):
     allowed), instead of `prompt`: sent as it is."""
     rejected: Callable[[Case, str], Score] | None = None
     """How a case is scored when the provider rejects its request as no resend can change (a 4xx but 401, 403, 404,
-    408, 409 and 429: a context length exceeded), given the error's line: BFCL scores such a failed call as its
-    reply. None: the case's error, left out of the score (as every other failed call is)."""
+    408, 409 and 429: a context length exceeded), given the error's line: a benchmark may score such a failed call
+    as its reply. None: the case's error, left out of the score (as every other failed call is)."""
     asks_once: tuple[AnswerMode, ...] = ()
     """Modes in which the task's original benchmark asked once: no corrective retries there unless the run sets
     `retries` (multiple choice: `tag`, as the benchmarks that read an answer tag score it); 3 in the others."""

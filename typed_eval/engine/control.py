@@ -19,7 +19,16 @@ from typed_eval.providers.transport import TrafficMeter
 if TYPE_CHECKING:  # workers.py imports this module
     from typed_eval.engine.workers import WorkerProcesses, WorkerShare
 
-__all__ = ["Budget", "RunControl", "StopState", "control_of"]
+__all__ = ["Budget", "RunControl", "StopForced", "StopState", "control_of"]
+
+
+class StopForced(KeyboardInterrupt):
+    """A stop signal the event loop could not take (a scorer or a check blocked it), raised where the run was: it
+    ends as Ctrl-C ends it, what is written kept. A `KeyboardInterrupt`, so asyncio lets it through at once."""
+
+    def __init__(self, reason: str, exit_code: int) -> None:
+        super().__init__(reason)
+        self.reason, self.exit_code = reason, exit_code
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from typed_eval.core.run_config import BatchOptions, RunConfig, config_with
 from typed_eval.core.scoring import ScoreBook
 from typed_eval.core.secrets import Redactor
 from typed_eval.core.tasks import Task
-from typed_eval.engine.control import Budget, RunControl, StopState, control_of
+from typed_eval.engine.control import Budget, RunControl, StopForced, StopState, control_of
 from typed_eval.engine.evaluation import EvaluationResult, Sample, pose_samples
 from typed_eval.engine.resume import THIS_SEGMENT, NothingToResume, differences, run_to_continue
 from typed_eval.engine.settings import batch_options, model_name, prepared_model, resolve_settings
@@ -425,8 +425,9 @@ async def _pose_and_store(
                 why = Redactor.for_run(model=resolved.model)(f"stopped by an error: {exc}")
                 writer.write_summary(summary(None, "partial", why))
         raise
-    except BaseException:  # Ctrl-C, cancellation: what is written is kept, and the run can be resumed
-        writer.write_summary(summary(None, "partial", INTERRUPTED))
+    except BaseException as exc:  # Ctrl-C, a forced stop, cancellation: what is written is kept, to resume
+        forced = exc.reason if isinstance(exc, StopForced) else call.stop.reason if call.stop.stopping else None
+        writer.write_summary(summary(None, "partial", forced or INTERRUPTED))
         raise
     status: RunStatus = "finished" if result is None else result.status
     reason = None if result is None else result.reason

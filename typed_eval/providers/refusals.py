@@ -74,8 +74,9 @@ def refuses_schema(exc: BaseException | None) -> bool:
 
 
 def scored_rejection(task: Task[Any], case: Case, exc: BaseException | None) -> Score | None:
-    """The task's score for a case whose request was rejected as no resend can change (`Task.rejected`: BFCL scores
-    a failed call as its reply), or None: no such rejection (a refused schema is `unsupported`), or no such rule."""
+    """The task's score for a case whose request was rejected as no resend can change (`Task.rejected`: a benchmark
+    may score a failed call as its reply), or None: no such rejection (a refused schema is `unsupported`), or no
+    such rule."""
     if task.rejected is None or not cannot_change(exc) or refuses_schema(exc):
         return None
     return task.rejected(case, failure_line(exc))

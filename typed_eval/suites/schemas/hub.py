@@ -2,6 +2,11 @@
 commit, and read from huggingface_hub's cache ever after (HF_HOME, HF_HUB_CACHE and HF_ENDPOINT honoured, offline
 too once cached).
 
+A Hub (or an `HF_ENDPOINT` mirror) cannot steer the download: huggingface_hub names the blob it writes after the
+ETag the server sends, so every answer's ETag and commit are checked to be hashes before anything is written (else
+one line, exit 2); the download has an overall deadline, a read timeout and a bound on the bytes it takes, and a
+download cut short leaves nothing partial in the cache.
+
 The dataset holds each set as a folder of Parquet files, one per split (`<set>/{train,val,test}-*.parquet`, each row
 a `unique_id` and the schema's text as `json_schema`): every split of the sets asked for is read, with DuckDB (a
 dependency already), and a case is `<set>/<unique_id>` grouped by its set, its split in the metadata. A run records
@@ -12,6 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
+import sys
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,19 +28,130 @@ from typing import TYPE_CHECKING, Any
 
 from typed_eval.contracts import Case
 from typed_eval.core.errors import InputError
+from typed_eval.core.files import open_regular
 from typed_eval.suites.schemas.data import MAX_BYTES, text_case
 from typed_eval.suites.schemas.sampling import SETS
 
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["INSTALL_HINT", "REPO_ID", "REVISION", "SPLITS", "HubSchemas", "download", "load_hub", "read_snapshot"]
+__all__ = [
+    "DOWNLOAD_BYTES",
+    "DOWNLOAD_S",
+    "INSTALL_HINT",
+    "REPO_ID",
+    "REVISION",
+    "SPLITS",
+    "HubSchemas",
+    "download",
+    "load_hub",
+    "read_snapshot",
+]
 
 REPO_ID = "epfl-dlab/JSONSchemaBench"
 REVISION = "f50f4d3930f14af6db70d669828881e98c295f5c"
 """The dataset's commit read unless the run names another: one with the per-set folders of train/val/test splits."""
 SPLITS = ("train", "val", "test")
 INSTALL_HINT = "pip install -e '.[schemas]'"
+DOWNLOAD_S = 900.0
+"""The longest a download of the sets may take, however the server paces it."""
+DOWNLOAD_BYTES = 512 * 2**20
+"""The most a download of the sets may take in: the whole benchmark is 110 MB of JSON, far less as Parquet."""
+READ_TIMEOUT_S = 60.0
+"""The longest the server may stay silent while it is read."""
+_HASHED = re.compile(r'(W/)?"?[0-9A-Za-z_-]{1,128}"?')
+"""An ETag as the Hub sends them (a file's SHA-1 or SHA-256): no `/` nor `.` a path could be made of."""
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+class HubRefused(Exception):
+    """What the Hub sent is refused: a header that would steer where the download is written, more bytes than the
+    dataset holds, or too long a download."""
+
+
+class _Guard:
+    """The download's checks, on huggingface_hub's own HTTP client for as long as it lasts."""
+
+    def __init__(self, deadline_s: float, most: int, stream_type: type) -> None:
+        self.deadline_s, self.most = deadline_s, most
+        self.bounded = _bounded(stream_type)
+        self.ends = time.monotonic() + deadline_s
+        self.read = 0
+
+    def taken(self, size: int) -> None:
+        self.read += size
+        if self.read > self.most:
+            raise HubRefused(f"the server sent more than {self.most:,} bytes, more than the sets hold")
+        if time.monotonic() > self.ends:
+            raise HubRefused(f"the download took more than {self.deadline_s:g} s")
+
+    def request(self, request: Any) -> None:
+        if time.monotonic() > self.ends:
+            raise HubRefused(f"the download took more than {self.deadline_s:g} s")
+
+    def response(self, response: Any) -> None:
+        for name in ("etag", "x-linked-etag"):
+            value = response.headers.get(name)
+            if value is not None and not _HASHED.fullmatch(value):
+                raise HubRefused(f"the server's {name} {value[:60]!r} is not a hash: it would name the file written")
+        commit = response.headers.get("x-repo-commit")
+        if commit is not None and not _COMMIT.fullmatch(commit):
+            raise HubRefused(f"the server's commit {commit[:60]!r} is not a commit hash")
+        response.stream = self.bounded(response.stream, self)
+
+
+def _bounded(base: type) -> type:
+    """A body read through the guard, of the byte stream type of the client's own httpx (or its fork `httpx2`,
+    huggingface_hub 2.x's), which it checks streams against."""
+
+    class Bounded(base):  # type: ignore[misc]  # the HTTP library's, known once the client is
+        def __init__(self, stream: Any, guard: _Guard) -> None:
+            self._stream, self._guard = stream, guard
+
+        def __iter__(self) -> Iterator[bytes]:
+            for chunk in self._stream:
+                self._guard.taken(len(chunk))
+                yield chunk
+
+        def close(self) -> None:
+            self._stream.close()
+
+    return Bounded
+
+
+@contextmanager
+def _guarded(deadline_s: float, most: int) -> Iterator[None]:
+    """huggingface_hub's shared client checked by a `_Guard` (its event hooks, a read timeout) while the download
+    runs, as it was after."""
+    from huggingface_hub import get_session
+
+    client = get_session()
+    library = sys.modules[type(client).__module__.partition(".")[0]]
+    guard = _Guard(deadline_s, most, library.SyncByteStream)
+    from huggingface_hub.utils.tqdm import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    hooks, timeout, quiet = client.event_hooks, client.timeout, are_progress_bars_disabled()
+    disable_progress_bars()  # its bars on stderr: a download says nothing, a failure one line
+    client.event_hooks = {
+        "request": [*hooks["request"], guard.request],
+        "response": [*hooks["response"], guard.response],
+    }
+    client.timeout = READ_TIMEOUT_S
+    try:
+        yield
+    finally:
+        client.event_hooks, client.timeout = hooks, timeout
+        if not quiet:
+            enable_progress_bars()
+
+
+def _partial_left(cache_dir: Path | None) -> None:
+    """The files a download cut short left in the dataset's cache folder (`*.incomplete`), removed."""
+    from huggingface_hub import constants
+
+    folder = Path(cache_dir or constants.HF_HUB_CACHE) / f"datasets--{REPO_ID.replace('/', '--')}"
+    for partial in folder.glob("blobs/*.incomplete"):
+        partial.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -52,11 +171,17 @@ class HubSchemas:
 
 
 def download(
-    sets: Sequence[str], revision: str = REVISION, *, endpoint: str | None = None, cache_dir: Path | None = None
+    sets: Sequence[str],
+    revision: str = REVISION,
+    *,
+    endpoint: str | None = None,
+    cache_dir: Path | None = None,
+    deadline_s: float = DOWNLOAD_S,
+    most: int = DOWNLOAD_BYTES,
 ) -> Path:
     """The snapshot folder holding the sets' Parquet files: fetched the first time, from the cache afterwards (a
     commit is immutable, so a cached one is read without asking the Hub). `endpoint` and `cache_dir` default to
-    huggingface_hub's own (HF_ENDPOINT, HF_HOME)."""
+    huggingface_hub's own (HF_ENDPOINT, HF_HOME); the download is guarded as the module says."""
     try:
         from huggingface_hub import constants, snapshot_download
     except ImportError:
@@ -65,7 +190,7 @@ def download(
         ) from None
     where = endpoint or constants.ENDPOINT  # HF_ENDPOINT, else the Hub
     try:
-        with _quiet("huggingface_hub"):
+        with _quiet("huggingface_hub"), _guarded(deadline_s, most):
             folder = snapshot_download(
                 REPO_ID,
                 repo_type="dataset",
@@ -75,6 +200,10 @@ def download(
                 cache_dir=cache_dir,
             )
     except Exception as exc:  # huggingface_hub's and its HTTP client's many errors: the user's network, said in a line
+        _partial_left(cache_dir)
+        refused = next((e for e in (exc, exc.__cause__, exc.__context__) if isinstance(e, HubRefused)), None)
+        if refused is not None:
+            raise InputError(f"JSONSchemaBench from {where} is refused: {refused}") from None
         reason = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         reason = reason.removeprefix("Got: ")
         raise InputError(
@@ -130,13 +259,15 @@ def _read_parquet(
     import duckdb
 
     try:
-        content = file.read_bytes()
+        with open_regular(file) as stream:  # hashed a megabyte at a time, never held whole
+            digest.update(f"{name}/{file.name}".encode() + b"\0")
+            while chunk := stream.read(1 << 20):
+                digest.update(chunk)
         rows = connection.execute("SELECT unique_id, json_schema FROM read_parquet(?)", [str(file)]).fetchall()
     except OSError as exc:
         raise InputError(f"cannot read {file}: {exc.strerror or exc}") from None
     except duckdb.Error as exc:  # not Parquet, or without the two columns
         raise InputError(f"{file}: not JSONSchemaBench's Parquet ({str(exc).splitlines()[0]})") from None
-    digest.update(f"{name}/{file.name}".encode() + b"\0" + content)
     split = file.name.split("-", 1)[0]
     cases = []
     for unique_id, text in rows:

@@ -28,6 +28,7 @@ from typed_eval.suites.bfcl.data import (
     is_function_doc,
     read_json_lines,
 )
+from typed_eval.suites.bfcl.multi_turn.decoded_calls import CALL_ID, ground_truth_problem
 
 __all__ = [
     "CATEGORIES",
@@ -183,6 +184,14 @@ def make_case(
     if not (isinstance(truth, list) and len(truth) == len(turns) and all(is_call_list(turn) for turn in truth)):
         raise InputError(f"{where}: its possible answer must list, per turn, the calls as strings")
     functions = [dict(doc) for name in involved_classes(entry, where) for doc in docs[name]]
+    if not (isinstance(entry["id"], str) and CALL_ID.fullmatch(entry["id"])):
+        raise InputError(f"{where}: the id {str(entry['id'])[:80]!r} is refused: BFCL names objects after it and "
+                         "runs them (letters, digits and _.:/- only)")  # fmt: skip
+    known = {str(doc.get("name")) for doc in functions}
+    for call in (call for calls in truth for call in calls):
+        problem = ground_truth_problem(call, known)
+        if problem is not None:  # BFCL's checker would run it with `eval`: data is never run here
+            raise InputError(f"{where}: the ground truth {call[:80]!r} is refused: {problem}")
     held_out: dict[int, list[dict[str, Any]]] = {}
     missed = entry.get("missed_function", {})
     if not isinstance(missed, dict):

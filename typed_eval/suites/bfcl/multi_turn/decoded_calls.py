@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import warnings
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -100,6 +101,7 @@ def literal_call(source: str, offered: Collection[str]) -> tuple[str, dict[str, 
     """A call's source text as (function name, keyword values) when it is a plain call of an offered function with
     literal arguments, else the error text BFCL's executor gives for it (its `SyntaxError` or `NameError` message,
     exactly as Python words it, found by parsing only). A function not offered is an undefined name."""
+    source = source.lstrip(" \t")  # as `eval` strips them: " cd(...)" runs in BFCL
     head = source.split("(")[0]
     if "." in head:
         head = head.split(".")[1]
@@ -124,8 +126,8 @@ def literal_call(source: str, offered: Collection[str]) -> tuple[str, dict[str, 
         root = root.value if not isinstance(root, ast.Call) else root.func
     if not isinstance(body.func, ast.Name):  # a.b(...): its root name is undefined (not run if it were BFCL's)
         return f"name '{root.id}' is not defined" if isinstance(root, ast.Name) else "the call is not run"
-    if body.func.id not in offered:
-        return f"name '{body.func.id}' is not defined"
+    if body.func.id not in offered or not _as_written(source, body.func):  # a full-width name: Python reads it as
+        return f"name '{body.func.id}' is not defined"  # ASCII, BFCL's mapping to its instance does not: undefined
     if body.args:
         return "positional arguments are not run"
     try:
@@ -163,3 +165,34 @@ def read_literal(node: ast.expr) -> Any:
         if isinstance(left, int | float) and isinstance(right, complex):
             return left + right if isinstance(node.op, ast.Add) else left - right
     raise NotLiteral(type(node).__name__)
+
+
+def _as_written(source: str, name: ast.Name) -> bool:
+    """Whether the call's name is written as Python reads it (not a full-width or other NFKC twin of it)."""
+    return source.split("(")[0].strip() == name.id
+
+
+CALL_ID = re.compile(r"[A-Za-z0-9_.:/-]+")
+"""A case id BFCL may build an instance's name from (it turns `-./:` into `_` and runs the name with `eval`)."""
+
+
+def ground_truth_problem(source: str, known: Collection[str]) -> str | None:
+    """Why a ground-truth call is not a plain call of a known function with literal arguments (BFCL's checker runs
+    it with `eval`: anything else in a data folder would be code run), or None."""
+    source = source.lstrip(" \t")
+    try:
+        body = ast.parse(source, "<string>", mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        return f"not a call ({type(error).__name__})"
+    if not (isinstance(body, ast.Call) and isinstance(body.func, ast.Name) and _as_written(source, body.func)):
+        return "not a plain call of a function by its name"
+    if body.func.id not in known:
+        return f"{body.func.id!r} is not a function of the case's classes"
+    if any(keyword.arg is None for keyword in body.keywords):
+        return "a ** argument"
+    try:
+        for node in [*body.args, *(keyword.value for keyword in body.keywords)]:
+            read_literal(node)
+    except (NotLiteral, NameError, TypeError, RecursionError) as error:
+        return f"an argument that is not a literal ({str(error)[:80]})"
+    return None
