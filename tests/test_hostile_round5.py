@@ -135,6 +135,9 @@ def test_a_device_or_fifo_named_as_a_schema_file_or_bfcl_data_is_one_line_exit_2
         2,
         [f"main.py: error: cannot read BFCL data file {data}: it is {what}, not a regular file"],
     )
+    cases = unreadable(tmp_path / "cases", kind, "cases.yaml")  # a case file: as its `file://` values are read
+    code, errors = quick(*run, "--suite", str(cases))
+    assert (code, errors) == (2, [f"main.py: error: case file {cases} is {what}, not a regular file: name a file"])
 
 
 @pytest.mark.parametrize("kind", ["device", "FIFO"])
@@ -346,7 +349,7 @@ CASES = [evaluator.Case(id=f"c{n}", prompt="Say 1.", expected=1) for n in range(
     ("blocking", "signum"), [("python", signal.SIGTERM), ("python", signal.SIGINT), ("C", signal.SIGTERM)]
 )
 def test_a_stop_signal_ends_a_run_whose_scorer_blocks_the_event_loop(
-    tmp_path: Path, blocking: str, signum: int
+    tmp_path: Path, blocking: str, signum: int, request: pytest.FixtureRequest
 ) -> None:
     suite = tmp_path / "blocking.py"
     suite.write_text(BLOCKING_SUITE)
@@ -354,6 +357,7 @@ def test_a_stop_signal_ends_a_run_whose_scorer_blocks_the_event_loop(
     command = [PYTHON, "main.py", "run", "--suite", str(suite), "--model", "test", "--concurrency", "1",
                "--results-dir", str(tmp_path / "runs"), "--quiet", "--grace", "1"]  # fmt: skip
     process = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    request.addfinalizer(process.kill)  # a run the test failed to stop is not left spinning
     records = tmp_path / "runs" / "test"
 
     def kept() -> list[str]:
@@ -514,3 +518,13 @@ def test_a_hub_download_is_bounded_in_time_and_size_and_leaves_nothing_partial(t
     assert str(refused.value) == f"JSONSchemaBench from {hub.url} is refused: {said}"
     blobs = [path for path in cache.rglob("*") if path.is_file() and "blobs" in path.parts]
     assert [blob for blob in blobs if blob.suffix == ".incomplete" or blob.stat().st_size > 20_000] == []
+
+
+def test_multi_turn_prompt_mode_arithmetic_that_would_fill_the_memory_is_refused_before_it_is_made() -> None:
+    from typed_eval.suites.bfcl.multi_turn.decoded_calls import decode_prompt_step
+    from typed_eval.suites.bfcl.prompting import TooLargeToCompute
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(TooLargeToCompute):  # the sample's error (its session raises it), not a 3 GB rendering
+        decode_prompt_step("[cd(folder=[[0]*1000000]*1000000)]")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000

@@ -107,7 +107,7 @@ def test_the_default_run_compares_tool_and_tag_mode_through_the_real_server_and_
     assert not llama_servers() - before
 
 
-def test_any_gguf_file_and_gemma_are_selectable(tmp_path: Path) -> None:
+def test_any_gguf_file_and_gemma_are_selectable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     listed = run_cli("main.py", "models", "--provider", "local")
     listed.check_returncode()
     smollm2 = listed.stdout.splitlines()[0].split("\t")[1]
@@ -130,22 +130,18 @@ def test_any_gguf_file_and_gemma_are_selectable(tmp_path: Path) -> None:
     assert refused.stderr.startswith(
         "main.py: error: --mode: local:gemma3-270m has no tool calls through llama-cpp-python's"
     )
-    gemma = run_main(
-        "--model",
-        "local:gemma3-270m",
-        "--mode",
-        "tag",
-        "--limit",
-        "2",
-        "--max-tokens",
-        "64",
-        "--results-dir",
-        str(tmp_path / "g"),
-        "--quiet",
-    )
+    log = tmp_path / "rendered.jsonl"
+    monkeypatch.setenv("TYPED_EVAL_RENDER_LOG", str(log))
+    instructions = "Answer with the option's number inside <ANSWER></ANSWER> tags."
+    gemma = run_main("--model", "local:gemma3-270m", "--mode", "tag", "--limit", "2", "--max-tokens", "64",
+                     "--system-prompt", instructions, "--results-dir", str(tmp_path / "g"), "--quiet")  # fmt: skip
     assert gemma.returncode == 0, gemma.stderr
     summary, records = stored(tmp_path / "g")
     assert (summary.settings.chat_format, len(records)) == ("gemma", 2)
+    rendered = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [prompt.split("\n\n")[0] for prompt in rendered] == [f"<start_of_turn>user\n{instructions}"] * 2
+    assert all(record.prompt is not None and record.prompt.strip() in prompt for record, prompt in zip(
+        sorted(records, key=lambda r: r.case_id), rendered, strict=True))  # fmt: skip
 
 
 def wait_for(condition: object, timeout: float = 120.0) -> None:

@@ -81,6 +81,8 @@ def stopped_by_signals(stop: Callable[[str], None]) -> Iterator[None]:
     watchdog, told = _watchdog()
 
     def take(reason: str) -> None:
+        if ended.is_set():  # taken after the run ended: its pipe is closed
+            return
         heard.set()
         os.write(told, _HEARD)
         stop(reason)
@@ -94,10 +96,11 @@ def stopped_by_signals(stop: Callable[[str], None]) -> Iterator[None]:
     def handler(signum: int, _: object) -> None:
         interrupt = signum == signal.SIGINT
         stopped = StopForced(*((INTERRUPTED, EXIT_INTERRUPTED) if interrupt else (TERMINATED, EXIT_TERMINATED)))
-        if forced or (interrupt and signal.SIGINT in first):  # the watchdog's, or a second Ctrl-C: at once
-            raised = forced[0] if forced else stopped
-            stop(raised.reason)
-            raise raised
+        if forced:  # the watchdog's: raised where the run is
+            stop(forced[0].reason)
+            raise forced[0]
+        if interrupt and signal.SIGINT in first:  # a second Ctrl-C: at once
+            raise KeyboardInterrupt
         if first:
             return
         first.append(signum)

@@ -21,9 +21,11 @@ COST_UNENFORCEABLE = "stopped: max_cost cannot be enforced without usage"
 """The start of a run's reason when an answer came with no usage that can be read (its cost is unknown)."""
 
 CREDENTIALS_REFUSED = "stopped: the server refused the credentials mid-run"
-NOTHING_POSABLE = "no case could be posed"
-"""The reason of a run whose every case failed before its request (each a `CaseProblem`): its data, not its model."""
 """The start of a run's reason when a 401 or 403 came after the first case (the run is `partial`)."""
+
+NOTHING_POSABLE = "no case could be posed"
+"""The start of the reason of a run whose every case failed before its request (each a `CaseProblem`): its data,
+not its model."""
 
 
 def _refused_credentials(exc: BaseException | None) -> bool:

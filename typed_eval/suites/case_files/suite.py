@@ -78,9 +78,9 @@ def _merged(default: Mapping[str, Any], test: Mapping[str, Any]) -> dict[str, An
 def load_case_file(path: Path) -> tuple[Task[Any], Dataset]:
     """The file's task (posing, assertions, difficulty weights) and cases; anything wrong is a one-line error
     naming the test, before any request is sent."""
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"no case file {path}")
-    reader = Reader(path)
+    reader = Reader(path)  # a folder, a FIFO or a device is said so as it is read
     document = dereferenced(reader.load(path), reader.where())
     if not isinstance(document, Mapping):
         raise TaskError(reader.where("it must be a mapping with prompts and tests (promptfoo's format)"))
