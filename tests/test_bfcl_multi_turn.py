@@ -379,6 +379,10 @@ def test_a_task_poses_its_multi_turn_cases_through_pose_as_and_scores_them_with_
         ("cd('x')", "positional arguments are not run"),
         (" cd(folder='x')", ("cd", {"folder": "x"})),  # `eval` strips the spaces: it runs in BFCL
         ("\uff43\uff44(folder='x')", "name 'cd' is not defined"),  # full-width: Python reads `cd`, BFCL's mapping not
+        ("cd\u00a0(folder='x')", ("cd", {"folder": "x"})),  # BFCL's rewriting drops any space before `(`: it runs
+        ("cd(folder='a (b')", ("cd", {"folder": "a(b"})),  # in a string too, as BFCL's `eval` is given it
+        (" kill()", "name 'kill' is not defined"),  # BFCL's check reads " kill" (its `eval` then strips the space)
+        ("kill\n()", "Function call kill is not allowed."),  # its rewriting dropped the newline first
     ],
 )
 def test_a_call_text_is_read_without_running_it_and_refused_in_pythons_words(source: str, read: object) -> None:

@@ -377,7 +377,7 @@ def test_a_stop_signal_ends_a_run_whose_scorer_blocks_the_event_loop(
         assert (process.returncode, kept(), stderr) == (130 if signum == signal.SIGINT else 143, ["c0", "c1"],
                                                         f"main.py: {reason}; finished samples are kept (--resume "
                                                         "continues)\n")  # fmt: skip
-        assert UNHEARD_S <= waited < UNHEARD_S + 3
+        assert UNHEARD_S <= waited < UNHEARD_S + 10  # never the minutes it would spin
         summary = json.loads(next(records.glob("*/summary.json")).read_text())
         assert (summary["status"], summary["reason"]) == ("partial", reason)
     else:  # a call that never returns to Python: the watchdog ends the process, its records kept
@@ -386,7 +386,7 @@ def test_a_stop_signal_ends_a_run_whose_scorer_blocks_the_event_loop(
             f"main.py: {reason}; the run did not stop within 8 s (a call that never "
             "returns): it is ended; finished samples are kept (--resume continues)"
         ]
-        assert UNHEARD_S + STUCK_S <= waited < UNHEARD_S + STUCK_S + 3
+        assert UNHEARD_S + STUCK_S <= waited < UNHEARD_S + STUCK_S + 10
     (tmp_path / "block").unlink()
     resumed = subprocess.run([*command, "--resume"], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert resumed.returncode == 0, resumed.stderr
@@ -509,7 +509,7 @@ def test_a_hub_download_is_bounded_in_time_and_size_and_leaves_nothing_partial(t
     started = time.monotonic()
     with steering.hub.running() as hub, pytest.raises(InputError) as refused:
         download(["Snowplow"], endpoint=hub.url, cache_dir=cache, deadline_s=2, most=20_000)
-    assert time.monotonic() - started < 6
+    assert time.monotonic() - started < 20  # the deadline, not the minutes a drip would take
     said = (
         "the download took more than 2 s"
         if hostile == "slow"

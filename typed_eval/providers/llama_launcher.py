@@ -8,8 +8,8 @@ replaced by one with escaping off. With `TYPED_EVAL_RENDER_LOG=path` set, every 
 to that file as a JSON line, so a test can read back exactly what the model was given.
 
 Gemma: llama-cpp-python's `gemma` chat format drops every system message (Gemma has no system role), so a suite's
-instructions never reached the model (30 prompt tokens for a BFCL request). Here it is replaced by Gemma's own
-chat template's rule: the leading system messages are folded into the first turn, before its text.
+instructions never reached the model. Here it is replaced by Gemma's own chat template's rule: the leading system
+messages are folded into the first turn, before its text.
 
 Sampling: without a seed in the request, llama-cpp-python draws each request's seed from the previous one (and
 the tool-calling handler never passes a request's seed on), so an answer depended on how many requests the

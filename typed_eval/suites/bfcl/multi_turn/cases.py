@@ -114,10 +114,15 @@ def load_multi_turn(categories: Sequence[str], data: str | None) -> MultiTurnDat
     folder = Path(data)
     if not folder.is_dir():
         raise InputError(f"BFCL data folder {str(folder)!r} does not exist")
-    return read_multi_turn(folder, categories, version=None)
+    _, installed = installed_data_dir()  # its backends' own docs name the functions BFCL's checker can run
+    return read_multi_turn(folder, categories, version=None, methods_from=installed)
 
 
-def read_multi_turn(folder: Path, categories: Sequence[str], *, version: str | None) -> MultiTurnData:
+def read_multi_turn(
+    folder: Path, categories: Sequence[str], *, version: str | None, methods_from: Path | None = None
+) -> MultiTurnData:
+    """The cases of `folder`; a ground-truth call must name a function of the docs of `methods_from` (BFCL's
+    installed data, whose docs are its backends' methods), or of the folder's own docs when it is BFCL's."""
     unknown = [name for name in categories if name not in CATEGORIES]
     if unknown:
         raise InputError(f"unknown BFCL multi-turn category {unknown[0]!r}; they are {', '.join(CATEGORIES)}")
@@ -133,7 +138,13 @@ def read_multi_turn(folder: Path, categories: Sequence[str], *, version: str | N
             raw.append((category, f"{path}:{line}", entry, answer))
     classes = sorted({name for _, where, entry, _ in raw for name in involved_classes(entry, where)})
     docs = {name: read_docs(folder / FUNC_DOC_DIR / FUNC_DOC_FILES[name], digest) for name in classes}
-    cases = tuple(make_case(category, where, entry, answer, docs) for category, where, entry, answer in raw)
+    if methods_from is not None:
+        methods = {name: read_docs(methods_from / FUNC_DOC_DIR / FUNC_DOC_FILES[name], hashlib.sha256())
+                   for name in classes}  # fmt: skip
+    else:
+        methods = docs
+    names = {name: {str(doc["name"]) for doc in found} for name, found in methods.items()}
+    cases = tuple(make_case(category, where, entry, answer, docs, names) for category, where, entry, answer in raw)
     return MultiTurnData(version=version, source=str(folder), dataset_hash=digest.hexdigest(), cases=cases)
 
 
@@ -166,9 +177,15 @@ def involved_classes(entry: dict[str, Any], where: str) -> list[str]:
 
 
 def make_case(
-    category: str, where: str, entry: dict[str, Any], answer: dict[str, Any], docs: dict[str, list[dict[str, Any]]]
+    category: str,
+    where: str,
+    entry: dict[str, Any],
+    answer: dict[str, Any],
+    docs: dict[str, list[dict[str, Any]]],
+    methods: dict[str, set[str]],
 ) -> MultiTurnCase:
-    """A case as BFCL's loader makes it: the involved classes' docs gathered, the held-out ones taken out."""
+    """A case as BFCL's loader makes it: the involved classes' docs gathered, the held-out ones taken out. Its
+    ground truth must call `methods` of its classes (what BFCL's checker resolves; any other name it would `eval`)."""
     turns = entry.get("question")
     if not isinstance(turns, list) or not all(isinstance(turn, list) for turn in turns):
         raise InputError(f'{where}: "question" must be a list of turns, each a list of messages')
@@ -187,7 +204,7 @@ def make_case(
     if not (isinstance(entry["id"], str) and CALL_ID.fullmatch(entry["id"])):
         raise InputError(f"{where}: the id {str(entry['id'])[:80]!r} is refused: BFCL names objects after it and "
                          "runs them (letters, digits and _.:/- only)")  # fmt: skip
-    known = {str(doc.get("name")) for doc in functions}
+    known = {name for class_name in involved_classes(entry, where) for name in methods[class_name]}
     for call in (call for calls in truth for call in calls):
         problem = ground_truth_problem(call, known)
         if problem is not None:  # BFCL's checker would run it with `eval`: data is never run here

@@ -4,6 +4,12 @@ The checker replays the model's calls and the ground truth's, turn by turn, on f
 and compares their states and results (`multi_turn_checker`, called as BFCL's evaluator calls it). It keeps the
 instances in its module's globals under a name made of the model name and the case id, and never removes them: each
 check here uses a name of its own and removes what it left. Runs inside a backend worker process.
+
+The checker runs every text it is given with `eval`, and names its instances after the case id: what it is given is
+checked here first, as the model's calls are checked before they run (`decoded_calls`), whatever checked it before
+(the data folder when read, the trajectory when played): a ground-truth call that is not a plain call of a method
+of the case's classes with literal arguments, or an id that is not a name, is refused; a model's call that is not a
+plain call of such a method with literal keyword arguments is given as `NOT_RUN`.
 """
 
 from __future__ import annotations
@@ -18,9 +24,16 @@ from collections import Counter
 from typing import Any
 
 from typed_eval.suites.bfcl.multi_turn.backend import CHECKER, UTILS, bfcl_module, signatures
-from typed_eval.suites.bfcl.multi_turn.decoded_calls import NotLiteral, read_literal
+from typed_eval.suites.bfcl.multi_turn.decoded_calls import (
+    CALL_ID,
+    NOT_RUN,
+    NotLiteral,
+    ground_truth_problem,
+    literal_call,
+    read_literal,
+)
 
-__all__ = ["DETAILS_LIMIT", "check_case"]
+__all__ = ["DETAILS_LIMIT", "RefusedCase", "check_case", "checked_calls"]
 
 DETAILS_LIMIT = 4_000
 """Characters of the checker's details kept (a long-context file system's state runs to megabytes)."""
@@ -32,6 +45,7 @@ def check_case(
 ) -> dict[str, Any]:
     """BFCL's verdict (`valid`, `error_type`, `error_message`, details cut to `DETAILS_LIMIT`), the first turn that
     failed and our reading of why (`cause`)."""
+    decoded = checked_calls(entry, decoded, ground_truth)
     checker, utils = bfcl_module(CHECKER), bfcl_module(UTILS)
     model_name = f"typed_eval_check_{os.getpid()}_{next(_checks)}"
     try:
@@ -53,6 +67,30 @@ def check_case(
         "failed_turn": turn,
         "cause": cause(entry, decoded, ground_truth, turn, str(verdict.get("error_type"))),
     }
+
+
+class RefusedCase(Exception):
+    """A case whose ground truth or id BFCL's checker would run as code."""
+
+
+def checked_calls(
+    entry: dict[str, Any], decoded: list[list[list[str]]], ground_truth: list[list[str]]
+) -> list[list[list[str]]]:
+    """The decoded calls with each that is not a plain call of a method of the case's classes (literal keyword
+    arguments) as `NOT_RUN`; `RefusedCase` when the id or a ground-truth call would run anything else."""
+    case_id = entry.get("id")
+    if not (isinstance(case_id, str) and CALL_ID.fullmatch(case_id)):
+        raise RefusedCase(f"the id {str(case_id)[:80]!r} is refused: BFCL names objects after it and runs them")
+    methods = set(signatures(entry["involved_classes"]))
+    for call in (call for calls in ground_truth for call in calls):
+        problem = ground_truth_problem(call, methods) if isinstance(call, str) else "not a string"
+        if problem is not None:
+            raise RefusedCase(f"the ground truth {str(call)[:80]!r} is refused: {problem}")
+    return [
+        [[call if isinstance(call, str) and isinstance(literal_call(call, methods), tuple) else NOT_RUN
+          for call in step] for step in turn]
+        for turn in decoded
+    ]  # fmt: skip
 
 
 def failed_turn(verdict: dict[str, Any]) -> int | None:

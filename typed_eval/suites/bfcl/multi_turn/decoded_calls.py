@@ -6,6 +6,10 @@ same source text is built (it is what BFCL's checker is given, and what a prompt
 run only when it is a plain call of an offered function whose arguments are literals: then the method is called with
 the literal values as keyword arguments, which is what BFCL's `eval` does with such a text. Any other text gets an
 error result in the words BFCL's executor would use where that is knowable without running it.
+
+What is parsed is the text BFCL's `eval` is given (`bfcl_text`): BFCL first rewrites every `name (` as
+`<instance>.name(` (`_process_method_calls`), dropping whatever Unicode spaces or newlines lie between, so a text is
+read after that rewriting; read before it, a comment whose newline the rewriting drops could hide what then runs.
 """
 
 from __future__ import annotations
@@ -22,10 +26,14 @@ from typed_eval.suites.bfcl.prompting import decode_prompt_reply
 
 __all__ = [
     "BLOCKED",
+    "CALL_ID",
     "ERROR_PREFIX",
+    "NOT_RUN",
     "StepDecoding",
+    "bfcl_text",
     "decode_fc_step",
     "decode_prompt_step",
+    "ground_truth_problem",
     "literal_call",
     "read_literal",
 ]
@@ -33,6 +41,10 @@ __all__ = [
 ERROR_PREFIX = "Error during execution: "
 BLOCKED = ("kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run")
 """Names BFCL's executor refuses before evaluating ("Function call kill is not allowed.")."""
+NOT_RUN = "typed_eval_call_not_run()"
+"""What BFCL's checker is given for a call not run here: a name it cannot resolve, so an error and no effect."""
+BFCL_CALL_NAME = re.compile(r"\b([a-zA-Z_]\w*)\s*(?=\()")
+"""The pattern BFCL's `_process_method_calls` rewrites a call text with (`\\s` takes any Unicode space, newlines)."""
 
 
 @dataclass(frozen=True)
@@ -101,12 +113,13 @@ def literal_call(source: str, offered: Collection[str]) -> tuple[str, dict[str, 
     """A call's source text as (function name, keyword values) when it is a plain call of an offered function with
     literal arguments, else the error text BFCL's executor gives for it (its `SyntaxError` or `NameError` message,
     exactly as Python words it, found by parsing only). A function not offered is an undefined name."""
-    source = source.lstrip(" \t")  # as `eval` strips them: " cd(...)" runs in BFCL
-    head = source.split("(")[0]
+    source = bfcl_text(source)
+    head = source.split("(")[0]  # BFCL's check, on its rewritten text (no method of its classes is a blocked name)
     if "." in head:
         head = head.split(".")[1]
     if head in BLOCKED:
         return f"Function call {head} is not allowed."
+    source = source.lstrip(" \t")  # as `eval` strips them: " cd(...)" runs in BFCL
     try:
         with warnings.catch_warnings():  # "1()" or an invalid escape warns: nothing a model wrote is printed
             warnings.simplefilter("ignore")
@@ -167,6 +180,14 @@ def read_literal(node: ast.expr) -> Any:
     raise NotLiteral(type(node).__name__)
 
 
+def bfcl_text(source: str) -> str:
+    """The call text as BFCL's executor hands it to `eval`, less the instance name it puts before each of its
+    methods' names: every `name` followed by spaces and `(` loses the spaces (`"cd\\u00a0(...)"`, `"cd\\n(...)"` run
+    there). Putting an instance name (letters, digits, `_` and a dot) before a name changes no token's extent, so
+    this text parses as BFCL's does; and applied again it changes nothing."""
+    return BFCL_CALL_NAME.sub(r"\1", source)
+
+
 def _as_written(source: str, name: ast.Name) -> bool:
     """Whether the call's name is written as Python reads it (not a full-width or other NFKC twin of it)."""
     return source.split("(")[0].strip() == name.id
@@ -178,8 +199,8 @@ CALL_ID = re.compile(r"[A-Za-z0-9_.:/-]+")
 
 def ground_truth_problem(source: str, known: Collection[str]) -> str | None:
     """Why a ground-truth call is not a plain call of a known function with literal arguments (BFCL's checker runs
-    it with `eval`: anything else in a data folder would be code run), or None."""
-    source = source.lstrip(" \t")
+    it with `eval`, after its rewriting: anything else in a data folder would be code run), or None."""
+    source = bfcl_text(source).lstrip(" \t")
     try:
         body = ast.parse(source, "<string>", mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:

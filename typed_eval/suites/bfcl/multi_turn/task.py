@@ -16,13 +16,11 @@ from typed_eval.contracts import Case
 from typed_eval.core.tasks import Conversation, Score, Task
 from typed_eval.suites.bfcl.multi_turn.backend_pool import BackendPool
 from typed_eval.suites.bfcl.multi_turn.cases import MultiTurnCase
-from typed_eval.suites.bfcl.multi_turn.decoded_calls import literal_call
+from typed_eval.suites.bfcl.multi_turn.decoded_calls import NOT_RUN, literal_call
 from typed_eval.suites.bfcl.multi_turn.loop import Mode, play
 
 __all__ = ["CAUSES", "NOT_RUN", "MultiTurnRunner", "checker_calls", "multi_turn_case"]
 
-NOT_RUN = "typed_eval_call_not_run()"
-"""What BFCL's checker is given for a call not run here: a name it cannot resolve, so an error and no effect."""
 CAUSES = (
     "force_terminated",
     "missing_call",
