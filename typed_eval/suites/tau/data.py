@@ -106,9 +106,7 @@ def read_bounded(path: Path) -> bytes:
     """A regular file's bytes, at most `MAX_FILE`; anything else is one line."""
     try:
         return read_regular(path, MAX_FILE)
-    except FileNotFoundError:
-        raise InputError(f"{path}: missing (or not a regular file)") from None
-    except NotRegularFile:
+    except (FileNotFoundError, NotRegularFile):
         raise InputError(f"{path}: missing (or not a regular file)") from None
     except FileTooLarge:
         raise InputError(f"{path}: over {MAX_FILE // 2**20} MB, not a τ-bench file") from None
