@@ -19,7 +19,7 @@ import pytest
 import farel_bench
 from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
-from tests.fake_openai import FakeOpenAI, answer_key, completion, text, tool_call
+from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, text, tool_call
 from typed_eval.cli.stop_signals import STUCK_S, UNHEARD_S
 from typed_eval.suites.bfcl.literals import JS_ARRAY_2D, SlowLiteral, java_value
 
@@ -90,6 +90,61 @@ def test_a_400_that_cannot_change_is_sent_once_counted_and_the_run_goes_on(tmp_p
     (failed,) = [record for record in records if record["status"] == "error"]  # the retry's, in the first's place
     assert (failed["usage"]["requests"], failed["transport_retries"]) == (1, 0)
     assert failed["error"].startswith("HTTP 400 from fake: {'message': \"This model's maximum context length")
+
+
+@pytest.mark.parametrize(("status", "sent", "resent"), [(400, 1, 0), (413, 1, 0), (409, 3, 2)])
+def test_a_4xx_no_resend_can_change_is_sent_once_whatever_the_server_says(
+    status: int, sent: int, resent: int, tmp_path: Path
+) -> None:
+    """The server marks its rejection `x-should-retry: true` (as OpenAI's may): the SDK obeyed it and sent a context
+    length exceeded three times. A 4xx but 408, 409 and 429 is sent once per attempt, and the server's count, the
+    record's counters and the progress line agree; a 409 keeps the SDK's resends, each counted."""
+
+    def reply(request: dict[str, Any]) -> Any:
+        if KEY(request) is QUIZZES[0]:
+            return Fault(status, TOO_LONG, {"x-should-retry": "true"})
+        return completion(tool_call({"answer": KEY(request).correct}))
+
+    def run(server: FakeOpenAI, *extra: str) -> tuple[int, str, int]:
+        done = run_cli("main.py", "run", "--limit", "3", "--concurrency", "1", "--model", "fake", "--base-url",
+                       server.url, "--api-key", "k", "--results-dir", str(tmp_path), *extra)  # fmt: skip
+        return done.returncode, done.stderr, sum(KEY(request) is QUIZZES[0] for request in server.requests)
+
+    with FakeOpenAI(reply) as server:
+        code, progress, first = run(server)
+        assert (code, first, len(server.requests)) == (0, sent, sent + 2)
+        assert f"| errors 1 | transport retries {resent} | 3 req," in progress
+        code, progress, first = run(server, "--resume", "--retry-errors")
+    assert (code, first, len(server.requests)) == (0, 2 * sent, 2 * sent + 2)  # asked for again: once more
+    assert f"| errors 1 | transport retries {resent} | 1 req," in progress
+    (samples,) = tmp_path.rglob("samples.jsonl")
+    (failed,) = [
+        record for line in samples.read_text().splitlines() if (record := json.loads(line))["status"] == "error"
+    ]
+    assert (failed["usage"]["requests"], failed["transport_retries"]) == (1, resent)
+    assert failed["error"].startswith(f"HTTP {status} from fake: {{'message': \"This model's maximum context length")
+
+
+@pytest.mark.parametrize(("fallback", "sent"), [("answers", 7), ("fails too", 9)])
+def test_every_request_behind_the_forced_tool_choice_fallback_is_counted(
+    fallback: str, sent: int, tmp_path: Path
+) -> None:
+    """The first case answered HTTP 500 while the tool choice is forced: two tries of 3 sends each (the SDK's
+    resends), then one without it. The record kept for the case counts every request the server received."""
+
+    def reply(request: dict[str, Any]) -> Any:
+        if request["tool_choice"] == "required" or fallback == "fails too":
+            return Fault(500, {"error": {"message": "upstream fault", "type": "server_error"}})
+        return completion(tool_call({"answer": KEY(request).correct}))
+
+    with FakeOpenAI(reply) as server:
+        done = run_cli("main.py", "run", "--limit", "1", "--model", "fake", "--base-url", server.url, "--api-key",
+                       "k", "--results-dir", str(tmp_path), "--max-wait", "1")  # fmt: skip
+    (samples,) = tmp_path.rglob("samples.jsonl")
+    (record,) = [json.loads(line) for line in samples.read_text().splitlines()]
+    assert (done.returncode, len(server.requests)) == (0 if fallback == "answers" else 3, sent)
+    assert record["usage"]["requests"] + record["transport_retries"] == sent
+    assert (record["usage"]["requests"], record["transport_retries"]) == ((3, 4) if fallback == "answers" else (3, 6))
 
 
 def unreadable(folder: Path, kind: str, name: str) -> Path:

@@ -81,6 +81,7 @@ def test_a_passing_500_on_the_first_case_does_not_free_the_tool_choice() -> None
     assert (result.tool_choice, result.tool_choice_reason) == ("required", None)
     assert requests == ["required"] * (len(QUIZZES) + 1)
     assert [r.status for r in result.records] == ["correct"] * len(QUIZZES)
+    assert [r.usage.requests for r in result.records] == [2] + [1] * (len(QUIZZES) - 1)  # the failed try counted
 
 
 def test_a_refusal_that_repeats_frees_the_tool_choice_after_one_more_try() -> None:
@@ -97,6 +98,7 @@ def test_a_refusal_that_repeats_frees_the_tool_choice_after_one_more_try() -> No
     assert result.tool_choice == "auto"
     assert requests == ["required", "required"] + ["auto"] * len(QUIZZES)
     assert [r.status for r in result.records] == ["correct"] * len(QUIZZES)
+    assert [r.usage.requests for r in result.records] == [3] + [1] * (len(QUIZZES) - 1)  # both refusals counted
 
 
 KEY_TEXT = "sk-test-0123456789abcdef"

@@ -24,7 +24,7 @@ from typed_eval.cli.common import (
     prog,
 )
 from typed_eval.cli.config import CACHE_FILE, LATEST, RunCommand, run_command
-from typed_eval.cli.stop_signals import TERMINATED, stopped_by_signals
+from typed_eval.cli.stop_signals import TERMINATED, StopSignals
 from typed_eval.cli.suite_flags import add_suite_flags, given_keys
 from typed_eval.cli.suites import answer_modes, default_suite, suite_from_args
 from typed_eval.contracts import AnswerMode
@@ -279,10 +279,11 @@ def command_run(args: argparse.Namespace) -> int:
     max_wait_s = config.max_wait_s or DEFAULT_MAX_WAIT_S
     pacer = Pacer(rpm=config.rpm, tpm=config.tpm, max_wait_s=max_wait_s, shared=command.workers > 1)
     if command.workers == 1:
-        return asyncio.run(_run(command, modes, found.suite, task, dataset, pacer))
+        with StopSignals() as signals:
+            return asyncio.run(_run(command, modes, found.suite, task, dataset, pacer, signals))
     serve = _serving(command, task, dataset, pacer, lambda pose: common.reported(args, pose))
-    with WorkerPool(command.workers, serve) as pool:
-        return asyncio.run(_run(command, modes, found.suite, task, dataset, pacer, pool=pool))
+    with WorkerPool(command.workers, serve) as pool, StopSignals() as signals:
+        return asyncio.run(_run(command, modes, found.suite, task, dataset, pacer, signals, pool=pool))
 
 
 def _serving(
@@ -294,16 +295,20 @@ def _serving(
     def serve(order: str) -> int:
         name, mode, work, parent = json.loads(order)
 
-        async def pose() -> int:
+        async def pose(signals: StopSignals) -> int:
             stop = StopState(grace_s=command.grace_s)
-            with stop_when_told(lambda: stop.stop(TERMINATED)), stopped_by_signals(stop.stop):
+            with stop_when_told(lambda: stop.stop(TERMINATED)), signals.heard(stop.stop):
                 outcome = await _run_model(
                     command, name, mode, task, dataset, stop, pacer, None, share=(Path(work), parent)
                 )
             share_result_line(outcome.result)
             return 0
 
-        return reported(lambda: asyncio.run(pose()))
+        def posed() -> int:
+            with StopSignals() as signals:
+                return asyncio.run(pose(signals))
+
+        return reported(posed)
 
     return serve
 
@@ -315,6 +320,7 @@ async def _run(
     task: Task[Any],
     dataset: Dataset,
     pacer: Pacer,
+    signals: StopSignals,
     *,
     pool: WorkerPool | None = None,
 ) -> int:
@@ -331,7 +337,7 @@ async def _run(
     models = command.models
     outcomes: list[RunOutcome] = []
     code = 0
-    with stopped_by_signals(stop), Progress(quiet=command.quiet) as progress:
+    with signals.heard(stop), Progress(quiet=command.quiet) as progress:
         for name, mode in ((name, mode) for name in models for mode in modes):
             if stopped:
                 break

@@ -28,6 +28,7 @@ from typed_eval.core.secrets import Redactor
 from typed_eval.core.tasks import Task
 from typed_eval.engine.collector import NOTHING_POSABLE, Collector
 from typed_eval.engine.control import Budget, RunControl, StopState, control_of
+from typed_eval.engine.forced_choice import names_tool_choice, refuses_forced_choice, with_earlier_tries
 from typed_eval.engine.posing import Outcome, Poser
 from typed_eval.engine.set_aside import SetAside
 from typed_eval.engine.settings import (
@@ -108,21 +109,6 @@ _TOO_LONG = ("context length", "context_length", "context window", "maximum cont
 def _prompt_too_long(exc: BaseException) -> bool:
     body = " ".join(str(exc.body).split()).lower() if isinstance(exc, ModelHTTPError) else ""
     return isinstance(exc, ModelHTTPError) and 400 <= exc.status_code < 500 and any(s in body for s in _TOO_LONG)
-
-
-def _refused_forced_choice(exc: BaseException | None) -> bool:
-    """A request error that a server refusing `tool_choice: required` gives: HTTP 500 (llama-cpp-python), or a 400
-    or 422 that names the tool choice. Any other 4xx cannot change when the request is sent again (a context length
-    exceeded): it is the sample's error, sent once."""
-    if not isinstance(exc, ModelHTTPError):
-        return False
-    return exc.status_code == 500 or (exc.status_code in (400, 422) and _names_tool_choice(exc))
-
-
-def _names_tool_choice(exc: BaseException | None) -> bool:
-    """The refusal says it is about the tool choice (else it may be a passing fault: ask once more first)."""
-    body = " ".join(str(exc.body).split()).lower() if isinstance(exc, ModelHTTPError) else ""
-    return "tool_choice" in body or "tool choice" in body
 
 
 async def evaluate(
@@ -333,19 +319,25 @@ async def _evaluate(
     first = posed
     refused = first.record.status == "unsupported"  # a refused schema: the provider's answer, no tool choice to free
     may_free = chosen == "required" and tool_choice is None and not refused
-    if may_free and _refused_forced_choice(first.exception) and not _names_tool_choice(first.exception):
+    earlier: list[SampleRecord] = []  # the case's tries before the one kept: each request sent is counted
+    if may_free and refuses_forced_choice(first.exception) and not names_tool_choice(first.exception):
         posed = await _pose_unless_stopped(current, head[1], head[2], stop)  # a transient fault passes on a
         if posed is None:  # second try; a refusal repeats
             return stopped_first()
+        earlier.append(first.record)
         first = posed
-    if may_free and _refused_forced_choice(first.exception):
+    if may_free and refuses_forced_choice(first.exception):
         fallback = poser(without_forced_tool_choice(model))
         retried = await _pose_unless_stopped(fallback, head[1], head[2], stop)
         if retried is None:
             return stopped_first()
         if retried.exception is None:
             reason = f"the server refused a forced tool choice ({first.record.error})"
+            earlier.append(first.record)
             current, first, chosen = fallback, retried, "auto"
+        else:
+            earlier.append(retried.record)
+    first = with_earlier_tries(first, earlier)
     usage = first.record.usage
     priced = usage.input_tokens is not None and usage.output_tokens is not None  # no usage: the collector stops it
     if budget.max_cost is not None and first.record.cost.usd is None and first.exception is None and priced:

@@ -42,6 +42,7 @@ from typed_eval.engine.evaluation import EvaluationResult, Sample, ToolChoice
 from typed_eval.providers.local_server import die_with_parent
 
 __all__ = [
+    "UNHEARD_STOP_S",
     "WorkerPool",
     "WorkerProcesses",
     "WorkerShare",
@@ -65,6 +66,8 @@ _ORDERS, _REPORTS = 0, 1
 _STOP = b"stop"
 _RECORD_OPENING, _RECORD_CLOSING = b'{"record":', b"}\n"
 """A record's line: the record's JSON wrapped, read by the owner in one pass of pydantic's parser."""
+UNHEARD_STOP_S = 3.0
+"""How long after its grace period a worker told to stop may take to say how its part ended before it is killed."""
 _CLOSE_WAIT_S = 5.0
 """How long a closed pool waits for an idle worker to exit before killing it."""
 
@@ -309,14 +312,20 @@ def _claim(claims: Path) -> int:
 
 def write_record_line(record: SampleRecord) -> None:
     """A worker's record, to its owner."""
-    sys.stdout.write(_RECORD_OPENING.decode() + record.model_dump_json() + _RECORD_CLOSING.decode())
-    sys.stdout.flush()
+    _report(_RECORD_OPENING + record.model_dump_json().encode() + _RECORD_CLOSING)
 
 
 def share_result_line(result: EvaluationResult | None) -> None:
     """A worker's last line: how its part ended (None: it had nothing to pose)."""
-    sys.stdout.write(json.dumps({"result": _ending(result)}) + "\n")
-    sys.stdout.flush()
+    _report(json.dumps({"result": _ending(result)}).encode() + b"\n")
+
+
+def _report(line: bytes) -> None:
+    """A line to the owner, on the reports pipe itself: `sys.stdout` may be anything the command was given (a
+    caller's capture, when the command runs in its process)."""
+    sent = memoryview(line)
+    while sent:
+        sent = sent[os.write(_REPORTS, sent) :]
 
 
 def _write_work(samples: Iterable[Sample], run_dir: Path) -> tuple[Path, int]:
@@ -410,6 +419,10 @@ async def pose_in_workers(
         for index in ordered:
             if ends[index] is None:
                 pool.stop(index)
+        await asyncio.sleep(stop.grace_s + UNHEARD_STOP_S)
+        for index in ordered:  # the worker's event loop is held (a scorer blocks it): its finished records are here
+            if ends[index] is None:
+                pool.kill(index)
 
     stopper = asyncio.create_task(stop_when_asked())
     parts_done = [asyncio.create_task(own()), *(asyncio.create_task(order_and_read(i)) for i in range(1, parts))]

@@ -3,7 +3,9 @@
 Retrying itself is the SDK's (openai, anthropic, google-genai: exponential backoff with jitter, `max_retries`
 times, 2 for every provider unless told). openai and anthropic mark each retried request with
 `x-stainless-retry-count`, which is how we tell a transport retry from a new request (corrective retries are new
-requests of the agent); google-genai's resend is the request that follows a retryable failure.
+requests of the agent); google-genai's resend is the request that follows a retryable failure. A 4xx that no resend
+can change (any but 408, 409 and 429: a context length exceeded) is never resent, whatever the server's
+`x-should-retry` says: sent once, counted once.
 """
 
 from __future__ import annotations
@@ -226,7 +228,7 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
             response = await self._send(request, traffic, whole=self._cache is not None)
         else:
             response = await self._paced(request, traffic, pacer)  # type: ignore[arg-type]
-        read = await _read_body(response, traffic)
+        read = _final_if_rejected(await _read_body(response, traffic))
         if read.status_code == 200 and self._cache is not None and key is not None:
             redact = traffic.redact if traffic is not None else None
             self._cache.put(key, response.status_code, response.headers, response.content, redact)
@@ -302,6 +304,14 @@ class _MeteredTransport(httpx2.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+def _final_if_rejected(response: httpx2.Response) -> httpx2.Response:
+    """A 4xx that no resend can change, marked `x-should-retry: false`: the openai and anthropic SDKs obey a server's
+    `true` before the status, and so sent a context length exceeded three times, each time refused alike."""
+    if 400 <= response.status_code < 500 and response.status_code not in _RETRYABLE:
+        response.headers["x-should-retry"] = "false"
+    return response
 
 
 async def _read_capped(response: httpx2.Response) -> bytes | None:
