@@ -214,7 +214,7 @@ class FakeOpenAI:
                 pass
 
         self._server = _QuietServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
 
     @property
     def url(self) -> str:

@@ -81,7 +81,7 @@ class FakeMessageBatches:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True).start()
 
     def batch(self, batch_id: str, *, ended: bool) -> dict[str, Any]:
         results = self._results[batch_id]

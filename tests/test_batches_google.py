@@ -140,7 +140,7 @@ class FakeGeminiBatches:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True).start()
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """A job reading the uploaded input file: its responses file is written now, served once it succeeds."""

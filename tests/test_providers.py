@@ -144,7 +144,7 @@ def test_update_prices_prices_the_run_with_the_downloaded_data_and_says_so(tmp_p
     (tmp_path / "data.json").write_text(json.dumps(PRICE_DATA))
     handler = functools.partial(QuietFiles, directory=str(tmp_path))
     prices = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=prices.serve_forever, daemon=True).start()
+    threading.Thread(target=prices.serve_forever, args=(0.02,), daemon=True).start()
     url = f"http://127.0.0.1:{prices.server_address[1]}/data.json"
     quizzes = list(farel_bench.generate(3, 50, 42, shuffle=True))
     key = answer_key(quizzes)
