@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import io
 import json
 import math
 import os
@@ -75,6 +77,18 @@ PRICES = UserPrices(1.0, 2.0)
 @pytest.fixture(scope="module")
 def embedder() -> TextEmbedder:
     return local_embedder()
+
+
+def test_the_embedder_loads_without_a_progress_bar_whatever_the_process_imported_before() -> None:
+    """huggingface_hub imported earlier with its bars on (a caller, the schemas suite's download): the bar stays off
+    while the embedder loads, and on again after it."""
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said):
+        local_embedder()
+    assert (said.getvalue(), transformers_logging.is_progress_bar_enabled()) == ("", True)
 
 
 def prompt_of(messages: Sequence[ModelMessage]) -> str:

