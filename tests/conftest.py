@@ -22,8 +22,8 @@ PYTHON = sys.executable
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: two workers more than the cores this process may use, since many tests spend their time waiting on
-    a process, a server or a clock (on 2 cores: 4 workers 7 min 25 s; 3 workers 8 min 21 s, a commit before the 40 s
-    of savings of 804e0c1; 2 workers about 10 min)."""
+    a process, a server or a clock (on 2 cores, the same tests and environment: 4 workers 7 min 25 s, 3 workers
+    8 min 41 s, 2 about 10 min)."""
     return len(os.sched_getaffinity(0)) + 2
 
 
