@@ -8,8 +8,10 @@ stop came or later, a sample finishing within its grace), the stop is raised in 
 `re` match backtracking in C holds the interpreter: no thread of this process runs) is ended from outside: a
 watchdog process, told of each signal by the interpreter's C handler (the wakeup fd) and of each answer of the loop,
 kills the process `STUCK_S` after the loop's silence was due to be raised; and once the run is over, a process kept
-alive by a thread that never returns (an `asyncio.to_thread` check) is killed `STUCK_S` later. Records are written a
-flushed line each, so every finished one is kept (`--resume` continues).
+alive by a thread that never returns (an `asyncio.to_thread` check) is killed `STUCK_S` later. The watchdog lives
+until the command's event loop is closed (`StopSignals` around `asyncio.run`), so a command run in a process that
+goes on after it (`main(argv)`) is never ended. Records are written a flushed line each, so every finished one is
+kept (`--resume` continues).
 """
 
 from __future__ import annotations
