@@ -14,6 +14,7 @@ import math
 import os
 import subprocess
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,21 +75,35 @@ JUDGE_USAGE = RequestUsage(input_tokens=50, output_tokens=5)
 PRICES = UserPrices(1.0, 2.0)
 
 
+@dataclass(frozen=True)
+class Loaded:
+    embedder: TextEmbedder
+    said: str
+    """What the load wrote on stderr, transformers' progress bars on when it began."""
+    bars_after: bool
+
+
 @pytest.fixture(scope="module")
-def embedder() -> TextEmbedder:
-    return local_embedder()
-
-
-def test_the_embedder_loads_without_a_progress_bar_whatever_the_process_imported_before() -> None:
-    """huggingface_hub imported earlier with its bars on (a caller, the schemas suite's download): the bar stays off
-    while the embedder loads, and on again after it."""
+def loaded() -> Loaded:
+    """The embedder, loaded once for the module, as a process that imported huggingface_hub with its bars on (a
+    caller, the schemas suite's download) loads it."""
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
     said = io.StringIO()
     with contextlib.redirect_stderr(said):
-        local_embedder()
-    assert (said.getvalue(), transformers_logging.is_progress_bar_enabled()) == ("", True)
+        embedder = local_embedder()
+    return Loaded(embedder, said.getvalue(), transformers_logging.is_progress_bar_enabled())
+
+
+@pytest.fixture(scope="module")
+def embedder(loaded: Loaded) -> TextEmbedder:
+    return loaded.embedder
+
+
+def test_the_embedder_loads_without_a_progress_bar_whatever_the_process_imported_before(loaded: Loaded) -> None:
+    """The bar stays off while the embedder loads (it came before a one-line error), and is on again after it."""
+    assert (loaded.said, loaded.bars_after) == ("", True)
 
 
 def prompt_of(messages: Sequence[ModelMessage]) -> str:
