@@ -10,20 +10,19 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import farel_bench
+from tests.bfcl_data import BFCL_SAMPLE, multi_turn_folder
 from tests.cli_run import run_cli
 from tests.conftest import PYTHON, REPO
 from tests.fake_openai import FakeOpenAI, Fault, answer_key, completion, text, tool_call
 from typed_eval.cli.stop_signals import STUCK_S, UNHEARD_S
 from typed_eval.suites.bfcl.literals import JS_ARRAY_2D, SlowLiteral, java_value
 
-BFCL_SAMPLE = Path(__file__).parents[1] / "typed_eval" / "suites" / "bfcl" / "sample"
 QUIZZES = list(farel_bench.generate(3, 50, 42, shuffle=True))
 KEY = answer_key(QUIZZES)
 TOO_LONG = {
@@ -461,21 +460,6 @@ def test_bfcl_runs_the_call_names_this_backend_runs() -> None:
     assert (ran, results[1]) == ([True, False, True], "Error during execution: name 'cd' is not defined")
     assert [isinstance(literal_call(call, ["cd"]), tuple) for call in calls] == ran
     assert literal_call(calls[1], ["cd"]) == "name 'cd' is not defined"
-
-
-def multi_turn_folder(tmp_path: Path, change: Callable[[dict[str, Any], dict[str, Any]], None]) -> Path:
-    """The sample's BFCL data, its first multi_turn_base case (question and possible answer) changed by `change`."""
-    folder = tmp_path / "bfcl"
-    shutil.copytree(BFCL_SAMPLE, folder)
-    question_file = folder / "BFCL_v4_multi_turn_base.json"
-    answer_file = folder / "possible_answer" / "BFCL_v4_multi_turn_base.json"
-    questions, answers = question_file.read_text().splitlines(), answer_file.read_text().splitlines()
-    question, answer = json.loads(questions[0]), json.loads(answers[0])
-    change(question, answer)
-    questions[0], answers[0] = json.dumps(question), json.dumps(answer)
-    question_file.write_text("\n".join(questions) + "\n")
-    answer_file.write_text("\n".join(answers) + "\n")
-    return folder
 
 
 @pytest.mark.parametrize("hostile", ["ground truth", "id"])

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import itertools
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.bfcl_data import multi_turn_folder
 from tests.cli_run import run_cli
 from tests.fake_openai import FakeOpenAI, completion, text
 from tests.test_bfcl_suite import stored
 from typed_eval.suites.bfcl.multi_turn.cases import load_multi_turn
 
-BFCL_SAMPLE = Path(__file__).parents[1] / "typed_eval" / "suites" / "bfcl" / "sample"
 CASE = load_multi_turn(["multi_turn_base"], "sample").cases[0]
 """multi_turn_base_0: a file system whose `workspace` holds `document` and `archive`, and a Twitter account."""
 FRESH = itertools.count()
@@ -32,13 +31,11 @@ def hidden(marker: Path) -> str:
 def data_folder(tmp_path: Path, ground_truth: str, extra_doc: str | None = None) -> Path:
     """The sample's BFCL data, its first multi_turn_base case's first ground-truth call replaced; `extra_doc`: a
     function of that name added to the file system's docs."""
-    folder = tmp_path / "bfcl"
-    shutil.copytree(BFCL_SAMPLE, folder)
-    answers = folder / "possible_answer" / "BFCL_v4_multi_turn_base.json"
-    lines = answers.read_text().splitlines()
-    first = json.loads(lines[0])
-    first["ground_truth"][0][0] = ground_truth
-    answers.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+
+    def change(_: dict[str, Any], answer: dict[str, Any]) -> None:
+        answer["ground_truth"][0][0] = ground_truth
+
+    folder = multi_turn_folder(tmp_path, change)
     if extra_doc is not None:
         docs = folder / "multi_turn_func_doc" / "gorilla_file_system.json"
         doc = {"name": extra_doc, "description": "d", "parameters": {"type": "dict", "properties": {}}}

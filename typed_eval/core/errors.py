@@ -18,6 +18,7 @@ __all__ = [
     "OneLineArgumentParser",
     "ResultFileError",
     "TaskError",
+    "error_text",
     "failure_line",
 ]
 
@@ -89,6 +90,14 @@ class OneLineArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
         raise SystemExit(2)
+
+
+def error_text(exc: BaseException | None) -> str:
+    """The body of an HTTP error, its whitespace folded and lowercased ("" for any other error): what a check for a
+    server's phrase ("context length", "tool_choice") reads."""
+    from pydantic_ai.exceptions import ModelHTTPError  # pydantic-ai's import is heavy: only once a sample failed
+
+    return " ".join(str(exc.body).split()).lower() if isinstance(exc, ModelHTTPError) else ""
 
 
 def failure_line(exc: BaseException) -> str:

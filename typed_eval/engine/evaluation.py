@@ -21,7 +21,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from typed_eval.contracts import Case, RunSettings, RunStatus, SampleRecord, Scores
-from typed_eval.core.errors import EvaluatorError, InputError, TaskError
+from typed_eval.core.errors import EvaluatorError, InputError, TaskError, error_text
 from typed_eval.core.run_config import BatchOptions, RunConfig, config_with
 from typed_eval.core.scoring import ScoreBook
 from typed_eval.core.secrets import Redactor
@@ -107,7 +107,7 @@ _TOO_LONG = ("context length", "context_length", "context window", "maximum cont
 
 
 def _prompt_too_long(exc: BaseException) -> bool:
-    body = " ".join(str(exc.body).split()).lower() if isinstance(exc, ModelHTTPError) else ""
+    body = error_text(exc)
     return isinstance(exc, ModelHTTPError) and 400 <= exc.status_code < 500 and any(s in body for s in _TOO_LONG)
 
 

@@ -11,6 +11,7 @@ from pydantic_ai import ModelHTTPError
 
 from typed_eval.contracts import SampleRecord
 from typed_eval.core.attempts import added_usage
+from typed_eval.core.errors import error_text
 from typed_eval.engine.posing import Outcome
 
 __all__ = ["names_tool_choice", "refuses_forced_choice", "with_earlier_tries"]
@@ -27,7 +28,7 @@ def refuses_forced_choice(exc: BaseException | None) -> bool:
 
 def names_tool_choice(exc: BaseException | None) -> bool:
     """The refusal says it is about the tool choice (else it may be a passing fault: ask once more first)."""
-    body = " ".join(str(exc.body).split()).lower() if isinstance(exc, ModelHTTPError) else ""
+    body = error_text(exc)
     return "tool_choice" in body or "tool choice" in body
 
 
