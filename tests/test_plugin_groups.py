@@ -107,7 +107,7 @@ def test_the_leaderboard_of_such_a_run_says_the_notice_once(site: Path, tmp_path
 def test_a_package_installed_into_a_folder_already_on_the_path_is_found_by_the_next_lookup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The entry points are read once for the lookups of a command, and again once a folder of the path changed."""
+    """Each lookup reads the installed entry points afresh."""
     from typed_eval.core.plugins import plugin_points
 
     monkeypatch.syspath_prepend(str(tmp_path))
