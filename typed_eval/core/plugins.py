@@ -22,12 +22,13 @@ class PluginGroupWarning(FutureWarning):
 def plugin_points(group: str) -> list[EntryPoint]:
     """The entry points of `group`, then those of its earlier names that it does not already have, sorted by name
     (a name two packages register is there twice); each of the latter warns (`PluginGroupWarning`) once."""
-    found = list(entry_points(group=group))  # two packages may register one name: both kept, to be told apart
+    installed = entry_points()  # one pass over the installed distributions for the group and its earlier names
+    found = list(installed.select(group=group))  # two packages may register one name: both kept, to be told apart
     names = {point.name for point in found}
-    for alias in entry_points(group=ALIASES_GROUP):
+    for alias in installed.select(group=ALIASES_GROUP):
         if alias.name != group:
             continue
-        for point in entry_points(group=alias.value):
+        for point in installed.select(group=alias.value):
             if point.name in names:
                 continue
             owner = f" of {point.dist.name}" if point.dist else ""
